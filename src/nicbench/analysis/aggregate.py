@@ -1,0 +1,96 @@
+"""Aggregate throughput over the window that every client process shares.
+
+For one trial and one direction, each tool process (client host x port)
+contributes interval samples on its own absolute timeline.  The shared window
+is ``[latest first start, earliest last end]`` over all processes, after the
+engine's warm-up intervals (``omitted``) are dropped, then trimmed by ``trim``
+seconds at both ends.  Each process's bytes inside the window are summed; an
+interval cut by the window edge counts pro rata to its overlap (the rate is
+taken as constant within one report interval).  Aggregate Gbps = bytes x 8 /
+window length.  The receiver side is the truth; the sender side is reported
+beside it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ..core.units import gbps
+from ..records import Sample
+
+
+@dataclass(frozen=True)
+class ProcessShare:
+    host: str
+    proc: str
+    bytes: float
+    span: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class DirectionAggregate:
+    direction: str
+    side: str
+    window: tuple[float, float]
+    bytes: float
+    gbps: float
+    per_host: dict[str, float]                 # host -> Gbps over the window
+    processes: tuple[ProcessShare, ...]
+    series: tuple[tuple[float, float], ...] = field(default=())  # (t, Gbps) per bin
+
+    @property
+    def seconds(self) -> float:
+        return self.window[1] - self.window[0]
+
+
+class NoSharedWindow(ValueError):
+    """The processes' measured spans do not overlap (after trimming)."""
+
+
+def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
+    return max(0.0, min(a1, b1) - max(a0, b0))
+
+
+def aggregate(samples: Iterable[Sample], *, direction: str, side: str = "receiver",
+              trim: float = 0.0, metric: str = "tcp.bytes", bin_s: float = 1.0) -> DirectionAggregate:
+    procs: dict[tuple[str, str], list[Sample]] = defaultdict(list)
+    for s in samples:
+        if (s.metric == metric and s.tag("direction") == direction and s.tag("side") == side
+                and s.tag("omitted", "0") != "1" and s.t_end > s.t_start):
+            procs[(s.tag("host") or "?", s.tag("proc") or "?")].append(s)
+    if not procs:
+        raise NoSharedWindow(f"no {side}-side samples for direction {direction}")
+    spans = {k: (min(x.t_start for x in v), max(x.t_end for x in v)) for k, v in procs.items()}
+    w0 = max(a for a, _ in spans.values()) + trim
+    w1 = min(b for _, b in spans.values()) - trim
+    if w1 <= w0:
+        raise NoSharedWindow(
+            f"the {len(procs)} processes share no measured window after trimming {trim:g}s "
+            f"(start skew or a short test?)")
+    shares = []
+    per_host: dict[str, float] = defaultdict(float)
+    total = 0.0
+    for (host, proc), v in sorted(procs.items()):
+        b = sum(x.value * _overlap(x.t_start, x.t_end, w0, w1) / (x.t_end - x.t_start) for x in v)
+        shares.append(ProcessShare(host, proc, b, spans[(host, proc)]))
+        per_host[host] += b
+        total += b
+    seconds = w1 - w0
+    series = []
+    t = w0
+    while t < w1 - 1e-9:
+        t_next = min(t + bin_s, w1)
+        bb = sum(x.value * _overlap(x.t_start, x.t_end, t, t_next) / (x.t_end - x.t_start)
+                 for v in procs.values() for x in v)
+        series.append((t, gbps(bb, t_next - t)))
+        t = t_next
+    return DirectionAggregate(direction, side, (w0, w1), total, gbps(total, seconds),
+                              {h: gbps(b, seconds) for h, b in per_host.items()}, tuple(shares),
+                              tuple(series))
+
+
+def directions_in(samples: Iterable[Sample]) -> list[str]:
+    seen = {s.tag("direction") for s in samples if s.metric == "tcp.bytes"}
+    return [d for d in ("tx", "rx") if d in seen]

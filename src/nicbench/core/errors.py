@@ -1,0 +1,92 @@
+"""One error taxonomy for the whole tool.
+
+Every failure a user can cause or meet is a :class:`NicbenchError` subclass that
+knows where it happened (file/key, host, command), what went wrong, a hint for
+the fix, and a distinct process exit code.  The CLI prints ``one_line()``; a
+traceback only appears with ``--debug``.
+"""
+
+from __future__ import annotations
+
+
+class NicbenchError(Exception):
+    """Base class.  ``where`` names the file/key path, host or command."""
+
+    exit_code = 1
+    kind = "error"
+
+    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.where = where
+        self.hint = hint
+
+    def one_line(self) -> str:
+        where = f"{self.where}: " if self.where else ""
+        hint = f" (hint: {self.hint})" if self.hint else ""
+        text = f"nicbench: {self.kind}: {where}{self.message}{hint}"
+        return " ".join(text.split())  # tool stderr tails may carry newlines
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "where": self.where, "message": self.message,
+                "hint": self.hint, "exit_code": self.exit_code}
+
+
+class InputError(NicbenchError):
+    """A plan, argument or input file is wrong; nothing was started."""
+
+    exit_code = 2
+    kind = "bad input"
+
+
+class PreflightError(NicbenchError):
+    """The hosts are not ready: a tool is missing, a port is taken, no privileges."""
+
+    exit_code = 3
+    kind = "preflight"
+
+
+class LabError(NicbenchError):
+    """Building, inspecting or removing the embedded lab failed."""
+
+    exit_code = 4
+    kind = "lab"
+
+
+class ToolError(NicbenchError):
+    """A traffic tool failed at run time or printed output we cannot trust."""
+
+    exit_code = 5
+    kind = "tool"
+
+
+class StoreError(NicbenchError):
+    """The result store is missing, unreadable or from an unknown schema."""
+
+    exit_code = 6
+    kind = "store"
+
+
+class PointsFailed(NicbenchError):
+    """The run finished, results are stored, but some points failed."""
+
+    exit_code = 7
+    kind = "run"
+
+
+class Interrupted(NicbenchError):
+    """The user interrupted (Ctrl-C / SIGTERM); finished points are kept."""
+
+    exit_code = 130
+    kind = "interrupted"
+
+
+def tail(text: str | bytes | None, lines: int = 3, width: int = 300) -> str:
+    """The last non-empty lines of a tool's stderr, joined for a one-line message."""
+    if text is None:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    kept = [ln.strip() for ln in text.strip().splitlines() if ln.strip()][-lines:]
+    joined = " | ".join(kept)
+    return joined[-width:]

@@ -1,0 +1,48 @@
+"""Units: one documented meaning for every size and rate string.
+
+Sizes (IO size, socket buffers) are **binary**, as iperf's ``-l``/``-w`` read
+them: ``"512"`` = 512 B, ``"4K"`` = ``"4KiB"`` = 4096 B, ``"1M"`` = 1 MiB.
+Rates are **decimal** bits per second, as link speeds are sold:
+``"10G"`` = 10 * 10^9 bit/s.  Gbps in reports is 10^9 bit/s.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMG]?)(i?B)?\s*$", re.IGNORECASE)
+_SIZE_MULT = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+class UnitError(ValueError):
+    """A value that does not parse; the message says what is allowed."""
+
+
+def parse_size(value: str | int) -> int:
+    """Bytes from ``512``, ``"4K"``, ``"4KiB"``, ``"1M"`` (binary multiples)."""
+    if isinstance(value, bool):
+        raise UnitError("a size must be a number of bytes or a string like '4K'")
+    if isinstance(value, int):
+        n = value
+    else:
+        m = _SIZE_RE.match(str(value))
+        if not m:
+            raise UnitError(
+                f"{value!r} is not a size; write bytes (512) or a binary multiple (4K, 64KiB, 1M)")
+        n = int(m.group(1)) * _SIZE_MULT[m.group(2).upper()]
+    if n <= 0:
+        raise UnitError(f"size must be > 0 bytes, got {value!r}")
+    return n
+
+
+def format_size(n: int) -> str:
+    """Shortest exact binary form: 512, 4K, 512K, 1M."""
+    for suffix, mult in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
+        if n % mult == 0:
+            return f"{n // mult}{suffix}"
+    return str(n)
+
+
+def gbps(nbytes: float, seconds: float) -> float:
+    """Decimal Gbit/s from bytes over seconds."""
+    return nbytes * 8.0 / seconds / 1e9 if seconds > 0 else 0.0

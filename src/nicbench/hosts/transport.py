@@ -1,0 +1,242 @@
+"""How commands reach a host: the Transport protocol and its local/netns forms.
+
+Every side effect on a host goes through :class:`Transport`, so the runner can be
+tested with :class:`nicbench.hosts.fake.FakeTransport` and the SSH transport
+(a later issue) slots in unchanged.
+
+Processes are spawned in their own session (process group = PID), with stdout
+and stderr written straight to files in the run directory, so raw output
+survives a crash of nicbench itself.  A *gated* spawn starts a tiny bash shim
+that blocks on stdin; :meth:`Process.release` writes one byte, the shim
+records ``$EPOCHREALTIME`` (a bash builtin: no fork, microsecond resolution)
+on stderr and execs the tool.  Releasing every client's gate back to back is
+the start barrier; the recorded stamps measure the start skew.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Protocol, Sequence
+
+from ..core.errors import PreflightError, ToolError, tail
+
+GATE_MARK = "nicbench-start "
+_GATE = ('IFS= read -r _ || exit 125; printf "%s%s\\n" "' + GATE_MARK.strip() + ' " '
+         '"$EPOCHREALTIME" >&2; exec "$@"')
+
+
+def gate_argv(argv: Sequence[str]) -> list[str]:
+    """Wrap ``argv`` so it waits for a release byte on stdin before exec."""
+    return ["bash", "-c", _GATE, "nicbench-gate", *argv]
+
+
+def parse_gate_stamp(stderr_text: str) -> float | None:
+    """The exec time a gated process recorded, or None if it never started."""
+    for line in stderr_text.splitlines():
+        if line.startswith(GATE_MARK):
+            try:
+                return float(line[len(GATE_MARK):].strip().replace(",", "."))
+            except ValueError:
+                return None
+    return None
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    host: str
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    def check(self, what: str | None = None, hint: str | None = None) -> "CommandResult":
+        if self.returncode != 0:
+            raise ToolError(
+                f"{what or shlex.join(self.argv)} exited {self.returncode}: {tail(self.stderr) or tail(self.stdout)}",
+                where=self.host, hint=hint)
+        return self
+
+
+class Process(Protocol):
+    host: str
+    pid: int
+    argv: tuple[str, ...]
+    stdout_path: Path
+    stderr_path: Path
+
+    def release(self) -> None: ...
+    def poll(self) -> int | None: ...
+    def wait(self, timeout: float) -> int | None: ...
+    def stop(self, grace: float = 1.0, sig: int = signal.SIGTERM) -> int | None: ...
+
+
+class Transport(Protocol):
+    """A host nicbench can run commands on."""
+
+    host: str
+    kind: str
+
+    def run(self, argv: Sequence[str], *, timeout: float = 30.0,
+            input: str | None = None) -> CommandResult: ...
+
+    def spawn(self, argv: Sequence[str], *, stdout: Path, stderr: Path,
+              gated: bool = False) -> Process: ...
+
+    def read_text(self, path: str) -> str: ...
+
+    def wrap(self, argv: Sequence[str]) -> list[str]: ...
+
+
+class LocalProcess:
+    """A process on this machine, leader of its own process group."""
+
+    def __init__(self, host: str, argv: Sequence[str], popen: subprocess.Popen,
+                 stdout_path: Path, stderr_path: Path, gated: bool, files: list[IO]):
+        self.host = host
+        self.argv = tuple(argv)
+        self.pid = popen.pid
+        self.stdout_path = stdout_path
+        self.stderr_path = stderr_path
+        self._popen = popen
+        self._gated = gated
+        self._files = files
+
+    def release(self) -> None:
+        if self._gated and self._popen.stdin is not None:
+            try:
+                self._popen.stdin.write(b"\n")
+                self._popen.stdin.close()
+            except (BrokenPipeError, OSError):
+                pass  # it died before the barrier: poll() will say so
+
+    def poll(self) -> int | None:
+        rc = self._popen.poll()
+        if rc is not None:
+            self._close()
+        return rc
+
+    def wait(self, timeout: float) -> int | None:
+        try:
+            rc = self._popen.wait(timeout=max(timeout, 0.0))
+        except subprocess.TimeoutExpired:
+            return None
+        self._close()
+        return rc
+
+    def stop(self, grace: float = 1.0, sig: int = signal.SIGTERM) -> int | None:
+        """Signal the whole process group, then SIGKILL it after ``grace`` seconds."""
+        if self._popen.poll() is None:
+            _killpg(self.pid, sig)
+            if self.wait(grace) is None:
+                _killpg(self.pid, signal.SIGKILL)
+                self.wait(5.0)
+        else:
+            _killpg(self.pid, signal.SIGKILL)  # stragglers left in the group
+        self._close()
+        return self._popen.returncode
+
+    def _close(self) -> None:
+        for f in self._files:
+            if not f.closed:
+                f.close()
+        if self._popen.stdin is not None and not self._popen.stdin.closed:
+            try:
+                self._popen.stdin.close()
+            except OSError:
+                pass
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class LocalTransport:
+    """Commands run directly on this machine."""
+
+    kind = "local"
+
+    def __init__(self, host: str = "local", tracker: "ProcessSink | None" = None):
+        self.host = host
+        self.tracker = tracker
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        return list(argv)
+
+    def run(self, argv: Sequence[str], *, timeout: float = 30.0,
+            input: str | None = None) -> CommandResult:
+        full = self.wrap(argv)
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(full, input=input, capture_output=True, text=True,
+                               timeout=timeout, start_new_session=True)
+        except FileNotFoundError:
+            raise PreflightError(f"command not found: {argv[0]}", where=self.host,
+                                 hint="run the set-up command in README.md to install the tools") from None
+        except subprocess.TimeoutExpired as e:
+            raise ToolError(f"{shlex.join(argv)} did not finish within {timeout:g}s: {tail(e.stderr)}",
+                            where=self.host) from None
+        return CommandResult(self.host, tuple(argv), p.returncode, p.stdout, p.stderr,
+                             time.monotonic() - t0)
+
+    def spawn(self, argv: Sequence[str], *, stdout: Path, stderr: Path,
+              gated: bool = False) -> LocalProcess:
+        real = gate_argv(argv) if gated else list(argv)
+        full = self.wrap(real)
+        stdout.parent.mkdir(parents=True, exist_ok=True)
+        out = open(stdout, "wb")
+        err = open(stderr, "wb")
+        try:
+            popen = subprocess.Popen(full, stdout=out, stderr=err,
+                                     stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
+                                     start_new_session=True)
+        except FileNotFoundError:
+            out.close(), err.close()
+            raise PreflightError(f"command not found: {full[0]}", where=self.host) from None
+        proc = LocalProcess(self.host, argv, popen, stdout, stderr, gated, [out, err])
+        if self.tracker is not None:
+            self.tracker.add(self.host, proc.pid)
+        return proc
+
+    def read_text(self, path: str) -> str:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+
+class NetnsTransport(LocalTransport):
+    """Commands run inside a network namespace of the embedded lab.
+
+    ``ip netns exec`` execs the command in place, so the PID we hold is the
+    tool's own PID.  Files (/proc, /sys/class/net are per-namespace only through
+    a process inside it) are read with ``cat`` inside the namespace.
+    """
+
+    kind = "netns"
+
+    def __init__(self, host: str, netns: str, tracker: "ProcessSink | None" = None):
+        super().__init__(host, tracker)
+        self.netns = netns
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.netns, *argv]
+
+    def read_text(self, path: str) -> str:
+        if path.startswith("/proc/") and path.split("/")[2].isdigit():
+            return super().read_text(path)  # /proc/PID/... already shows PID's namespace
+        r = self.run(["cat", path], timeout=10)
+        if r.returncode != 0:
+            raise FileNotFoundError(path)
+        return r.stdout
+
+
+class ProcessSink(Protocol):
+    def add(self, host: str, pid: int) -> None: ...

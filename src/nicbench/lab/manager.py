@@ -1,0 +1,193 @@
+"""Build, inspect and remove the embedded lab (side effects live here).
+
+The state file ``<state>/labs/<name>.json`` is written *before* the first
+namespace is created, so a crash at any point leaves enough behind for
+``nicbench lab down`` to finish the job.  Teardown kills processes first
+(deleting a namespace does not kill what runs inside it), then deletes the
+namespaces.  A failed build is rolled back, so no half-built lab remains.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import LabError, PreflightError, tail
+from ..hosts.transport import NetnsTransport
+from .topology import LabSpec, build_commands
+from .tracker import ProcessTracker
+
+_NS_RE = re.compile(r"^nb-([a-z0-9]{1,8})-([a-z][a-z0-9]{0,7})$")
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("NICBENCH_STATE_DIR", "/run/nicbench")) / "labs"
+
+
+def _ip(args: list[str], timeout: float = 15.0) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise PreflightError("the 'ip' command (iproute2) is missing",
+                             hint="apt-get install iproute2, or run the set-up command in README.md") from None
+
+
+def existing_namespaces() -> list[str]:
+    r = _ip(["ip", "netns", "list"])
+    return [ln.split()[0] for ln in r.stdout.splitlines() if ln.strip()]
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise PreflightError("the embedded lab needs root (network namespaces, veth, bridge)",
+                             hint="run as root, e.g. sudo nicbench ...")
+
+
+@dataclass
+class Lab:
+    """A lab that exists: its spec, transports to its hosts, its process tracker."""
+
+    spec: LabSpec
+    tracker: ProcessTracker
+
+    def transport(self, host: str) -> NetnsTransport:
+        h = self.spec.host(host)
+        return NetnsTransport(host, h.netns, self.tracker)
+
+    def transports(self) -> dict[str, NetnsTransport]:
+        return {h.name: self.transport(h.name) for h in self.spec.hosts}
+
+
+def _paths(name: str) -> tuple[Path, Path]:
+    d = state_dir()
+    return d / f"{name}.json", d / f"{name}.pids"
+
+
+def load(name: str) -> Lab | None:
+    spec_path, pids = _paths(name)
+    try:
+        spec = LabSpec.from_dict(json.loads(spec_path.read_text()))
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError) as e:
+        raise LabError(f"lab state file is damaged: {e}", where=str(spec_path),
+                       hint=f"nicbench lab down {name} removes it") from None
+    return Lab(spec, ProcessTracker(pids))
+
+
+def up(spec: LabSpec) -> Lab:
+    """Create the lab; on any failure remove what was made and raise LabError."""
+    require_root()
+    present = set(existing_namespaces())
+    clash = [ns for ns in spec.namespaces if ns in present]
+    if clash or load(spec.name) is not None:
+        raise LabError(f"lab {spec.name!r} already exists ({', '.join(clash) or 'state file'})",
+                       where=f"lab {spec.name}",
+                       hint=f"reuse it, or remove it with: nicbench lab down {spec.name}")
+    spec_path, pids = _paths(spec.name)
+    spec_path.parent.mkdir(parents=True, exist_ok=True)
+    spec_path.write_text(json.dumps(spec.to_dict(), indent=1))
+    lab = Lab(spec, ProcessTracker(pids))
+    try:
+        for cmd in build_commands(spec):
+            r = _ip(cmd)
+            if r.returncode != 0:
+                raise LabError(f"{' '.join(cmd)} failed: {tail(r.stderr)}", where=f"lab {spec.name}",
+                               hint="is this kernel built with veth and bridge support?")
+        # A bridge in its own namespace still passes frames to iptables when
+        # br_netfilter is loaded; turn that off where the knob exists.
+        for knob in ("bridge-nf-call-iptables", "bridge-nf-call-ip6tables", "bridge-nf-call-arptables"):
+            _ip(["ip", "netns", "exec", spec.switch_ns, "sysctl", "-qw", f"net.bridge.{knob}=0"])
+    except BaseException:
+        down(spec.name)
+        raise
+    return lab
+
+
+def _kill_ns_pids(ns: str) -> None:
+    r = _ip(["ip", "netns", "pids", ns])
+    for tok in r.stdout.split():
+        if tok.isdigit():
+            try:
+                os.kill(int(tok), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def down(name: str) -> list[str]:
+    """Remove lab ``name`` and everything it left (processes, namespaces, state).
+
+    Safe to call on a lab that is half built, already gone, or left by a crash.
+    Returns the namespaces deleted.
+    """
+    require_root()
+    lab = load(name) if _paths(name)[0].exists() else None
+    tracker = lab.tracker if lab else ProcessTracker(_paths(name)[1])
+    tracker.kill_all()
+    mine = set(lab.spec.namespaces) if lab else set()
+    for ns in existing_namespaces():
+        m = _NS_RE.match(ns)
+        if m and m.group(1) == name:
+            mine.add(ns)
+    present = set(existing_namespaces())
+    removed = []
+    for ns in sorted(mine & present):
+        _kill_ns_pids(ns)
+    for ns in sorted(mine & present):
+        for attempt in range(3):
+            r = _ip(["ip", "netns", "del", ns])
+            if r.returncode == 0:
+                removed.append(ns)
+                break
+            time.sleep(0.1)
+        else:
+            raise LabError(f"cannot delete namespace {ns}: {tail(r.stderr)}", where=f"lab {name}")
+    tracker.clear()
+    _paths(name)[0].unlink(missing_ok=True)
+    return removed
+
+
+def all_labs() -> list[str]:
+    """Names of labs known by state file or by namespace name."""
+    names = {p.stem for p in state_dir().glob("*.json")} if state_dir().exists() else set()
+    for ns in existing_namespaces():
+        m = _NS_RE.match(ns)
+        if m:
+            names.add(m.group(1))
+    return sorted(names)
+
+
+def status(name: str) -> dict:
+    """What exists of lab ``name``: namespaces, links and tracked live processes."""
+    lab = load(name)
+    present = set(existing_namespaces())
+    stray = sorted(ns for ns in present if (m := _NS_RE.match(ns)) and m.group(1) == name)
+    out: dict = {"name": name, "state_file": lab is not None, "namespaces": stray, "hosts": [],
+                 "processes": []}
+    if lab:
+        out["mtu"] = lab.spec.mtu
+        for h in lab.spec.hosts:
+            up_ = False
+            mtu = None
+            if h.netns in present:
+                r = _ip(["ip", "-n", h.netns, "-j", "link", "show", h.ifname])
+                try:
+                    info = json.loads(r.stdout)[0]
+                    up_ = "UP" in info.get("flags", [])
+                    mtu = info.get("mtu")
+                except (ValueError, IndexError):
+                    pass
+            out["hosts"].append({"name": h.name, "role": h.role, "netns": h.netns, "ip": h.ip,
+                                 "present": h.netns in present, "link_up": up_, "mtu": mtu})
+        out["processes"] = [{"host": host, "pid": pid} for host, pid in lab.tracker.alive()]
+        missing = [ns for ns in lab.spec.namespaces if ns not in present]
+        out["healthy"] = not missing and all(h["link_up"] for h in out["hosts"])
+    else:
+        out["healthy"] = False
+    return out

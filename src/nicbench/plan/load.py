@@ -1,0 +1,100 @@
+"""TOML text -> validated :class:`Plan`, with errors that name file and key path."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..core.errors import InputError
+from .model import Plan
+
+_HINTS = {
+    "extra_forbidden": "check the spelling; see examples/*.toml for every key",
+    "missing": "add the key; see examples/*.toml",
+    "literal_error": None,
+}
+
+
+def _loc_text(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model class whose field list applies at ``loc`` (for 'allowed keys')."""
+    model: type[BaseModel] | None = Plan
+    skip_key = False
+    for part in loc:
+        if model is None:
+            return None
+        if skip_key:  # dict key level (e.g. hosts.<name>)
+            skip_key = False
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return model
+        ann = field.annotation
+        args = getattr(ann, "__args__", ()) or ()
+        nxt = None
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            nxt = ann
+        elif getattr(ann, "__origin__", None) is dict and args and isinstance(args[-1], type) \
+                and issubclass(args[-1], BaseModel):
+            nxt, skip_key = args[-1], True
+        else:
+            for a in args:
+                if isinstance(a, type) and issubclass(a, BaseModel):
+                    nxt = a
+        model = nxt
+    return model
+
+
+def _format(err: dict[str, Any]) -> tuple[str, str, str | None]:
+    loc = tuple(err.get("loc", ()))
+    typ = err.get("type", "")
+    msg = str(err.get("msg", "invalid"))
+    hint = _HINTS.get(typ)
+    if typ == "extra_forbidden":
+        parent = _model_at(loc[:-1])
+        allowed = ", ".join(parent.model_fields) if parent else "?"
+        msg = f"unknown key {loc[-1]!r}; allowed here: {allowed}"
+    elif msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    return _loc_text(loc), msg, hint
+
+
+def parse_plan(text: str, source: str = "<plan>") -> Plan:
+    """Validate plan text; raise :class:`InputError` naming ``source`` and the key."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"not valid TOML: {e}", where=source,
+                         hint="strings need quotes, e.g. io_sizes = [\"4K\", \"64K\"]") from None
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as e:
+        errors = e.errors()
+        where, msg, hint = _format(errors[0])
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise InputError(msg + more, where=f"{source}: {where}", hint=hint) from None
+
+
+def load_plan(path: str | Path) -> tuple[Plan, str]:
+    """Read and validate a plan file; returns the plan and its exact text."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise InputError("plan file not found", where=str(p),
+                         hint="give a path to a .toml plan, e.g. examples/seed000-tcp-multiclient.toml") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read plan: {e}", where=str(p)) from None
+    return parse_plan(text, str(p)), text

@@ -1,0 +1,37 @@
+"""Plan -> the ordered list of trials (matrix x repeats)."""
+
+from __future__ import annotations
+
+import itertools
+
+from ..core.units import format_size
+from ..records import TrialSpec
+from .model import Plan
+
+
+def point_key(direction: str, connections: int, io_size: int) -> str:
+    return f"{direction}/c{connections}/io{format_size(io_size)}"
+
+
+def trials(plan: Plan) -> list[TrialSpec]:
+    """Every trial of the plan, in run order.
+
+    ``interleaved`` runs the whole matrix once per repeat, so slow drift of the
+    machine spreads over all points instead of biasing one; ``sequential``
+    repeats each point back to back.
+    """
+    s = plan.study
+    matrix = list(itertools.product(s.directions, s.connections, s.io_sizes))
+    if s.order == "interleaved":
+        order = [(r, m) for r in range(s.repeats) for m in matrix]
+    else:
+        order = [(r, m) for m in matrix for r in range(s.repeats)]
+    out = []
+    for i, (rep, (direction, conns, io)) in enumerate(order):
+        out.append(TrialSpec(
+            trial_id=f"t{i + 1:04d}", index=i, study="tcp",
+            point=point_key(direction, conns, io), repeat=rep,
+            params={"direction": direction, "connections": conns, "io_size": io,
+                    "engine": s.engine, "duration": s.duration, "omit": s.omit},
+        ))
+    return out

@@ -1,0 +1,151 @@
+"""The plan: a declarative TOML description of hosts, link and study.
+
+Validated by pydantic with unknown keys forbidden, so a typo is an error, never
+a silently ignored setting.  Units follow :mod:`nicbench.core.units`: sizes are
+binary (``"4K"`` = 4096 B), durations are seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field,
+                      field_validator, model_validator)
+
+from ..core.units import UnitError, parse_size
+
+HOST_NAME = r"^[a-z][a-z0-9]{0,7}$"
+LAB_NAME = r"^[a-z0-9]{1,8}$"
+
+
+def _size(value: object) -> int:
+    try:
+        return parse_size(value)  # type: ignore[arg-type]
+    except UnitError as e:
+        raise ValueError(str(e)) from None
+
+
+Size = Annotated[int, BeforeValidator(_size)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Host(Strict):
+    """A host taking part.  In the embedded lab it becomes a network namespace."""
+
+    role: Literal["server", "client"]
+
+
+class Link(Strict):
+    """The test network's link settings (applied to every lab veth)."""
+
+    mtu: int = Field(1500, ge=576, le=9216, description="IP MTU in bytes")
+
+
+class Lab(Strict):
+    """Embedded-lab settings.  Namespaces are named ``nb-<name>-<host>``."""
+
+    name: str = Field("lab", pattern=LAB_NAME)
+    subnet: str = Field("198.18.0.0/24", description="RFC 2544 benchmarking range by default")
+
+    @field_validator("subnet")
+    @classmethod
+    def _subnet(cls, v: str) -> str:
+        import ipaddress
+        try:
+            net = ipaddress.IPv4Network(v, strict=True)
+        except ValueError as e:
+            raise ValueError(f"not an IPv4 network: {e}") from None
+        if net.prefixlen > 28:
+            raise ValueError("needs room for the hosts: use a /28 or larger")
+        return v
+
+
+class TcpStudy(Strict):
+    """Multi-client TCP throughput (seeds 000 and 002).
+
+    The server host runs the engine's *client* processes towards an engine
+    server on every client host (as both seeds do), so ``tx`` is server ->
+    clients, ``rx`` is clients -> server (``-R``), ``bidir`` both at once.
+    """
+
+    kind: Literal["tcp"] = "tcp"
+    engine: Literal["iperf3", "iperf2"] = "iperf3"
+    clients: list[str] | None = Field(None, description="client hosts to use (default: all)")
+    directions: list[Literal["tx", "rx", "bidir"]] = Field(default_factory=lambda: ["tx"], min_length=1)
+    io_sizes: list[Size] = Field(default_factory=lambda: [131072], min_length=1)
+    connections: list[Annotated[int, Field(ge=1, le=4096)]] = Field(default_factory=lambda: [1], min_length=1)
+    connections_per: Literal["total", "client"] = "total"
+    duration: float = Field(10.0, gt=0, le=3600, description="measured seconds asked of the engine")
+    omit: float = Field(2.0, ge=0, le=600, description="warm-up seconds run before the measured part")
+    interval: float = Field(1.0, ge=0.1, le=60, description="engine report interval, seconds")
+    trim: float = Field(0.5, ge=0, description="seconds cut from both ends of the shared window")
+    repeats: int = Field(1, ge=1, le=100)
+    order: Literal["interleaved", "sequential"] = "interleaved"
+    zerocopy: bool = False
+    no_delay: bool = False
+    skip_rx_copy: bool | Literal["auto"] = False
+    window: Size | None = None
+    congestion: str | None = Field(None, pattern=r"^[a-z0-9_]{1,16}$")
+    streams_per_process: int | None = Field(None, ge=1, le=128)
+    port_base: int = Field(5201, ge=1024, le=65000)
+    timeout_margin: float = Field(15.0, ge=1, le=600, description="extra seconds before a point is declared hung")
+
+    @field_validator("directions", "io_sizes", "connections")
+    @classmethod
+    def _unique(cls, v: list) -> list:
+        if len(set(v)) != len(v):
+            raise ValueError("values must not repeat")
+        return v
+
+    @model_validator(mode="after")
+    def _engine_features(self) -> "TcpStudy":
+        if self.engine == "iperf2" and (self.zerocopy or self.skip_rx_copy is True):
+            raise ValueError("iperf2 has no zerocopy/skip_rx_copy: set them false or use engine = \"iperf3\"")
+        if self.duration <= 2 * self.trim:
+            raise ValueError(f"duration {self.duration}s leaves nothing after trimming {self.trim}s at both ends")
+        return self
+
+
+class Output(Strict):
+    dir: str = "nicbench-runs"
+
+
+class Plan(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    description: str = ""
+    lab: Lab = Field(default_factory=Lab)
+    link: Link = Field(default_factory=Link)
+    hosts: dict[Annotated[str, Field(pattern=HOST_NAME)], Host]
+    study: TcpStudy
+    output: Output = Field(default_factory=Output)
+
+    @model_validator(mode="after")
+    def _roles(self) -> "Plan":
+        servers = [n for n, h in self.hosts.items() if h.role == "server"]
+        clients = [n for n, h in self.hosts.items() if h.role == "client"]
+        if len(servers) != 1:
+            raise ValueError(f"exactly one host needs role = \"server\", found {len(servers)}")
+        if not clients:
+            raise ValueError("at least one host needs role = \"client\"")
+        if len(self.hosts) > 13:
+            raise ValueError("the embedded lab holds at most 13 hosts")
+        for c in self.study.clients or []:
+            if c not in self.hosts:
+                raise ValueError(f"study.clients names host {c!r}, which is not in [hosts] "
+                                 f"(defined: {', '.join(self.hosts)})")
+            if self.hosts[c].role != "client":
+                raise ValueError(f"study.clients names {c!r}, whose role is {self.hosts[c].role!r}")
+        return self
+
+    @property
+    def server(self) -> str:
+        return next(n for n, h in self.hosts.items() if h.role == "server")
+
+    @property
+    def clients(self) -> list[str]:
+        if self.study.clients:
+            return list(self.study.clients)
+        return [n for n, h in self.hosts.items() if h.role == "client"]

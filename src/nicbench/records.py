@@ -1,0 +1,111 @@
+"""The records both sides of nicbench agree on: the narrow waist of the hourglass.
+
+The execution side (plan, hosts, lab, tools, run) produces these; the results
+side (store, analysis, report) only reads them.  All are frozen.  Every numeric
+value carries a unit from the closed set :data:`UNITS`; every time is absolute
+(seconds since the Unix epoch, wall clock of the host that measured it).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+Unit = Literal["bytes", "bit/s", "s", "count", "percent", "packets"]
+UNITS: frozenset[str] = frozenset(Unit.__args__)  # type: ignore[attr-defined]
+
+TrialStatus = Literal["ok", "failed", "interrupted"]
+
+Tags = tuple[tuple[str, str], ...]
+
+
+def make_tags(**tags: object) -> Tags:
+    """Tags as a sorted tuple of (name, value) strings: hashable and stable."""
+    return tuple(sorted((k, str(v)) for k, v in tags.items() if v is not None))
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One measured quantity over one time span.
+
+    ``metric`` names what was counted (``tcp.bytes``: payload bytes that crossed
+    a socket in the span); ``tags`` say where: host, proc (one tool process),
+    direction (tx/rx, from the study server's side), side (sender/receiver).
+    """
+
+    trial_id: str
+    metric: str
+    value: float
+    unit: Unit
+    t_start: float
+    t_end: float
+    tags: Tags = ()
+
+    def tag(self, name: str, default: str | None = None) -> str | None:
+        for k, v in self.tags:
+            if k == name:
+                return v
+        return default
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise ValueError(f"unit {self.unit!r} not in {sorted(UNITS)}")
+        if self.t_end < self.t_start:
+            raise ValueError(f"sample ends before it starts: {self.t_start} > {self.t_end}")
+
+
+@dataclass(frozen=True, slots=True)
+class RawOutput:
+    """A tool's output as it was written, kept before any parsing.
+
+    ``path`` is relative to the run directory.
+    """
+
+    trial_id: str
+    host: str
+    role: str
+    tool: str
+    stream: Literal["stdout", "stderr"]
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class TrialSpec:
+    """One point of the plan's matrix, one repeat of it."""
+
+    trial_id: str
+    index: int
+    study: str
+    point: str                       # stable key shared by repeats, e.g. "tx/c12/io64K"
+    repeat: int
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def params_json(self) -> str:
+        return json.dumps(dict(self.params), sort_keys=True)
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRecord:
+    """What happened when a trial ran (its samples are stored beside it)."""
+
+    spec: TrialSpec
+    status: TrialStatus
+    started: float
+    ended: float
+    error: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """A run as a whole."""
+
+    run_id: str
+    name: str
+    study: str
+    created: float
+    plan_text: str
+    source: str                      # "plan" | "import"
+    nicbench_version: str
+    meta: Mapping[str, Any] = field(default_factory=dict)

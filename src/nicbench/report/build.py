@@ -1,0 +1,76 @@
+"""A run, read back from the store alone, as the rows a report shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..analysis.points import PointStats, TrialResult, point_stats, trial_result
+from ..core.units import format_size
+from ..records import RunInfo
+from ..store.runs import RunReader
+
+EXPORT_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class RunView:
+    run_dir: Path
+    info: RunInfo
+    meta: dict[str, Any]
+    trials: list[TrialResult]
+    points: list[PointStats]
+
+    @property
+    def failures(self) -> list[TrialResult]:
+        return [t for t in self.trials if t.status != "ok"]
+
+
+def load_run(run_dir: Path) -> RunView:
+    r = RunReader(run_dir)
+    try:
+        info = r.info()
+        meta = r.meta()
+        trim = float(info.meta.get("trim", 0.0))  # type: ignore[arg-type]
+        samples = r.samples()
+        by_trial: dict[str, list] = {}
+        for s in samples:
+            by_trial.setdefault(s.trial_id, []).append(s)
+        results = [trial_result(t, by_trial.get(t.spec.trial_id, []), trim) for t in r.trials()]
+    finally:
+        r.close()
+    return RunView(run_dir, info, meta, results, point_stats(results))
+
+
+def _r(x: float | None, nd: int = 3) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def table_rows(view: RunView) -> list[dict[str, Any]]:
+    """One row per point: the table of the report and of the CSV/JSON exports."""
+    rows = []
+    for p in view.points:
+        io = p.params.get("io_size")
+        rows.append({
+            "point": p.point,
+            "direction": p.params.get("direction"),
+            "connections": p.params.get("connections"),
+            "io_size": io,
+            "io": format_size(int(io)) if isinstance(io, int) else io,
+            "engine": p.params.get("engine"),
+            "repeats_ok": p.n_ok,
+            "repeats_failed": p.n_failed,
+            "gbps_median": _r(p.median),
+            "gbps_min": _r(p.low),
+            "gbps_max": _r(p.high),
+            "gbps_stdev": _r(p.stdev),
+            "tx_gbps": _r(p.by_direction.get("tx")),
+            "rx_gbps": _r(p.by_direction.get("rx")),
+            "sender_gbps": _r(p.sender_median),
+            "per_host_gbps": {h: _r(g) for h, g in p.per_host.items()},
+            "max_start_skew_ms": _r(p.max_skew_s * 1000 if p.max_skew_s is not None else None),
+            "retransmits": p.retransmits,
+            "errors": list(p.errors),
+        })
+    return rows

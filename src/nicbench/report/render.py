@@ -1,0 +1,60 @@
+"""Write a run's report: HTML page, figures, CSV and JSON exports."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .build import EXPORT_SCHEMA, RunView, table_rows
+from .figures import throughput_figures
+
+_CSV_COLS = ["point", "direction", "connections", "io_size", "io", "engine", "repeats_ok",
+             "repeats_failed", "gbps_median", "gbps_min", "gbps_max", "gbps_stdev", "tx_gbps",
+             "rx_gbps", "sender_gbps", "max_start_skew_ms", "retransmits"]
+
+
+def export(view: RunView, rows: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, json_path = out / "points.csv", out / "points.json"
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=_CSV_COLS + ["per_host_gbps"], extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, "per_host_gbps": ";".join(f"{h}={g}" for h, g in r["per_host_gbps"].items())})
+    doc = {"schema": EXPORT_SCHEMA, "run_id": view.info.run_id, "name": view.info.name,
+           "study": view.info.study, "units": {"gbps": "10^9 bit/s, receiver-side payload",
+                                               "io_size": "bytes"},
+           "points": rows,
+           "trials": [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
+                       "error": t.error, "gbps": t.gbps,
+                       "window_s": {d: a.seconds for d, a in t.receiver.items()},
+                       "start_skew_s": t.start_skew_s, "overhead_s": t.overhead_s}
+                      for t in view.trials]}
+    json_path.write_text(json.dumps(doc, indent=1))
+    return csv_path, json_path
+
+
+def render(view: RunView, out: Path | None = None) -> Path:
+    """Render the report into ``out`` (default ``<run>/report``); returns index.html."""
+    out = out or view.run_dir / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    rows = table_rows(view)
+    lab = view.info.meta.get("lab") or {}
+    mtu = lab.get("mtu") if isinstance(lab, dict) else None
+    figs = throughput_figures(rows, out, view.info.name, mtu)
+    csv_path, json_path = export(view, rows, out)
+    env = jinja2.Environment(loader=jinja2.PackageLoader("nicbench.report", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    html = env.get_template("report.html.j2").render(
+        info=view.info, meta=view.meta, rows=rows, figures=[p.name for p in figs],
+        failures=view.failures, csv=csv_path.name, json=json_path.name,
+        created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"),
+        warnings=view.info.meta.get("warnings") or [])
+    index = out / "index.html"
+    index.write_text(html)
+    return index

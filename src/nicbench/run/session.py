@@ -1,0 +1,188 @@
+"""A whole run: lab, preflight, every trial in order, storage, teardown.
+
+Side effects only; what to run comes from the plan, what it means is worked
+out later by ``analysis``.  Guarantees:
+- preflight lists every problem at once, before the run directory exists;
+- each finished trial is committed on its own (a crash keeps it);
+- on success, error, Ctrl-C or SIGTERM every process nicbench started is
+  killed by process group and a lab this run built is torn down.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Protocol
+
+from .. import __version__
+from ..core.errors import Interrupted, LabError, PreflightError, tail
+from ..lab import manager
+from ..lab.topology import LabSpec, make_spec
+from ..plan.matrix import trials as plan_trials
+from ..plan.model import Plan
+from ..records import RunInfo, Sample, TrialRecord, TrialSpec
+from ..store.runs import RunWriter, new_run_id
+from .procnet import listening_ports
+from .tcp import TcpContext, detect_tool, layout, run_trial
+
+
+class ProgressSink(Protocol):
+    def begin(self, run_id: str, total: int) -> None: ...
+    def trial_start(self, spec: TrialSpec) -> None: ...
+    def trial_end(self, rec: TrialRecord, samples: list[Sample]) -> None: ...
+    def end(self) -> None: ...
+
+
+class NoProgress:
+    def begin(self, run_id: str, total: int) -> None: ...
+    def trial_start(self, spec: TrialSpec) -> None: ...
+    def trial_end(self, rec: TrialRecord, samples: list[Sample]) -> None: ...
+    def end(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: str
+    run_dir: Path
+    status: str
+    ok: int
+    failed: int
+    warnings: tuple[str, ...]
+
+
+def lab_spec(plan: Plan) -> LabSpec:
+    return make_spec(plan.lab.name, [(n, h.role) for n, h in plan.hosts.items()],
+                     plan.link.mtu, plan.lab.subnet)
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (and SIGHUP) take the same clean-up path as Ctrl-C."""
+    def handler(signum, frame):  # noqa: ARG001
+        raise KeyboardInterrupt
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def acquire_lab(spec: LabSpec) -> tuple[manager.Lab, bool]:
+    """An existing matching lab (reused, not ours to remove) or a new one."""
+    existing = manager.load(spec.name)
+    if existing is None:
+        return manager.up(spec), True
+    st = manager.status(spec.name)
+    if existing.spec != spec or not st["healthy"]:
+        raise LabError(f"lab {spec.name!r} exists but does not match this plan (hosts/MTU/health)",
+                       where=f"lab {spec.name}",
+                       hint=f"nicbench lab down {spec.name}, or give the plan another [lab] name")
+    return existing, False
+
+
+def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
+    """Check every host at once; raise PreflightError listing all problems."""
+    problems: list[str] = []
+    warnings: list[str] = []
+    transports = lab.transports()
+    addresses = {h.name: h.ip for h in lab.spec.hosts}
+    s = plan.study
+    tool = None
+    for host in [plan.server, *plan.clients]:
+        try:
+            info = detect_tool(transports[host], s.engine)
+            if host == plan.server:
+                tool = info
+        except PreflightError as e:
+            problems.append(f"{host}: {e.message}")
+    for c in plan.clients:
+        r = transports[plan.server].run(["ping", "-c", "1", "-W", "2", "-n", "-q", addresses[c]], timeout=10)
+        if r.returncode != 0:
+            problems.append(f"{plan.server} cannot reach {c} ({addresses[c]}): "
+                            f"{tail(r.stdout + r.stderr) or 'no reply'}")
+        ports_wanted = {slot.port for n in s.connections
+                        for slot in layout(n, plan.clients, s.connections_per,
+                                           s.streams_per_process or (128 if s.engine == "iperf3" else 4096),
+                                           s.port_base) if slot.client == c}
+        busy: set[int] = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                busy |= listening_ports(transports[c].read_text(table))
+            except OSError:
+                pass
+        taken = sorted(ports_wanted & busy)
+        if taken:
+            problems.append(f"{c}: port(s) {', '.join(map(str, taken))} already in use")
+    skip = False
+    if tool is not None:
+        if s.skip_rx_copy is True and not tool.has("skip_rx_copy"):
+            problems.append(f"{plan.server}: iperf3 {tool.version_str} has no --skip-rx-copy "
+                            "(set skip_rx_copy = \"auto\" or false, or install iperf3 >= 3.16)")
+        skip = bool(s.skip_rx_copy) and tool.has("skip_rx_copy")
+        if s.skip_rx_copy == "auto" and not skip:
+            warnings.append(f"iperf3 {tool.version_str} has no --skip-rx-copy: receivers copy every "
+                            "byte to user space (the seed's runs did not)")
+        if s.engine == "iperf3" and tool.version < (3, 16):
+            warnings.append(f"iperf3 {tool.version_str} is single-threaded: all streams of one process "
+                            "share one core; more client hosts or processes spread the load")
+    if problems:
+        raise PreflightError("; ".join(problems), where="preflight",
+                             hint="fix every item listed, then run again")
+    assert tool is not None
+    return TcpContext(s, plan.server, dict(transports), addresses, tool, skip, warnings=warnings), warnings
+
+
+def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink | None = None,
+            keep_lab: bool = False) -> RunOutcome:
+    progress = progress or NoProgress()
+    manager.require_root()
+    spec = lab_spec(plan)
+    trial_list = plan_trials(plan)
+    writer: RunWriter | None = None
+    ok = failed = 0
+    status = "failed"
+    with sigterm_as_interrupt():
+        lab, owned = None, False
+        try:
+            lab, owned = acquire_lab(spec)
+            ctx, warnings = preflight(plan, lab)
+            run_id = new_run_id(plan.name)
+            info = RunInfo(run_id, plan.name, "tcp", time.time(), plan_text, "plan", __version__, {
+                "lab": spec.to_dict(), "server": plan.server, "clients": plan.clients,
+                "engine": plan.study.engine, "engine_version": ctx.tool.version_str,
+                "engine_features": sorted(ctx.tool.features), "skip_rx_copy_used": ctx.skip_rx_copy,
+                "trim": plan.study.trim, "kernel": platform.release(), "warnings": warnings,
+                "lab_reused": not owned, "pid": os.getpid()})
+            writer = RunWriter.create(store, info)
+            ctx.rel = writer.rel
+            progress.begin(run_id, len(trial_list))
+            for t in trial_list:
+                progress.trial_start(t)
+                rec, samples, raws = run_trial(ctx, t, writer.raw_dir(t.trial_id), plan.clients)
+                writer.write_trial(rec, samples, raws)
+                ok += rec.status == "ok"
+                failed += rec.status == "failed"
+                progress.trial_end(rec, samples)
+                if rec.status == "interrupted":
+                    raise KeyboardInterrupt
+            status = "done" if not failed else "done-with-failures"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise Interrupted(f"run stopped by the user after {ok + failed} of {len(trial_list)} points; "
+                              "finished points are stored", where=str(writer.run_dir) if writer else None,
+                              hint="nicbench report latest renders what was finished") from None
+        finally:
+            progress.end()
+            if lab is not None:
+                lab.tracker.kill_all()
+                if owned and not keep_lab:
+                    manager.down(spec.name)
+            if writer is not None:
+                writer.finish(status, ok=ok, failed=failed)
+    return RunOutcome(run_id, writer.run_dir, status, ok, failed, tuple(warnings))

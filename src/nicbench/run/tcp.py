@@ -1,0 +1,314 @@
+"""One TCP trial: servers up, clients started together, outputs collected, parsed.
+
+Layout (both seeds): the study's *server* host runs the engine's client
+processes, one per (client host, port); each client host runs one engine
+server per port.  ``tx`` = data from the study server to the clients (engine
+fwd flow), ``rx`` = the reverse (``-R``), ``bidir`` both.
+
+Measurement rules:
+- the receiver's bytes are the truth; the sender's are kept as well;
+- every interval gets an absolute start: iperf2 reports wall-clock stamps,
+  iperf3 intervals are anchored at the exec time its start gate recorded;
+- all client processes are released by one barrier, the start skew is recorded.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..core.errors import NicbenchError, PreflightError, ToolError, tail
+from ..hosts.transport import Process, Transport, parse_gate_stamp
+from ..plan.model import TcpStudy
+from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ..tools import iperf2, iperf3
+from ..tools.base import FlowInterval, ToolInfo
+from .procnet import listening_ports
+
+MODE = {"tx": "fwd", "rx": "rev", "bidir": "bidir"}
+DIRECTION = {"fwd": "tx", "rev": "rx"}
+
+
+@dataclass(frozen=True)
+class ProcSlot:
+    """One engine client/server pair: which client host, which port, how many streams."""
+
+    client: str
+    port: int
+    streams: int
+
+
+def layout(connections: int, clients: Sequence[str], per: str, cap: int,
+           port_base: int) -> list[ProcSlot]:
+    """Spread ``connections`` over clients and split each above the per-process cap.
+
+    ``per = "total"``: the count is the sum over all clients (as the seeds'
+    figures label it), spread as evenly as possible; ``"client"``: each client
+    gets that many.
+    """
+    n = len(clients)
+    if per == "client":
+        share = [connections] * n
+    else:
+        share = [connections // n + (1 if i < connections % n else 0) for i in range(n)]
+    slots = []
+    for client, c in zip(clients, share):
+        if c == 0:
+            continue
+        procs = math.ceil(c / cap)
+        for k in range(procs):
+            streams = c // procs + (1 if k < c % procs else 0)
+            slots.append(ProcSlot(client, port_base + k, streams))
+    return slots
+
+
+@dataclass
+class TcpContext:
+    study: TcpStudy
+    server: str
+    transports: dict[str, Transport]
+    addresses: dict[str, str]             # host -> test address
+    tool: ToolInfo
+    skip_rx_copy: bool = False
+    rel: Callable[[Path], str] = str
+    warnings: list[str] = field(default_factory=list)
+
+
+def _wait_listening(t: Transport, proc: Process, port: int, deadline: float) -> None:
+    while True:
+        rc = proc.poll()
+        if rc is not None:
+            out = _read(proc.stdout_path) + "\n" + _read(proc.stderr_path)
+            msg = _server_error(out) or tail(out) or f"exited {rc}"
+            hint = ("another process holds the port: pick another study.port_base, or stop it"
+                    if "in use" in msg.lower() else None)
+            raise ToolError(f"engine server on port {port} failed to start: {msg}", where=t.host, hint=hint)
+        ports: set[int] = set()
+        for table in ("tcp", "tcp6"):
+            try:
+                ports |= listening_ports(t.read_text(f"/proc/{proc.pid}/net/{table}"))
+            except OSError:
+                pass
+        if port in ports:
+            return
+        if time.monotonic() > deadline:
+            raise ToolError(f"engine server on port {port} is not listening after 5 s", where=t.host)
+        time.sleep(0.005)
+
+
+def _server_error(text: str) -> str | None:
+    try:
+        return iperf3.extract_json(text).get("error")
+    except NicbenchError:
+        return None
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+_HINTS = {
+    "busy": "another test is using this server port: is a stray iperf3 client running?",
+    "refused": "the engine server is not listening: it may have crashed (iperf 2.1.8 with -l mismatch) "
+               "or a firewall blocks the port",
+    "timed out": "the path is down or very lossy: check MTU and addresses with 'nicbench lab status'",
+}
+
+
+def _tool_error(msg: str, host: str) -> ToolError:
+    hint = next((h for k, h in _HINTS.items() if k in msg.lower()), None)
+    return ToolError(msg, where=host, hint=hint)
+
+
+def _samples(trial_id: str, host: str, port: int, anchor: float | None,
+             intervals: Sequence[FlowInterval]) -> list[Sample]:
+    out = []
+    for iv in intervals:
+        if iv.abs_start is not None:
+            t0 = iv.abs_start
+        elif anchor is not None:
+            t0 = anchor + iv.start
+        else:
+            continue
+        t1 = t0 + (iv.end - iv.start)
+        tags = make_tags(host=host, proc=port, direction=DIRECTION[iv.flow], side=iv.side,
+                         omitted=1 if iv.omitted else 0, streams=iv.streams)
+        out.append(Sample(trial_id, "tcp.bytes", float(iv.bytes), "bytes", t0, t1, tags))
+        if iv.retransmits is not None:
+            out.append(Sample(trial_id, "tcp.retransmits", float(iv.retransmits), "count", t0, t1, tags))
+    return out
+
+
+def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
+              clients: Sequence[str]) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+    """Run one point; never raises for a point-level failure (it is recorded)."""
+    s = ctx.study
+    p = spec.params
+    engine = s.engine
+    cap = s.streams_per_process or (iperf3.MAX_STREAMS if engine == "iperf3" else iperf2.MAX_STREAMS)
+    slots = layout(int(p["connections"]), clients, s.connections_per, cap, s.port_base)
+    mode = MODE[str(p["direction"])]
+    io = int(p["io_size"])
+    srv_t = ctx.transports[ctx.server]
+    started = time.time()
+    servers: list[tuple[ProcSlot, Process]] = []
+    clis: list[tuple[ProcSlot, Process]] = []
+    raws: list[RawOutput] = []
+    meta: dict = {"layout": [vars(x) for x in slots], "engine": engine,
+                  "engine_version": ctx.tool.version_str, "argv": {}}
+    status, error = "ok", None
+    samples: list[Sample] = []
+
+    def raw(host: str, role: str, name: str) -> tuple[Path, Path]:
+        out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
+        tool = "iperf3" if engine == "iperf3" else "iperf2"
+        raws.append(RawOutput(spec.trial_id, host, role, tool, "stdout", ctx.rel(out)))
+        raws.append(RawOutput(spec.trial_id, host, role, tool, "stderr", ctx.rel(err)))
+        return out, err
+
+    limit = s.omit + s.duration + s.timeout_margin
+    try:
+        # 1. engine servers on the client hosts
+        for slot in slots:
+            t = ctx.transports[slot.client]
+            argv = (iperf3.server_argv(slot.port, s.interval) if engine == "iperf3" else
+                    iperf2.server_argv(port=slot.port, interval=s.interval, io_size=io,
+                                       lifetime=iperf2.lifetime(s.duration, s.omit, s.timeout_margin),
+                                       window=s.window))
+            out, err = raw(slot.client, "engine-server", f"{slot.client}-server-{slot.port}")
+            servers.append((slot, t.spawn(argv, stdout=out, stderr=err)))
+            meta["argv"][f"{slot.client}:server:{slot.port}"] = argv
+        deadline = time.monotonic() + 5.0
+        for slot, proc in servers:
+            _wait_listening(ctx.transports[slot.client], proc, slot.port, deadline)
+        # 2. engine clients on the server host, behind the start gate
+        for slot in slots:
+            target = ctx.addresses[slot.client]
+            if engine == "iperf3":
+                argv = iperf3.client_argv(ctx.tool, target=target, port=slot.port, duration=s.duration,
+                                          omit=s.omit, interval=s.interval, io_size=io,
+                                          streams=slot.streams, mode=mode, zerocopy=s.zerocopy,
+                                          no_delay=s.no_delay, skip_rx_copy=ctx.skip_rx_copy,
+                                          window=s.window, congestion=s.congestion)
+            else:
+                argv = iperf2.client_argv(target=target, port=slot.port, duration=s.duration,
+                                          omit=s.omit, interval=s.interval, io_size=io,
+                                          streams=slot.streams, mode=mode, no_delay=s.no_delay,
+                                          window=s.window, congestion=s.congestion)
+            out, err = raw(ctx.server, "engine-client", f"{slot.client}-client-{slot.port}")
+            clis.append((slot, srv_t.spawn(argv, stdout=out, stderr=err, gated=True)))
+            meta["argv"][f"{ctx.server}:client:{slot.client}:{slot.port}"] = argv
+        # 3. the barrier: release every gate back to back
+        t_release = time.time()
+        for _, proc in clis:
+            proc.release()
+        meta["released"] = t_release
+        # 4. wait for the clients; a hung point is stopped at its time limit
+        end_by = time.monotonic() + limit
+        for slot, proc in clis:
+            rc = proc.wait(end_by - time.monotonic())
+            if rc is None:
+                raise ToolError(f"engine client to {slot.client}:{slot.port} still running after "
+                                f"{limit:g}s (duration + omit + timeout_margin)", where=ctx.server,
+                                hint="the path may be stalled; raise study.timeout_margin if the host is slow")
+        # 5. servers: iperf3 -1 exits by itself; iperf2 is asked to flush and exit
+        for slot, proc in servers:
+            if engine == "iperf3":
+                if proc.wait(3.0) is None:
+                    proc.stop(0.5)
+            else:
+                proc.stop(grace=1.0, sig=signal.SIGINT)
+    except KeyboardInterrupt:
+        status, error = "interrupted", "interrupted by the user"
+    except NicbenchError as e:
+        status, error = "failed", e.one_line().removeprefix("nicbench: ")
+    finally:
+        for _, proc in clis + servers:
+            if proc.poll() is None:
+                proc.stop(0.5)
+
+    # 6. parse what the tools wrote (also after a failure: what parsed is kept)
+    stamps = {}
+    for slot, proc in clis:
+        stamps[f"{slot.client}:{slot.port}"] = parse_gate_stamp(_read(proc.stderr_path))
+    good = [v for v in stamps.values() if v is not None]
+    meta["start_stamps"] = stamps
+    meta["start_skew_s"] = (max(good) - min(good)) if len(good) > 1 else 0.0 if good else None
+    totals: dict[str, dict[str, int]] = {}
+    if status != "interrupted":
+        try:
+            samples = _parse_all(ctx, spec, engine, clis, servers, stamps, totals)
+        except NicbenchError as e:
+            if status == "ok":
+                status, error = "failed", e.one_line().removeprefix("nicbench: ")
+        except (ValueError, KeyError, TypeError) as e:   # a parser bug must fail the point, not the run
+            status, error = "failed", f"tool output not understood: {type(e).__name__}: {e}"
+    meta["totals"] = totals
+    ended = time.time()
+    meta["overhead_s"] = (ended - started) - (s.omit + s.duration)
+    return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+
+
+def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, stamps,
+               totals: dict[str, dict[str, int]]) -> list[Sample]:
+    samples: list[Sample] = []
+    s = ctx.study
+    for slot, proc in clis:
+        text = _read(proc.stdout_path)
+        anchor = stamps.get(f"{slot.client}:{slot.port}")
+        key = f"{slot.client}:{slot.port}"
+        if engine == "iperf3":
+            rep = iperf3.parse(text)
+            if rep.error:
+                raise _tool_error(f"iperf3 to {slot.client}:{slot.port}: {rep.error}", ctx.server)
+            if not rep.has_server_output and not rep.intervals:
+                raise ToolError(f"iperf3 to {slot.client}:{slot.port} reported no intervals", where=ctx.server)
+            if anchor is None:
+                raise ToolError("the start gate recorded no exec time", where=ctx.server)
+            samples += _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals)
+            totals[key] = rep.totals
+        else:
+            if not text.strip():
+                raise _tool_error(f"iperf to {slot.client}:{slot.port} printed nothing: "
+                                  f"{tail(_read(proc.stderr_path)) or 'no error text'}", ctx.server)
+            rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval)
+            samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
+            totals[key] = dict(rep2.totals)
+    if engine == "iperf2":   # receiver side of the fwd flow lives in the server's CSV
+        for slot, proc in servers:
+            text = _read(proc.stdout_path)
+            rep2 = iperf2.parse(text, role="server", omit=s.omit, server_port=slot.port, interval=s.interval)
+            samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
+            for k, v in rep2.totals.items():
+                totals.setdefault(f"{slot.client}:{slot.port}", {}).setdefault(k, v)
+    return samples
+
+
+def detect_tool(t: Transport, engine: str) -> ToolInfo:
+    """Version and features of the engine on one host (preflight)."""
+    if engine == "iperf3":
+        try:
+            v = t.run(["iperf3", "--version"], timeout=10)
+        except PreflightError:
+            raise PreflightError("iperf3 is not installed", where=t.host,
+                                 hint="apt-get install iperf3 (the set-up command in README.md does it)") from None
+        h = t.run(["iperf3", "--help"], timeout=10)
+        if v.returncode != 0:
+            raise PreflightError(f"iperf3 --version failed: {tail(v.stderr)}", where=t.host)
+        return iperf3.info_from(v.stdout, h.stdout + h.stderr)
+    try:
+        v = t.run(["iperf", "--version"], timeout=10)
+    except PreflightError:
+        raise PreflightError("iperf (iperf 2) is not installed", where=t.host,
+                             hint="apt-get install iperf (the set-up command in README.md does it)") from None
+    info = iperf2.info_from(v.stdout + v.stderr)
+    if info.version[:1] != (2,):
+        raise PreflightError(f"'iperf' is not iperf 2: {info.version_text!r}", where=t.host)
+    return info

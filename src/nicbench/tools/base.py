@@ -1,0 +1,61 @@
+"""What every traffic-tool module shares: version/feature facts and flow intervals."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..core.errors import PreflightError, tail
+
+Flow = Literal["fwd", "rev"]      # fwd: engine client -> engine server
+Side = Literal["sender", "receiver"]
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """A tool as found on one host: version and the optional features it has."""
+
+    name: str
+    version: tuple[int, ...]
+    version_text: str
+    features: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def version_str(self) -> str:
+        return ".".join(map(str, self.version))
+
+    def has(self, feature: str) -> bool:
+        return feature in self.features
+
+
+@dataclass(frozen=True)
+class FlowInterval:
+    """Payload bytes one tool process saw for one flow, on one side, in one interval.
+
+    ``start``/``end`` are seconds from the process's test start; ``abs_start`` is
+    set when the tool itself reports wall-clock times (iperf2 CSV).
+    """
+
+    start: float
+    end: float
+    flow: Flow
+    side: Side
+    bytes: int
+    streams: int
+    omitted: bool = False
+    retransmits: int | None = None
+    abs_start: float | None = None
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not m:
+        return ()
+    return tuple(int(g) for g in m.groups() if g is not None)
+
+
+def missing_tool(name: str, host: str, stderr: str = "") -> PreflightError:
+    pkg = {"iperf3": "iperf3", "iperf": "iperf"}.get(name, name)
+    return PreflightError(f"{name} is not installed{': ' + tail(stderr) if stderr else ''}",
+                          where=host, hint=f"apt-get install {pkg} (the set-up command in README.md does it)")

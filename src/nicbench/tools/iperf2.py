@@ -1,0 +1,170 @@
+"""iperf 2 (2.1.x): argv builders and a pure parser of its ``-y C`` CSV reports.
+
+CSV, not the human text: each line is
+``stamp,src_ip,src_port,dst_ip,dst_port,id,start-end,bytes,bits_per_second[,udp...]``
+where ``stamp`` is the wall-clock end of the interval (local time, ms), and the
+address pair is written sender first, whoever writes the line.  The flow is
+therefore fixed by which end holds the *server port*; the side by the role of
+the process that wrote the file.
+
+Known traps:
+- 2.1.8's server segfaults on ``-R``/``--full-duplex`` with a client ``-l 512K``
+  unless the server is started with the same ``-l``; afterwards every test gets
+  "connection refused".  :func:`server_argv` always takes the IO size.
+- no per-test omit: nicbench runs omit+duration and marks the first ``omit``
+  seconds as omitted itself;
+- with ``-P`` 2.1.8 prints no sum lines in CSV: we sum streams per interval;
+- each flow ends with a whole-test summary line (``0.0-T``), told apart from
+  interval lines by its span.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Literal
+
+from ..core.errors import ToolError
+from .base import FlowInterval, ToolInfo, parse_version
+
+NAME = "iperf"
+MAX_STREAMS = 4096
+
+
+def info_from(version_out: str) -> ToolInfo:
+    first = version_out.strip().splitlines()[0] if version_out.strip() else ""
+    v = parse_version(first)
+    feats = {"full_duplex", "reverse"} if v >= (2, 1) else set()
+    return ToolInfo(NAME, v, first, frozenset(feats))
+
+
+def server_argv(*, port: int, interval: float, io_size: int, lifetime: float,
+                window: int | None = None) -> list[str]:
+    """A server that stops by itself after ``lifetime`` seconds (``-t``)."""
+    argv = ["iperf", "-s", "-p", str(port), "-i", f"{interval:g}", "-e", "-y", "C",
+            "-l", str(io_size), "-t", f"{lifetime:g}"]
+    if window:
+        argv += ["-w", str(window)]
+    return argv
+
+
+def client_argv(*, target: str, port: int, duration: float, omit: float, interval: float,
+                io_size: int, streams: int, mode: str, no_delay: bool = False,
+                window: int | None = None, congestion: str | None = None) -> list[str]:
+    argv = ["iperf", "-c", target, "-p", str(port), "-t", f"{duration + omit:g}",
+            "-i", f"{interval:g}", "-e", "-y", "C", "-l", str(io_size), "-P", str(streams)]
+    if mode == "rev":
+        argv.append("-R")
+    elif mode == "bidir":
+        argv.append("--full-duplex")
+    if no_delay:
+        argv.append("-N")
+    if window:
+        argv += ["-w", str(window)]
+    if congestion:
+        argv += ["-Z", congestion]
+    return argv
+
+
+@dataclass(frozen=True)
+class CsvLine:
+    stamp: float
+    src: str
+    sport: int
+    dst: str
+    dport: int
+    ident: int
+    start: float
+    end: float
+    bytes: int
+    bps: float
+
+
+@dataclass(frozen=True)
+class Iperf2Report:
+    intervals: tuple[FlowInterval, ...]
+    totals: dict[str, int]             # "fwd.receiver" -> bytes, from summary lines
+    server_port: int | None
+    lines: int
+
+
+def _stamp(text: str) -> float:
+    """``20261122135653.848`` (local wall clock) -> epoch seconds."""
+    whole, _, frac = text.partition(".")
+    if len(whole) != 14 or not whole.isdigit():
+        raise ValueError(f"bad timestamp {text!r}")
+    t = _dt.datetime.strptime(whole, "%Y%m%d%H%M%S")
+    return time.mktime(t.timetuple()) + (float("0." + frac) if frac else 0.0)
+
+
+def parse_lines(text: str) -> list[CsvLine]:
+    out = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        ln = raw.strip()
+        if not ln:
+            continue
+        f = ln.split(",")
+        if len(f) < 9 or not f[0][:1].isdigit():
+            raise ToolError(f"line {n} is not iperf2 CSV: {ln[:120]!r}",
+                            hint="run iperf with -y C (nicbench never reads its human text)")
+        try:
+            a, _, b = f[6].partition("-")
+            out.append(CsvLine(_stamp(f[0]), f[1], int(f[2]), f[3], int(f[4]), int(f[5]),
+                               float(a), float(b), int(f[7]), float(f[8])))
+        except ValueError as e:
+            raise ToolError(f"line {n}: {e}: {ln[:120]!r}") from None
+    return out
+
+
+def _server_port(lines: list[CsvLine]) -> int | None:
+    common: set[int] | None = None
+    for ln in lines:
+        ports = {ln.sport, ln.dport} - {0}
+        common = ports if common is None else common & ports
+    return min(common) if common else None
+
+
+def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
+          server_port: int | None = None, interval: float | None = None) -> Iperf2Report:
+    """Parse one process's CSV.  ``role``: which iperf end wrote it.
+
+    Intervals that start before ``omit`` seconds are marked omitted.  Streams of
+    the same flow are summed per interval.
+    """
+    lines = parse_lines(text)
+    port = server_port or _server_port(lines)
+    if lines and port is None:
+        raise ToolError("cannot tell the server port from the CSV", hint="pass the server port")
+    spans = [ln.end - ln.start for ln in lines if ln.end > ln.start]
+    nominal = interval or (min(spans) if spans else 1.0)
+    by_flow: dict[tuple, list[CsvLine]] = defaultdict(list)
+    for ln in lines:
+        by_flow[(ln.ident, ln.src, ln.sport, ln.dst, ln.dport)].append(ln)
+    per_iv: dict[tuple, list[CsvLine]] = defaultdict(list)
+    totals: dict[str, int] = {}
+    for key, fl in by_flow.items():
+        flow = "rev" if fl[0].sport == port else "fwd"
+        # the engine client sends fwd; the engine server sends rev
+        side = "sender" if (flow == "fwd") == (role == "client") else "receiver"
+        for i, ln in enumerate(fl):
+            summary = len(fl) == 1 or (ln.start == 0.0 and i == len(fl) - 1) \
+                or (ln.end - ln.start) > 1.5 * nominal
+            if summary:
+                k = f"{flow}.{side}"
+                totals[k] = totals.get(k, 0) + ln.bytes
+            else:
+                per_iv[(flow, side, round(ln.start, 3), round(ln.end, 3))].append(ln)
+    intervals = []
+    for (flow, side, start, end), lns in sorted(per_iv.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
+        abs_start = min(ln.stamp - (ln.end - ln.start) for ln in lns)
+        intervals.append(FlowInterval(start=start, end=end, flow=flow, side=side,  # type: ignore[arg-type]
+                                      bytes=sum(ln.bytes for ln in lns), streams=len(lns),
+                                      omitted=start < omit - 1e-9, abs_start=abs_start))
+    return Iperf2Report(tuple(intervals), totals, port, len(lines))
+
+
+def lifetime(duration: float, omit: float, margin: float) -> float:
+    return math.ceil(duration + omit + margin)

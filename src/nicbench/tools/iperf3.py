@@ -1,0 +1,200 @@
+"""iperf3: argv builders and a pure parser of its ``-J`` output.
+
+Known traps handled here:
+- failures are reported in an ``"error"`` key of otherwise valid JSON;
+- text can surround the JSON (warnings): we cut from the first ``{`` to the last ``}``;
+- ``--bidir`` output repeats keys in some versions: we read per-stream entries and
+  their ``sender`` flag, never the ``sum*`` keys, so repeats cannot hide data;
+- iperf3 < 3.16 has no ``--skip-rx-copy`` and is single-threaded: features are
+  detected from ``--help``, never assumed from the plan;
+- ``-t`` and ``-O`` are whole seconds; ``-P`` is capped at 128 per process.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..core.errors import ToolError
+from .base import FlowInterval, ToolInfo, parse_version
+
+NAME = "iperf3"
+MAX_STREAMS = 128
+
+_FEATURES = {"--skip-rx-copy": "skip_rx_copy", "--bidir": "bidir", "--zerocopy": "zerocopy",
+             "--get-server-output": "server_output", "--json-stream": "json_stream"}
+
+
+def info_from(version_out: str, help_out: str) -> ToolInfo:
+    """Tool facts from ``iperf3 --version`` and ``iperf3 --help`` text."""
+    first = version_out.strip().splitlines()[0] if version_out.strip() else ""
+    feats = {name for flag, name in _FEATURES.items() if flag in help_out}
+    return ToolInfo(NAME, parse_version(first), first, frozenset(feats))
+
+
+def server_argv(port: int, interval: float = 1.0) -> list[str]:
+    """A one-off server (``-1``): it exits by itself after one test.
+
+    The server reports at its own ``-i``, not the client's: pass the same.
+    """
+    return ["iperf3", "-s", "-1", "-J", "-p", str(port), "-i", f"{interval:g}"]
+
+
+def client_argv(info: ToolInfo, *, target: str, port: int, duration: float, omit: float,
+                interval: float, io_size: int, streams: int, mode: str,
+                zerocopy: bool = False, no_delay: bool = False, skip_rx_copy: bool = False,
+                window: int | None = None, congestion: str | None = None) -> list[str]:
+    """``mode``: fwd (client sends), rev (``-R``), bidir (``--bidir``)."""
+    if not 1 <= streams <= MAX_STREAMS:
+        raise ValueError(f"iperf3 takes 1..{MAX_STREAMS} streams per process, not {streams}")
+    argv = ["iperf3", "-c", target, "-p", str(port),
+            "-t", str(int(math.ceil(duration))), "-O", str(int(math.ceil(omit))),
+            "-i", f"{interval:g}", "-l", str(io_size), "-P", str(streams),
+            "-J", "--get-server-output"]
+    if mode == "rev":
+        argv.append("-R")
+    elif mode == "bidir":
+        if not info.has("bidir"):
+            raise ToolError(f"iperf3 {info.version_str} has no --bidir", hint="install iperf3 >= 3.7")
+        argv.append("--bidir")
+    if zerocopy:
+        argv.append("-Z")
+    if no_delay:
+        argv.append("-N")
+    if skip_rx_copy:
+        argv.append("--skip-rx-copy")
+    if window:
+        argv += ["-w", str(window)]
+    if congestion:
+        argv += ["-C", congestion]
+    return argv
+
+
+@dataclass(frozen=True)
+class Iperf3Report:
+    version: str | None
+    error: str | None
+    protocol: str | None
+    num_streams: int | None
+    blksize: int | None
+    duration: float | None
+    omit: float | None
+    reverse: bool
+    bidir: bool
+    timesecs: int | None
+    intervals: tuple[FlowInterval, ...]
+    has_server_output: bool
+    totals: dict[str, int]           # "fwd.sender" -> bytes, from per-stream end entries
+
+
+def extract_json(text: str) -> dict[str, Any]:
+    """The JSON object in ``text``, tolerating junk before and after it."""
+    a, b = text.find("{"), text.rfind("}")
+    if a < 0 or b < a:
+        raise ToolError("no JSON in iperf3 output" + (f": {text.strip()[:200]!r}" if text.strip() else " (empty)"),
+                        hint="the process may have been killed before it printed its report")
+    try:
+        obj = json.loads(text[a:b + 1])
+    except json.JSONDecodeError as e:
+        raise ToolError(f"iperf3 JSON is truncated or damaged ({e.msg} at char {e.pos})",
+                        hint="the process was probably killed mid-report; see the raw output file") from None
+    if not isinstance(obj, dict):
+        raise ToolError("iperf3 JSON is not an object")
+    return obj
+
+
+def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float) -> list[FlowInterval]:
+    """Per-interval flow bytes, on one continuous clock from the test start.
+
+    iperf3 restarts its interval clock at 0 when the ``-O`` warm-up (``omit``
+    seconds) ends; we add the warm-up back so omitted and measured intervals
+    never overlap.  Seen with 3.12 on the receiving side of ``-R``: the first
+    interval after the warm-up is printed with a start *later* than its end (the
+    old clock's value) and the last warm-up interval is never printed; such an
+    interval really starts where the previous measured one ended (0 after the
+    reset), which the end-of-test totals confirm.
+    """
+    out: list[FlowInterval] = []
+    omit_end = 0.0
+    shift: float | None = None
+    prev_end = 0.0
+    for iv in intervals:
+        streams = iv.get("streams", [])
+        ivsum = iv.get("sum") or {}
+        is_omitted = bool(ivsum.get("omitted")) or any(s.get("omitted") for s in streams)
+        if is_omitted:
+            omit_end = max(omit_end, max((float(s["end"]) for s in streams), default=0.0))
+            base = 0.0
+        else:
+            if shift is None:
+                first = min((float(s["start"]) if float(s["start"]) <= float(s["end"]) else 0.0
+                             for s in streams), default=0.0)
+                restarted = (omit > 0 or omit_end > 0) and first < 0.5 * max(omit, omit_end)
+                shift = max(omit, omit_end) if restarted else 0.0
+            base = shift
+        groups: dict[tuple[str, str], list[tuple[float, float, dict]]] = {}
+        for st in streams:
+            s0, s1 = float(st["start"]), float(st["end"])
+            if s0 > s1:   # the 3.12 reset quirk described above
+                s0 = prev_end if not is_omitted else 0.0
+            sender = bool(st.get("sender", not is_server))
+            # the engine client sends the fwd flow; the engine server receives it
+            flow = "fwd" if sender != is_server else "rev"
+            side = "sender" if sender else "receiver"
+            groups.setdefault((flow, side), []).append((s0, s1, st))
+        ends = []
+        for (flow, side), sts in sorted(groups.items()):
+            retr = [x[2]["retransmits"] for x in sts if "retransmits" in x[2]]
+            s0 = min(x[0] for x in sts)
+            s1 = max(x[1] for x in sts)
+            ends.append(s1)
+            out.append(FlowInterval(
+                start=base + s0, end=base + s1, flow=flow, side=side,  # type: ignore[arg-type]
+                bytes=int(sum(x[2]["bytes"] for x in sts)), streams=len(sts), omitted=is_omitted,
+                retransmits=sum(retr) if retr else None))
+        if not is_omitted and ends:
+            prev_end = max(ends)
+    return out
+
+
+def _totals(end: dict, is_server: bool, into: dict[str, int]) -> None:
+    """Per-stream end entries: the key names the side, the ``sender`` flag says
+    whether this process sent the stream (which fixes the flow)."""
+    for st in end.get("streams", []):
+        for side in ("sender", "receiver"):
+            part = st.get(side)
+            if not isinstance(part, dict) or "bytes" not in part:
+                continue
+            flow = "fwd" if bool(part.get("sender")) != is_server else "rev"
+            k = f"{flow}.{side}"
+            into[k] = into.get(k, 0) + int(part["bytes"])
+
+
+def parse(text: str) -> Iperf3Report:
+    """Parse the client's ``-J --get-server-output`` (or a server's ``-J``) output."""
+    d = extract_json(text)
+    start = d.get("start", {}) or {}
+    ts = start.get("test_start", {}) or {}
+    server = d.get("server_output_json")
+    omit = float(ts.get("omit") or 0)
+    intervals = _intervals(d.get("intervals", []), is_server=False, omit=omit)
+    totals: dict[str, int] = {}
+    _totals(d.get("end", {}) or {}, False, totals)
+    if isinstance(server, dict):
+        intervals += _intervals(server.get("intervals", []), is_server=True, omit=omit)
+        server_totals: dict[str, int] = {}
+        _totals(server.get("end", {}) or {}, True, server_totals)
+        for k, v in server_totals.items():
+            totals.setdefault(k, v)   # receiver-side totals the client lacks
+    end = d.get("end", {}) or {}
+    bidir = "sum_sent_bidir_reverse" in end or any(
+        "sum_bidir_reverse" in iv for iv in d.get("intervals", []))
+    tstamp = (start.get("timestamp") or {}).get("timesecs")
+    return Iperf3Report(
+        version=start.get("version"), error=d.get("error"),
+        protocol=ts.get("protocol"), num_streams=ts.get("num_streams"), blksize=ts.get("blksize"),
+        duration=ts.get("duration"), omit=ts.get("omit"), reverse=bool(ts.get("reverse")),
+        bidir=bidir, timesecs=int(tstamp) if tstamp is not None else None,
+        intervals=tuple(intervals), has_server_output=isinstance(server, dict), totals=totals)
