@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMG]?)(i?B)?\s*$", re.IGNORECASE)
+# K/M/G in either case, then optionally "B" or "iB" -- uppercase B only: a
+# lowercase b means bits ("10 Gb" is a rate, not a size) and is refused.
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGkmg]?)(i?B)?\s*$")
 _SIZE_MULT = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 
 
@@ -27,8 +29,9 @@ def parse_size(value: str | int) -> int:
     else:
         m = _SIZE_RE.match(str(value))
         if not m:
+            bits = " ('b' means bits; sizes are bytes)" if re.search(r"\db|[KMGkmg]b", str(value)) else ""
             raise UnitError(
-                f"{value!r} is not a size; write bytes (512) or a binary multiple (4K, 64KiB, 1M)")
+                f"{value!r} is not a size{bits}; write bytes (512) or a binary multiple (4K, 64KiB, 1M)")
         n = int(m.group(1)) * _SIZE_MULT[m.group(2).upper()]
     if n <= 0:
         raise UnitError(f"size must be > 0 bytes, got {value!r}")

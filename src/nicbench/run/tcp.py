@@ -218,13 +218,20 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                 raise ToolError(f"engine client to {slot.client}:{slot.port} still running after "
                                 f"{limit:g}s (duration + omit + timeout_margin)", where=ctx.server,
                                 hint="the path may be stalled; raise study.timeout_margin if the host is slow")
-        # 5. servers: iperf3 -1 exits by itself; iperf2 is asked to flush and exit
+        # 5. servers: iperf3 -1 exits by itself; an iperf2 server is stopped once
+        #    every flow it serves has printed its summary (or after 2 s)
+        flows_per_stream = 2 if mode == "bidir" else 1
+        stop_by = time.monotonic() + 2.0
         for slot, proc in servers:
             if engine == "iperf3":
                 if proc.wait(3.0) is None:
                     proc.stop(0.5)
-            else:
-                proc.stop(grace=1.0, sig=signal.SIGINT)
+                continue
+            want = slot.streams * flows_per_stream
+            while (iperf2.finished_flows(_read(proc.stdout_path), s.interval) < want
+                   and time.monotonic() < stop_by and proc.poll() is None):
+                time.sleep(0.01)
+            proc.stop(grace=0.0, sig=signal.SIGKILL)
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user"
     except NicbenchError as e:

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Install what nicbench needs, idempotently: Debian packages (only the missing
+# ones, so a second run touches nothing) and a virtualenv with the package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS="iperf3 iperf iproute2 iputils-ping ethtool procps python3-venv sqlite3"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "nicbench: need root to install Debian packages:$missing" >&2
+    exit 1
+  fi
+  echo "nicbench: installing Debian packages:$missing" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "nicbench: needs Python >= 3.11 (found $("$PY" --version 2>&1))" >&2
+  exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+stamp=$(sha256sum pyproject.toml | cut -c1-16)
+if [ "$(cat .venv/.nicbench-stamp 2>/dev/null)" != "$stamp" ] || ! .venv/bin/python -c 'import nicbench' 2>/dev/null; then
+  echo "nicbench: installing Python dependencies into .venv" >&2
+  .venv/bin/pip install -q --disable-pip-version-check -e ".[test]"
+  echo "$stamp" > .venv/.nicbench-stamp
+fi

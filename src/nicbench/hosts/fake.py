@@ -1,0 +1,113 @@
+"""A scripted Transport for unit tests: no root, no network, same protocol.
+
+A ``responder`` maps each argv to a :class:`Script`: what the "process" writes
+to stdout/stderr, its exit code, and whether it hangs.  Gated processes write
+their start stamp and output only when released, as the real gate does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .transport import GATE_MARK, CommandResult
+
+
+@dataclass
+class Script:
+    stdout: str = ""
+    stderr: str = ""
+    returncode: int = 0
+    hang: bool = False                  # never exits until stopped
+    listen: int | None = None           # port shown as LISTEN in /proc/PID/net/tcp6
+
+
+_pids = itertools.count(40000)
+
+
+class FakeProcess:
+    def __init__(self, host: str, argv: Sequence[str], script: Script, stdout: Path, stderr: Path,
+                 gated: bool):
+        self.host, self.argv, self.script = host, tuple(argv), script
+        self.pid = next(_pids)
+        self.stdout_path, self.stderr_path = stdout, stderr
+        self.gated = gated
+        self.released_at: float | None = None
+        self.signals: list[int] = []
+        self._rc: int | None = None
+        stdout.parent.mkdir(parents=True, exist_ok=True)
+        stdout.write_text("")
+        stderr.write_text("")
+        if not gated:
+            self._finish_output()
+
+    def _finish_output(self) -> None:
+        self.stdout_path.write_text(self.script.stdout)
+        with open(self.stderr_path, "a") as f:
+            f.write(self.script.stderr)
+        if not self.script.hang:
+            self._rc = self.script.returncode
+
+    def release(self) -> None:
+        if self.gated and self.released_at is None:
+            self.released_at = time.time()
+            with open(self.stderr_path, "a") as f:
+                f.write(f"{GATE_MARK}{self.released_at:.6f}\n")
+            self._finish_output()
+
+    def poll(self) -> int | None:
+        return self._rc
+
+    def wait(self, timeout: float) -> int | None:
+        if self._rc is None and timeout > 0:
+            time.sleep(min(timeout, 0.01))
+        return self._rc
+
+    def stop(self, grace: float = 1.0, sig: int = signal.SIGTERM) -> int | None:
+        self.signals.append(sig)
+        if self._rc is None:
+            self._rc = -sig
+        return self._rc
+
+
+@dataclass
+class FakeTransport:
+    host: str
+    responder: Callable[[list[str]], Script] = lambda argv: Script()
+    kind: str = "fake"
+    commands: list[list[str]] = field(default_factory=list)
+    spawned: list[FakeProcess] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        return list(argv)
+
+    def run(self, argv: Sequence[str], *, timeout: float = 30.0, input: str | None = None) -> CommandResult:
+        self.commands.append(list(argv))
+        s = self.responder(list(argv))
+        if s.returncode == 127:
+            from ..core.errors import PreflightError
+            raise PreflightError(f"command not found: {argv[0]}", where=self.host)
+        return CommandResult(self.host, tuple(argv), s.returncode, s.stdout, s.stderr, 0.0)
+
+    def spawn(self, argv: Sequence[str], *, stdout: Path, stderr: Path, gated: bool = False) -> FakeProcess:
+        self.commands.append(list(argv))
+        p = FakeProcess(self.host, argv, self.responder(list(argv)), stdout, stderr, gated)
+        self.spawned.append(p)
+        return p
+
+    def read_text(self, path: str) -> str:
+        for p in self.spawned:
+            if path in (f"/proc/{p.pid}/net/tcp", f"/proc/{p.pid}/net/tcp6"):
+                header = "  sl  local_address rem_address   st\n"
+                if p.script.listen is not None and p.poll() is None:
+                    return header + f"   0: 00000000000000000000000000000000:{p.script.listen:04X} " \
+                                    f"00000000000000000000000000000000:0000 0A\n"
+                return header
+        if path in self.files:
+            return self.files[path]
+        raise FileNotFoundError(path)

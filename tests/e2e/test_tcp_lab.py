@@ -1,0 +1,176 @@
+"""End to end in the embedded lab with the real iperf3 / iperf (root)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import alive, namespaces, nicbench, plan_text
+from nicbench.core.errors import Interrupted, LabError, PreflightError
+from nicbench.lab import manager
+from nicbench.lab.topology import make_spec
+from nicbench.plan import parse_plan
+from nicbench.report.build import load_run
+from nicbench.report.render import render
+from nicbench.run.session import execute, lab_spec
+from nicbench.store.runs import RunReader
+from nicbench.tools import iperf2, iperf3
+
+pytestmark = pytest.mark.lab
+
+
+def _receiver_totals(run_dir: Path, trial_id: str, engine: str) -> float:
+    """The tools' own end-of-test receiver byte counts, summed over processes."""
+    total = 0.0
+    for out in sorted((run_dir / "raw" / trial_id).glob("*.out")):
+        text = out.read_text()
+        if engine == "iperf3" and "-client-" in out.name:
+            t = iperf3.parse(text).totals
+            total += t.get("fwd.receiver", 0) + t.get("rev.receiver", 0)
+        if engine == "iperf2":
+            role = "client" if "-client-" in out.name else "server"
+            t = iperf2.parse(text, role=role).totals
+            total += t.get("fwd.receiver", 0) + t.get("rev.receiver", 0)
+    return total
+
+
+@pytest.mark.parametrize("engine, lab, io", [("iperf3", "e2ea", "128K"), ("iperf2", "e2eb", "512K")])
+def test_short_sweep_aggregate_is_sum_of_client_receivers(tmp_path, engine, lab, io):
+    text = plan_text("sweep", lab, engine=engine, clients=2, directions=("tx", "rx", "bidir"),
+                     io_sizes=(io,), connections=(2,), duration=2, omit=1)
+    plan = parse_plan(text)
+    out = execute(plan, text, store=tmp_path)
+    assert (out.ok, out.failed) == (3, 0)
+    assert namespaces(lab) == [] and manager.load(lab) is None
+    view = load_run(out.run_dir)
+    for t in view.trials:
+        assert t.status == "ok", t.error
+        for d, agg in t.receiver.items():
+            # the aggregate is the sum of every client's receiver bytes over the one shared window
+            assert sum(p.bytes for p in agg.processes) == pytest.approx(agg.bytes)
+            assert set(agg.per_host) == {"c1", "c2"}
+            assert sum(agg.per_host.values()) == pytest.approx(agg.gbps)
+            w0, w1 = agg.window
+            assert all(p.span[0] <= w0 and p.span[1] >= w1 for p in agg.processes)
+        # and it agrees with what the tools themselves counted at the receivers
+        # iperf3's totals exclude the 1 s warm-up (-O); iperf2 has no -O and counts all 3 s
+        seconds = 2.0 if engine == "iperf3" else 3.0
+        own = _receiver_totals(out.run_dir, t.trial_id, engine) * 8 / seconds / 1e9
+        assert t.gbps == pytest.approx(own, rel=0.25), (t.point, t.gbps, own)
+        assert t.start_skew_s is not None and t.start_skew_s < 0.05
+        assert t.overhead_s is not None and t.overhead_s < 2.0
+    index = render(view)
+    assert index.exists() and (index.parent / "throughput-bidir.png").exists()
+    assert {r.stream for r in RunReader(out.run_dir).raw_outputs()} == {"stdout", "stderr"}
+
+
+def test_ctrl_c_leaves_no_namespace_and_no_process(tmp_path):
+    lab = "e2ec"
+    plan = tmp_path / "long.toml"
+    plan.write_text(plan_text("long", lab, duration=30, omit=0, directions=("tx", "rx")))
+    p = nicbench("run", plan, "--store", tmp_path / "store")
+    pids_file = manager.state_dir() / f"{lab}.pids"
+    pids: list[int] = []
+    deadline = time.time() + 30
+    while time.time() < deadline and len(pids) < 4:      # 2 servers + 2 clients started
+        time.sleep(0.2)
+        if pids_file.exists():
+            pids = [int(ln.split()[1]) for ln in pids_file.read_text().splitlines()]
+    assert len(pids) >= 4 and all(alive(x) for x in pids)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert namespaces(lab) == []
+    assert not any(alive(x) for x in pids)
+    [run_dir] = (tmp_path / "store").iterdir()
+    assert RunReader(run_dir).meta()["status"] == "interrupted"
+
+
+def test_sigterm_takes_the_same_path(tmp_path):
+    lab = "e2ed"
+    plan = tmp_path / "long.toml"
+    plan.write_text(plan_text("long", lab, duration=30, omit=0))
+    p = nicbench("run", plan, "--store", tmp_path / "store")
+    deadline = time.time() + 30
+    while time.time() < deadline and not namespaces(lab):
+        time.sleep(0.1)
+    time.sleep(1.5)
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=30)
+    assert p.returncode == 130 and namespaces(lab) == []
+
+
+def test_crashed_run_is_cleaned_by_lab_down(tmp_path):
+    lab = "e2ee"
+    plan = tmp_path / "long.toml"
+    plan.write_text(plan_text("long", lab, duration=30, omit=0))
+    p = nicbench("run", plan, "--store", tmp_path / "store")
+    pids_file = manager.state_dir() / f"{lab}.pids"
+    deadline = time.time() + 30
+    pids: list[int] = []
+    while time.time() < deadline and len(pids) < 4:
+        time.sleep(0.2)
+        if pids_file.exists():
+            pids = [int(ln.split()[1]) for ln in pids_file.read_text().splitlines()]
+    p.send_signal(signal.SIGKILL)                      # no chance to clean up
+    p.communicate(timeout=10)
+    assert namespaces(lab) and any(alive(x) for x in pids)
+    down = nicbench("lab", "down", lab, "--json")
+    out, err = down.communicate(timeout=30)
+    assert down.returncode == 0, err
+    assert sorted(json.loads(out)[lab]) == sorted(f"nb-{lab}-{h}" for h in ("sw", "srv", "c1", "c2"))
+    assert namespaces(lab) == [] and not any(alive(x) for x in pids)
+    # the finished-trials-only store is still readable
+    [run_dir] = (tmp_path / "store").iterdir()
+    assert RunReader(run_dir).meta()["status"] == "running"
+
+
+def test_port_in_use_is_a_preflight_error_and_a_reused_lab_stays(tmp_path):
+    lab_name = "e2ef"
+    text = plan_text("busy", lab_name)
+    plan = parse_plan(text)
+    lab = manager.up(lab_spec(plan))
+    try:
+        blocker = lab.transport("c1").spawn(["iperf3", "-s", "-p", "5201"], stdout=tmp_path / "b.out",
+                                            stderr=tmp_path / "b.err")
+        time.sleep(0.3)
+        with pytest.raises(PreflightError) as e:
+            execute(plan, text, store=tmp_path / "store")
+        assert "c1: port(s) 5201 already in use" in e.value.message
+        assert not (tmp_path / "store").exists()          # nothing started, no empty run
+        assert namespaces(lab_name)                       # the user's lab is left alone
+        blocker.stop()
+    finally:
+        manager.down(lab_name)
+    assert namespaces(lab_name) == []
+
+
+def test_failed_build_leaves_no_half_built_lab():
+    spec = make_spec("e2eg", [("srv", "server"), ("c1", "client")], 70000)   # no veth takes this MTU
+    with pytest.raises(LabError):
+        manager.up(spec)
+    assert namespaces("e2eg") == [] and manager.load("e2eg") is None
+
+
+def test_lab_cli_up_status_down():
+    up = nicbench("lab", "up", "--name", "e2eh", "--clients", "2", "--mtu", "9000", "--json")
+    out, err = up.communicate(timeout=30)
+    assert up.returncode == 0, err
+    assert [h["ip"] for h in json.loads(out)["hosts"]] == ["198.18.0.1", "198.18.0.2", "198.18.0.3"]
+    try:
+        st = nicbench("lab", "status", "e2eh", "--json")
+        [s] = json.loads(st.communicate(timeout=30)[0])
+        assert s["healthy"] and all(h["mtu"] == 9000 and h["link_up"] for h in s["hosts"])
+        again = nicbench("lab", "up", "--name", "e2eh")
+        _, err = again.communicate(timeout=30)
+        assert again.returncode == 4 and "already exists" in err and "lab down" in err
+    finally:
+        d = nicbench("lab", "down", "e2eh")
+        d.communicate(timeout=30)
+    assert namespaces("e2eh") == []

@@ -1,0 +1,54 @@
+import pytest
+
+from nicbench.analysis.aggregate import NoSharedWindow, aggregate
+from nicbench.records import Sample, make_tags
+
+
+def iv(host, t0, t1, nbytes, *, direction="tx", side="receiver", omitted=0, proc=5201):
+    return Sample("t1", "tcp.bytes", nbytes, "bytes", t0, t1,
+                  make_tags(host=host, proc=proc, direction=direction, side=side, omitted=omitted))
+
+
+def series(host, start, n, per_s, **kw):
+    return [iv(host, start + i, start + i + 1, per_s, **kw) for i in range(n)]
+
+
+def test_window_is_the_overlap_of_all_processes_and_pro_rata():
+    # c1 runs 100..110, c2 runs 100.5..110.5: shared window 100.5..110
+    s = series("c1", 100.0, 10, 1e9) + series("c2", 100.5, 10, 2e9)
+    a = aggregate(s, direction="tx")
+    assert a.window == pytest.approx((100.5, 110.0))
+    # c1: 9.5 s of 1e9 B/s, c2: 9.5 s of 2e9 B/s
+    assert a.bytes == pytest.approx(9.5e9 + 19e9)
+    assert a.gbps == pytest.approx((28.5e9 * 8) / 9.5 / 1e9)
+    # the aggregate is exactly the sum of the per-client parts over the same window
+    assert sum(p.bytes for p in a.processes) == pytest.approx(a.bytes)
+    assert a.per_host["c1"] == pytest.approx(8.0) and a.per_host["c2"] == pytest.approx(16.0)
+
+
+def test_trim_cuts_both_ends_and_omitted_intervals_are_dropped():
+    s = series("c1", 0.0, 1, 9e9, omitted=1) + series("c1", 1.0, 6, 1e9)
+    a = aggregate(s, direction="tx", trim=1.0)
+    assert a.window == pytest.approx((2.0, 6.0))
+    assert a.gbps == pytest.approx(8.0)
+
+
+def test_sender_side_and_direction_filters():
+    s = series("c1", 0, 4, 1e9) + series("c1", 0, 4, 3e9, side="sender") + series("c1", 0, 4, 5e8, direction="rx")
+    assert aggregate(s, direction="tx").gbps == pytest.approx(8.0)
+    assert aggregate(s, direction="tx", side="sender").gbps == pytest.approx(24.0)
+    assert aggregate(s, direction="rx").gbps == pytest.approx(4.0)
+
+
+def test_time_series_bins_cover_the_window():
+    a = aggregate(series("c1", 0, 4, 1e9), direction="tx", bin_s=1.0)
+    assert len(a.series) == 4 and all(g == pytest.approx(8.0) for _, g in a.series)
+
+
+def test_no_overlap_is_an_error():
+    with pytest.raises(NoSharedWindow):
+        aggregate(series("c1", 0, 2, 1e9) + series("c2", 5, 2, 1e9), direction="tx")
+    with pytest.raises(NoSharedWindow):
+        aggregate(series("c1", 0, 2, 1e9), direction="tx", trim=1.0)
+    with pytest.raises(NoSharedWindow):
+        aggregate([], direction="tx")

@@ -1,0 +1,74 @@
+"""iperf 2.1.8 -y C output, recorded on this machine (tests/fixtures/capture.sh)."""
+
+import pytest
+
+from conftest import fixture_text
+from nicbench.core.errors import ToolError
+from nicbench.tools import iperf2
+
+
+def load(name, role, **kw):
+    return iperf2.parse(fixture_text("iperf2", "2.1.8", name), role=role, **kw)
+
+
+@pytest.mark.parametrize("name, role, flow, side", [
+    ("client_tx_p2.csv", "client", "fwd", "sender"),
+    ("server_tx_p2.csv", "server", "fwd", "receiver"),
+    ("client_rx_p2.csv", "client", "rev", "receiver"),
+    ("server_rx_p2.csv", "server", "rev", "sender"),
+])
+def test_flow_and_side_from_server_port_and_role(name, role, flow, side):
+    r = load(name, role)
+    assert r.server_port == 5001
+    assert {(i.flow, i.side) for i in r.intervals} == {(flow, side)}
+    assert all(i.streams == 2 for i in r.intervals)      # -P 2, summed per interval
+    assert len(r.intervals) == 3                          # the 0.0-3.0 summaries are not intervals
+    assert r.totals[f"{flow}.{side}"] == pytest.approx(sum(i.bytes for i in r.intervals), rel=0.01)
+
+
+def test_full_duplex_has_both_flows():
+    c = load("client_fd.csv", "client")
+    assert {(i.flow, i.side) for i in c.intervals} == {("fwd", "sender"), ("rev", "receiver")}
+    s = load("server_fd.csv", "server")
+    assert {(i.flow, i.side) for i in s.intervals} == {("fwd", "receiver"), ("rev", "sender")}
+
+
+def test_absolute_times_and_omit():
+    r = load("server_tx_p2.csv", "server", omit=1.0)
+    assert [i.omitted for i in r.intervals] == [True, False, False]
+    a, b = r.intervals[0], r.intervals[1]
+    assert a.abs_start is not None and b.abs_start == pytest.approx(a.abs_start + 1.0, abs=0.01)
+
+
+def test_bytecount_single_line_is_a_summary():
+    r = load("client_n.csv", "client")
+    assert r.intervals == () and r.totals == {"fwd.sender": 100 * 1024 * 1024}
+
+
+def test_udp_lines_with_extra_fields():
+    r = load("server_udp.csv", "server")
+    assert r.intervals and r.intervals[0].side == "receiver"
+
+
+def test_refused_client_printed_nothing():
+    assert load("client_refused.csv", "client").intervals == ()
+
+
+def test_human_text_is_refused():
+    with pytest.raises(ToolError, match="not iperf2 CSV"):
+        load("client_text.txt", "client")
+
+
+def test_server_argv_carries_io_size_for_the_reverse_trap():
+    argv = iperf2.server_argv(port=5001, interval=1, io_size=524288, lifetime=20)
+    assert argv[argv.index("-l") + 1] == "524288" and "-t" in argv
+    c = iperf2.client_argv(target="x", port=5001, duration=3, omit=1, interval=1, io_size=524288,
+                           streams=2, mode="bidir")
+    assert "--full-duplex" in c and c[c.index("-t") + 1] == "4"
+
+
+def test_finished_flows_counts_summary_lines():
+    assert iperf2.finished_flows(fixture_text("iperf2", "2.1.8", "server_tx_p2.csv"), 1.0) == 2
+    assert iperf2.finished_flows(fixture_text("iperf2", "2.1.8", "server_fd.csv"), 1.0) == 2
+    text = fixture_text("iperf2", "2.1.8", "server_tx_p2.csv").splitlines()
+    assert iperf2.finished_flows("\n".join(text[:6]), 1.0) == 0   # intervals only: still running

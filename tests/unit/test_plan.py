@@ -1,0 +1,116 @@
+import glob
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from nicbench.core.errors import InputError
+from nicbench.plan import load_plan, parse_plan
+from nicbench.plan.matrix import trials
+
+BASE = """
+name = "t"
+[hosts.srv]
+role = "server"
+[hosts.c1]
+role = "client"
+[hosts.c2]
+role = "client"
+[study]
+io_sizes = ["512", "64K"]
+connections = [2, 4]
+directions = ["tx", "rx"]
+duration = 3
+omit = 1
+"""
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(str(ROOT / "examples" / "*.toml"))))
+def test_every_example_plan_loads(path):
+    plan, text = load_plan(path)
+    assert plan.name and trials(plan) and text
+
+
+def test_examples_exist_for_seed_000_and_002():
+    names = {Path(p).name for p in glob.glob(str(ROOT / "examples" / "*.toml"))}
+    assert any(n.startswith("seed000") for n in names) and any(n.startswith("seed002") for n in names)
+
+
+def test_sizes_and_defaults():
+    p = parse_plan(BASE)
+    assert p.study.io_sizes == [512, 65536]
+    assert p.server == "srv" and p.clients == ["c1", "c2"]
+    assert len(trials(p)) == 2 * 2 * 2
+
+
+def err(text):
+    with pytest.raises(InputError) as e:
+        parse_plan(text, "plan.toml")
+    return e.value.one_line()
+
+
+def test_unknown_key_names_path_and_allowed():
+    msg = err(BASE.replace("omit = 1", "omit = 1\nzerocpy = true"))
+    assert "plan.toml: study.zerocpy: unknown key 'zerocpy'" in msg and "zerocopy" in msg and "hint:" in msg
+
+
+def test_unknown_host_key():
+    msg = err(BASE.replace('[hosts.c1]\nrole = "client"', '[hosts.c1]\nrole = "client"\naddr = "x"'))
+    assert "hosts.c1" in msg and "'addr'" in msg and "allowed here: role" in msg
+
+
+@pytest.mark.parametrize("bad, needle", [
+    ('io_sizes = ["10 Gb"]', "not a size"),
+    ('io_sizes = [0]', "must be > 0"),
+    ('io_sizes = ["0K"]', "must be > 0"),
+    ('io_sizes = ["4K", "4096"]', "must not repeat"),
+])
+def test_bad_sizes(bad, needle):
+    msg = err(BASE.replace('io_sizes = ["512", "64K"]', bad))
+    assert "study.io_sizes" in msg and needle in msg
+
+
+def test_client_that_does_not_exist():
+    msg = err(BASE.replace("[study]", '[study]\nclients = ["c1", "c9"]'))
+    assert "c9" in msg and "not in [hosts]" in msg
+
+
+def test_bad_direction_lists_allowed():
+    msg = err(BASE.replace('directions = ["tx", "rx"]', 'directions = ["up"]'))
+    assert "study.directions[0]" in msg and "'tx', 'rx' or 'bidir'" in msg
+
+
+def test_iperf2_cannot_zerocopy():
+    msg = err(BASE.replace("[study]", '[study]\nengine = "iperf2"\nzerocopy = true'))
+    assert "iperf2 has no zerocopy" in msg
+
+
+def test_two_servers_rejected():
+    msg = err(BASE.replace('[hosts.c2]\nrole = "client"', '[hosts.c2]\nrole = "server"'))
+    assert "exactly one host" in msg
+
+
+def test_trim_longer_than_duration():
+    assert "nothing after trimming" in err(BASE.replace("duration = 3", "duration = 1\ntrim = 0.5"))
+
+
+def test_toml_syntax_error():
+    msg = err("name = t")
+    assert msg.startswith("nicbench: bad input: plan.toml: not valid TOML")
+
+
+def test_mtu_range():
+    assert "link.mtu" in err(BASE + "\n[link]\nmtu = 100\n")
+
+
+def test_missing_file():
+    with pytest.raises(InputError, match="not found"):
+        load_plan("/nonexistent/plan.toml")
+
+
+def test_interleaved_order_spreads_repeats():
+    p = parse_plan(BASE.replace("omit = 1", "omit = 1\nrepeats = 2"))
+    ts = trials(p)
+    assert [t.repeat for t in ts[:8]] == [0] * 8 and ts[8].point == ts[0].point
+    s = parse_plan(BASE.replace("omit = 1", 'omit = 1\nrepeats = 2\norder = "sequential"'))
+    assert trials(s)[1].point == trials(s)[0].point

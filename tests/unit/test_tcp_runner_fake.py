@@ -1,0 +1,95 @@
+"""The TCP trial runner against the fake transport: no root, real recorded outputs."""
+
+from pathlib import Path
+
+import pytest
+
+from conftest import fixture_text
+from nicbench.core.errors import PreflightError
+from nicbench.hosts.fake import FakeTransport, Script
+from nicbench.plan import parse_plan
+from nicbench.plan.matrix import trials
+from nicbench.run.tcp import TcpContext, detect_tool, run_trial
+from nicbench.tools import iperf3
+
+PLAN = """
+name = "f"
+[hosts.srv]
+role = "server"
+[hosts.c1]
+role = "client"
+[hosts.c2]
+role = "client"
+[study]
+io_sizes = ["128K"]
+connections = [4]
+duration = 3
+omit = 0
+trim = 0.25
+timeout_margin = 1
+"""
+INFO = iperf3.info_from("iperf 3.12", "--bidir --zerocopy")
+
+
+def make_ctx(tmp_path, client_script):
+    plan = parse_plan(PLAN)
+    servers = {c: FakeTransport(c, lambda argv: Script(hang=True, listen=int(argv[argv.index("-p") + 1])))
+               for c in ("c1", "c2")}
+    srv = FakeTransport("srv", client_script)
+    ctx = TcpContext(plan.study, "srv", {"srv": srv, **servers}, {"c1": "198.18.0.2", "c2": "198.18.0.3"},
+                     INFO, rel=lambda p: str(Path(p).relative_to(tmp_path)))
+    return plan, ctx, srv, servers
+
+
+def test_point_runs_all_clients_behind_one_barrier(tmp_path):
+    plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(stdout=fixture_text("iperf3", "3.12", "tx_p2.json")))
+    [spec] = trials(plan)
+    rec, samples, raws = run_trial(ctx, spec, tmp_path / spec.trial_id, plan.clients)
+    assert rec.status == "ok", rec.error
+    # one server per client, each on its own port, started before the clients
+    assert [c[0:2] for t in servers.values() for c in t.commands] == [["iperf3", "-s"]] * 2
+    clients = srv.spawned
+    assert len(clients) == 2 and all(p.gated and p.released_at for p in clients)
+    assert {p.argv[p.argv.index("-c") + 1] for p in clients} == {"198.18.0.2", "198.18.0.3"}
+    assert all(p.argv[p.argv.index("-P") + 1] == "2" for p in clients)     # 4 total over 2 clients
+    assert rec.meta["start_skew_s"] is not None and rec.meta["start_skew_s"] < 0.5
+    hosts = {s.tag("host") for s in samples if s.tag("side") == "receiver"}
+    assert hosts == {"c1", "c2"}
+    assert len(raws) == 8 and all((tmp_path / r.path).exists() for r in raws)
+
+
+def test_error_key_fails_the_point_with_a_hint(tmp_path):
+    plan, ctx, *_ = make_ctx(tmp_path, lambda argv: Script(stdout=fixture_text("iperf3", "3.12", "err_busy.json")))
+    [spec] = trials(plan)
+    rec, samples, _ = run_trial(ctx, spec, tmp_path / "t", plan.clients)
+    assert rec.status == "failed" and "busy" in rec.error and "hint:" in rec.error
+    assert samples == []
+
+
+def test_truncated_output_fails_the_point(tmp_path):
+    plan, ctx, *_ = make_ctx(tmp_path, lambda argv: Script(stdout=fixture_text("iperf3", "3.12", "err_truncated.json")))
+    rec, _, _ = run_trial(ctx, trials(plan)[0], tmp_path / "t", plan.clients)
+    assert rec.status == "failed" and "truncated" in rec.error
+
+
+def test_hung_client_is_stopped_at_its_time_limit(tmp_path):
+    plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(hang=True))
+    rec, _, _ = run_trial(ctx, trials(plan)[0], tmp_path / "t", plan.clients)
+    assert rec.status == "failed" and "still running" in rec.error
+    assert all(p.poll() is not None for p in srv.spawned)                 # stopped
+    assert all(p.poll() is not None for t in servers.values() for p in t.spawned)
+
+
+def test_server_that_cannot_listen_fails_with_its_own_error(tmp_path):
+    plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script())
+    servers["c1"].responder = lambda argv: Script(
+        stdout='{"error": "unable to start listener for connections: Address already in use"}', returncode=1)
+    rec, _, _ = run_trial(ctx, trials(plan)[0], tmp_path / "t", plan.clients)
+    assert rec.status == "failed" and "Address already in use" in rec.error and "port_base" in rec.error
+    assert srv.spawned == []                                                # no client started
+
+
+def test_missing_tool_in_preflight():
+    t = FakeTransport("c1", lambda argv: Script(returncode=127))
+    with pytest.raises(PreflightError, match="iperf3 is not installed"):
+        detect_tool(t, "iperf3")

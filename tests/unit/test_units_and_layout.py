@@ -1,0 +1,39 @@
+import pytest
+
+from nicbench.core.units import UnitError, format_size, gbps, parse_size
+from nicbench.run.tcp import layout
+
+
+@pytest.mark.parametrize("text, n", [("512", 512), (512, 512), ("4K", 4096), ("4KiB", 4096),
+                                     ("64k", 65536), ("1M", 1 << 20), ("512 KiB", 524288)])
+def test_parse_size(text, n):
+    assert parse_size(text) == n
+
+
+@pytest.mark.parametrize("bad", ["10 Gb", "4KB/s", "", "-1", 0, "0", True])
+def test_parse_size_rejects(bad):
+    with pytest.raises(UnitError):
+        parse_size(bad)
+
+
+def test_format_size_and_gbps():
+    assert [format_size(x) for x in (512, 2048, 524288, 1 << 20, 1000)] == ["512", "2K", "512K", "1M", "1000"]
+    assert gbps(1.25e9, 1.0) == pytest.approx(10.0)
+
+
+def test_layout_total_spreads_evenly():
+    slots = layout(12, ["c1", "c2", "c3"], "total", 128, 5201)
+    assert [(s.client, s.port, s.streams) for s in slots] == [("c1", 5201, 4), ("c2", 5201, 4), ("c3", 5201, 4)]
+    assert sum(s.streams for s in layout(7, ["a", "b", "c"], "total", 128, 5201)) == 7
+
+
+def test_layout_fewer_connections_than_clients_skips_idle_clients():
+    assert [s.client for s in layout(2, ["c1", "c2", "c3"], "total", 128, 5201)] == ["c1", "c2"]
+
+
+def test_layout_splits_above_the_process_cap():
+    slots = layout(300, ["c1"], "total", 128, 5201)
+    assert [s.streams for s in slots] == [100, 100, 100]
+    assert [s.port for s in slots] == [5201, 5202, 5203]
+    per = layout(192, ["c1", "c2"], "client", 128, 6001)
+    assert sum(s.streams for s in per) == 384 and all(s.streams <= 128 for s in per)
