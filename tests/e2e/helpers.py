@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def plan_text(name: str, lab: str, *, engine: str = "iperf3", clients: int = 2,
               directions=("tx",), io_sizes=("128K",), connections=(2,), duration: float = 2,
-              omit: float = 1, extra: str = "", mtu: int = 1500) -> str:
+              omit: float = 1, extra: str = "", mtu: int = 1500, trim: float = 0.25) -> str:
     hosts = '[hosts.srv]\nrole = "server"\n' + "".join(
         f'[hosts.c{i + 1}]\nrole = "client"\n' for i in range(clients))
     q = lambda xs: "[" + ", ".join(f'"{x}"' if isinstance(x, str) else str(x) for x in xs) + "]"
@@ -28,7 +28,7 @@ connections = {q(connections)}
 duration = {duration}
 omit = {omit}
 interval = 0.5
-trim = 0.25
+trim = {trim}
 {extra}
 """
 

@@ -52,3 +52,41 @@ def test_no_overlap_is_an_error():
         aggregate(series("c1", 0, 2, 1e9), direction="tx", trim=1.0)
     with pytest.raises(NoSharedWindow):
         aggregate([], direction="tx")
+
+
+def _rec(direction="tx", layout=(("c1", 5201), ("c2", 5201)), duration=4.0):
+    from nicbench.records import TrialRecord, TrialSpec
+    spec = TrialSpec("t1", 0, "tcp", "p", 0, {"direction": direction, "duration": duration})
+    return TrialRecord(spec, "ok", 0, 1, None, {"layout": [{"client": c, "port": p, "streams": 1}
+                                                          for c, p in layout]})
+
+
+def test_a_process_without_receiver_data_fails_the_point():
+    from nicbench.analysis.points import trial_result
+    ok = trial_result(_rec(), series("c1", 0, 4, 1e9) + series("c2", 0, 4, 1e9), trim=0.0)
+    assert ok.status == "ok" and ok.gbps == pytest.approx(16.0)
+    bad = trial_result(_rec(), series("c1", 0, 4, 1e9), trim=0.0)     # c2 sent nothing back
+    assert bad.status == "failed" and "no tx receiver data from c2:5201" in bad.error and bad.gbps is None
+
+
+def test_bidir_needs_both_directions():
+    from nicbench.analysis.points import trial_result
+    r = trial_result(_rec("bidir", layout=(("c1", 5201),)), series("c1", 0, 4, 1e9), trim=0.0)
+    assert r.status == "failed" and "no rx receiver data" in r.error
+
+
+def test_overlapping_or_gapped_timelines_fail_the_point():
+    from nicbench.analysis.points import trial_result
+    overlap = series("c1", 0, 4, 1e9) + [iv("c1", 1.5, 2.5, 1e9)]
+    r = trial_result(_rec(layout=(("c1", 5201),)), overlap, trim=0.0)
+    assert r.status == "failed" and "overlap" in r.error
+    gap = series("c1", 0, 2, 1e9) + series("c1", 3, 2, 1e9)
+    r = trial_result(_rec(layout=(("c1", 5201),), duration=5.0), gap, trim=0.0)
+    assert r.status == "failed" and "gap" in r.error
+
+
+def test_a_window_much_shorter_than_planned_fails_the_point():
+    from nicbench.analysis.points import trial_result
+    s = series("c1", 0, 4, 1e9) + series("c2", 2.5, 4, 1e9)    # c2 started 2.5 s late
+    r = trial_result(_rec(), s, trim=0.0)
+    assert r.status == "failed" and "window is 1.50s, expected about 4.00s" in r.error

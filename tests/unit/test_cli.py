@@ -100,3 +100,18 @@ def test_debug_shows_traceback_and_json_error(tmp_path):
 def test_report_of_unknown_run(tmp_path):
     p = nb("report", "nope", store=tmp_path)
     assert p.returncode == 6 and "nicbench runs" in p.stderr
+
+
+def test_a_damaged_database_is_a_store_error_not_a_traceback(tmp_path):
+    run = tmp_path / "r1"
+    run.mkdir()
+    (run / "results.sqlite").write_text("this is not sqlite")
+    p = nb("report", run, store=tmp_path)
+    assert p.returncode == 6 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_lab_commands_check_names_before_touching_anything():
+    p = nb("lab", "up", "--name", "My-Lab")
+    assert p.returncode == 2 and "not a lab name" in p.stderr
+    p = nb("lab", "up", "--mtu", "20000")
+    assert p.returncode == 2 and "--mtu" in p.stderr

@@ -36,8 +36,22 @@ def test_full_duplex_has_both_flows():
 def test_absolute_times_and_omit():
     r = load("server_tx_p2.csv", "server", omit=1.0)
     assert [i.omitted for i in r.intervals] == [True, False, False]
-    a, b = r.intervals[0], r.intervals[1]
-    assert a.abs_start is not None and b.abs_start == pytest.approx(a.abs_start + 1.0, abs=0.01)
+    # every interval sits one second after the previous one on the wall clock,
+    # although one stream's 2.0-3.0 line carries the stamp of its 1.0-2.0 line
+    t0 = r.intervals[0].abs_start
+    assert [round(i.abs_start - t0, 2) for i in r.intervals] == [0.0, 1.0, 2.0]
+
+
+def test_single_flow_port_is_the_non_ephemeral_one_or_an_error():
+    line = "20261122135706.525,198.18.99.1,{cp},198.18.99.2,{sp},1,{a}-{b},1000,8000\n"
+    text = "".join(line.format(cp=43544, sp=5001, a=a, b=a + 1.0) for a in (0.0, 1.0)) + \
+        line.format(cp=43544, sp=5001, a=0.0, b=2.0)
+    assert iperf2.parse(text, role="client").server_port == 5001
+    both_ephemeral = text.replace(",5001,", ",60000,")
+    with pytest.raises(ToolError, match="cannot tell the server port") as e:
+        iperf2.parse(both_ephemeral, role="client")
+    assert "--port" in e.value.hint
+    assert iperf2.parse(both_ephemeral, role="client", server_port=60000).intervals[0].flow == "fwd"
 
 
 def test_bytecount_single_line_is_a_summary():

@@ -123,3 +123,29 @@ def test_features_from_help():
     with pytest.raises(ValueError):
         iperf3.client_argv(info, target="x", port=1, duration=1, omit=0, interval=1, io_size=1,
                            streams=129, mode="fwd")
+
+
+def test_reverse_omit_squeezed_first_interval_is_placed_after_the_warmup():
+    # 3.12 printed the first measured -R interval as 0.5003 -> 0.5006 with half a
+    # second of bytes; the process must not be placed half a second early
+    r = load("rx_omit_squeezed_quirk.json")
+    rcv = by(r, "rev", "receiver", omitted=False)
+    assert rcv[0].start == pytest.approx(1.0) and rcv[0].end == pytest.approx(1.5, abs=0.01)
+    assert rcv[-1].end == pytest.approx(4.0, abs=0.01)          # omit 1 + duration 3
+    assert all(0.45 < i.end - i.start < 0.55 for i in rcv)
+    assert sum(i.bytes for i in rcv) == r.totals["rev.receiver"]
+    snd = by(r, "rev", "sender", omitted=False)
+    assert snd[0].start == pytest.approx(1.0) and snd[-1].end == pytest.approx(4.0, abs=0.01)
+
+
+def test_braces_in_the_junk_around_json():
+    text = "warning: ignoring {foo}\n" + fixture_text("iperf3", "3.12", "tx_omit.json") + "\n{bar}"
+    assert iperf3.parse(text).intervals == load("tx_omit.json").intervals
+
+
+def test_a_servers_own_json_keeps_its_direction():
+    import json
+    server_only = json.dumps(json.loads(fixture_text("iperf3", "3.12", "tx_p2.json"))["server_output_json"])
+    r = iperf3.parse(server_only)
+    assert {(i.flow, i.side) for i in r.intervals} == {("fwd", "receiver")}
+    assert r.totals["fwd.receiver"] == load("tx_p2.json").totals["fwd.receiver"]

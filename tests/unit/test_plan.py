@@ -114,3 +114,15 @@ def test_interleaved_order_spreads_repeats():
     assert [t.repeat for t in ts[:8]] == [0] * 8 and ts[8].point == ts[0].point
     s = parse_plan(BASE.replace("omit = 1", 'omit = 1\nrepeats = 2\norder = "sequential"'))
     assert trials(s)[1].point == trials(s)[0].point
+
+
+def test_quoted_duration_gets_a_hint():
+    msg = err(BASE.replace("duration = 3", 'duration = "10s"'))
+    assert "study.duration" in msg and "hint: write a plain number" in msg
+
+
+def test_iperf3_limits_are_checked_before_anything_runs():
+    assert "up to 1M" in err(BASE.replace('io_sizes = ["512", "64K"]', 'io_sizes = ["2M"]'))
+    assert "whole seconds" in err(BASE.replace("duration = 3", "duration = 2.5"))
+    p = parse_plan(BASE.replace("[study]", '[study]\nengine = "iperf2"').replace("duration = 3", "duration = 2.5"))
+    assert p.study.duration == 2.5          # iperf2 takes fractions

@@ -50,6 +50,8 @@ def test_point_runs_all_clients_behind_one_barrier(tmp_path):
     assert [c[0:2] for t in servers.values() for c in t.commands] == [["iperf3", "-s"]] * 2
     clients = srv.spawned
     assert len(clients) == 2 and all(p.gated and p.released_at for p in clients)
+    # a barrier, not a sequential launch: every client exists before the first is released
+    assert max(p.spawned_at for p in clients) <= min(p.released_at for p in clients)
     assert {p.argv[p.argv.index("-c") + 1] for p in clients} == {"198.18.0.2", "198.18.0.3"}
     assert all(p.argv[p.argv.index("-P") + 1] == "2" for p in clients)     # 4 total over 2 clients
     assert rec.meta["start_skew_s"] is not None and rec.meta["start_skew_s"] < 0.5

@@ -37,3 +37,13 @@ def test_layout_splits_above_the_process_cap():
     assert [s.port for s in slots] == [5201, 5202, 5203]
     per = layout(192, ["c1", "c2"], "client", 128, 6001)
     assert sum(s.streams for s in per) == 384 and all(s.streams <= 128 for s in per)
+
+
+def test_listening_socket_belongs_to_the_server_process():
+    from conftest import fixture_text
+    from nicbench.run.procnet import listening, listening_ports, socket_inodes
+    table = listening(fixture_text("proc", "net_tcp6_iperf3_listen.txt"))
+    mine = socket_inodes(fixture_text("proc", "fd_links_iperf3.txt").split())
+    assert 5201 in table and table[5201] & mine            # iperf3's own socket, recorded for real
+    assert listening_ports(fixture_text("proc", "net_tcp_empty.txt")) == set()
+    assert not (table[5201] & socket_inodes(["socket:[1]", "pipe:[2]"]))  # someone else's listener

@@ -91,6 +91,41 @@ def aggregate(samples: Iterable[Sample], *, direction: str, side: str = "receive
                               tuple(series))
 
 
+def timeline_problems(samples: Iterable[Sample], *, direction: str, side: str = "receiver",
+                      metric: str = "tcp.bytes") -> list[str]:
+    """Overlaps and gaps inside each process's own timeline.
+
+    A process's intervals must follow each other; an overlap or a gap of more
+    than a quarter of its median interval means its times are wrong (a
+    parser or clock problem) and its bytes cannot be placed in the window.
+    """
+    procs: dict[tuple[str, str], list[Sample]] = defaultdict(list)
+    for s in samples:
+        if (s.metric == metric and s.tag("direction") == direction and s.tag("side") == side
+                and s.tag("omitted", "0") != "1"):
+            procs[(s.tag("host") or "?", s.tag("proc") or "?")].append(s)
+    out = []
+    for (host, proc), v in sorted(procs.items()):
+        v.sort(key=lambda x: x.t_start)
+        spans = sorted(x.t_end - x.t_start for x in v)
+        nominal = spans[len(spans) // 2] if spans else 0.0
+        for a, b in zip(v, v[1:]):
+            if b.t_start < a.t_end - 0.25 * nominal:
+                out.append(f"{host}:{proc} {direction} intervals overlap by {a.t_end - b.t_start:.3f}s")
+                break
+            if b.t_start > a.t_end + 0.25 * nominal:
+                out.append(f"{host}:{proc} {direction} has a {b.t_start - a.t_end:.3f}s gap")
+                break
+    return out
+
+
+def processes_with_data(samples: Iterable[Sample], *, direction: str, side: str = "receiver",
+                        metric: str = "tcp.bytes") -> set[tuple[str, str]]:
+    return {(s.tag("host") or "?", s.tag("proc") or "?") for s in samples
+            if s.metric == metric and s.tag("direction") == direction and s.tag("side") == side
+            and s.tag("omitted", "0") != "1"}
+
+
 def directions_in(samples: Iterable[Sample]) -> list[str]:
     seen = {s.tag("direction") for s in samples if s.metric == "tcp.bytes"}
     return [d for d in ("tx", "rx") if d in seen]

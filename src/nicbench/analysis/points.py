@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from ..records import Sample, TrialRecord
-from .aggregate import DirectionAggregate, NoSharedWindow, aggregate, directions_in
+from .aggregate import (DirectionAggregate, NoSharedWindow, aggregate, directions_in,
+                        processes_with_data, timeline_problems)
+
+EXPECTED_DIRECTIONS = {"tx": ("tx",), "rx": ("rx",), "bidir": ("tx", "rx")}
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class TrialResult:
     overhead_s: float | None
     retransmits: int
     problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def gbps(self) -> float | None:
@@ -58,28 +62,52 @@ class PointStats:
 
 
 def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> TrialResult:
+    """Aggregate one trial, refusing data that is incomplete or inconsistent.
+
+    A point is only "ok" when every planned process delivered receiver data
+    for every direction the point has, no process timeline overlaps or has
+    gaps, and the shared window is at least 80 % of duration - 2 x trim.
+    """
     receiver: dict[str, DirectionAggregate] = {}
     sender: dict[str, DirectionAggregate] = {}
     problems: list[str] = []
+    params = rec.spec.params
     if rec.status == "ok":
+        wanted = EXPECTED_DIRECTIONS.get(str(params.get("direction")), ())
+        layout = rec.meta.get("layout") or []
+        for d in wanted or directions_in(samples):
+            have = processes_with_data(samples, direction=d)
+            missing = [f"{x['client']}:{x['port']}" for x in layout
+                       if (x["client"], str(x["port"])) not in have]
+            if missing:
+                problems.append(f"no {d} receiver data from {', '.join(missing)}")
+            problems += timeline_problems(samples, direction=d)
         for d in directions_in(samples):
             try:
                 receiver[d] = aggregate(samples, direction=d, side="receiver", trim=trim)
             except NoSharedWindow as e:
                 problems.append(str(e))
+                continue
             try:
                 sender[d] = aggregate(samples, direction=d, side="sender", trim=trim)
             except NoSharedWindow:
                 pass
+            duration = params.get("duration")
+            if layout and isinstance(duration, (int, float)):
+                expected = float(duration) - 2 * trim
+                if receiver[d].seconds < 0.8 * expected:
+                    problems.append(f"{d} window is {receiver[d].seconds:.2f}s, expected about {expected:.2f}s "
+                                    "(start skew or misplaced intervals)")
         if not receiver and not problems:
             problems.append("no receiver-side samples")
     retr = int(sum(s.value for s in samples if s.metric == "tcp.retransmits" and s.tag("omitted") != "1"))
     meta = rec.meta
-    return TrialResult(rec.spec.trial_id, rec.spec.point, rec.spec.repeat, dict(rec.spec.params),
+    return TrialResult(rec.spec.trial_id, rec.spec.point, rec.spec.repeat, dict(params),
                        rec.status if not problems else "failed",
                        rec.error or ("; ".join(problems) if problems else None),
-                       receiver, sender, meta.get("start_skew_s"), meta.get("overhead_s"), retr,
-                       tuple(problems))
+                       receiver if not problems else {}, sender if not problems else {},
+                       meta.get("start_skew_s"), meta.get("overhead_s"), retr, tuple(problems),
+                       tuple(meta.get("warnings") or ()))
 
 
 def _stats(values: list[float]) -> tuple[float | None, float | None, float | None, float | None]:

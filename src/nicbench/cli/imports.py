@@ -32,7 +32,8 @@ def _samples(tid: str, host: str, proc: str, anchor: float | None, ivs) -> list[
 
 
 def import_files(tool: str, files: list[Path], *, store: Path, name: str, role: str | None,
-                 io_size: int | None, connections: int | None, together: bool) -> tuple[str, Path, int]:
+                 io_size: int | None, connections: int | None, together: bool,
+                 port: int | None = None) -> tuple[str, Path, int]:
     if not files:
         raise InputError("no files given", where="import", hint="nicbench import iperf3 out1.json out2.json")
     parsed = []
@@ -55,7 +56,7 @@ def import_files(tool: str, files: list[Path], *, store: Path, name: str, role: 
                 if role not in ("client", "server"):
                     raise InputError("iperf2 CSV does not say which end wrote it", where=str(f),
                                      hint="pass --role client or --role server")
-                rep2 = iperf2.parse(text, role=role)  # type: ignore[arg-type]
+                rep2 = iperf2.parse(text, role=role, server_port=port)  # type: ignore[arg-type]
                 flows = {iv.flow for iv in rep2.intervals}
                 d = "bidir" if flows == {"fwd", "rev"} else "rx" if flows == {"rev"} else "tx"
                 streams = max((iv.streams for iv in rep2.intervals), default=1)
@@ -66,6 +67,9 @@ def import_files(tool: str, files: list[Path], *, store: Path, name: str, role: 
             if isinstance(e, InputError):
                 raise
             raise InputError(e.message, where=str(f), hint=e.hint) from None
+        except (KeyError, TypeError, ValueError) as e:
+            raise InputError(f"not {tool} output nicbench understands ({type(e).__name__}: {e})",
+                             where=str(f), hint="iperf3 files need -J; iperf2 files need -y C") from None
     run_id = new_run_id(name)
     info = RunInfo(run_id, name, "tcp", time.time(), "", "import", __version__,
                    {"imported_from": [str(f) for f in files], "engine": tool, "trim": 0.0})

@@ -8,6 +8,9 @@ with ``--debug``.
 from __future__ import annotations
 
 import json
+import os
+import re
+import sqlite3
 import sys
 import traceback
 from pathlib import Path
@@ -16,7 +19,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..core.errors import InputError, NicbenchError, PointsFailed
+from ..core.errors import InputError, NicbenchError, PointsFailed, StoreError
 from ..core.units import UnitError, parse_size
 
 
@@ -89,7 +92,9 @@ def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_r
     from .progress import TerminalProgress
 
     p, text = load_plan(plan)
-    store_dir = store or Path(p.output.dir)
+    # --store, then $NICBENCH_STORE, then the plan's [output] dir
+    env_store = os.environ.get("NICBENCH_STORE")
+    store_dir = store or (Path(env_store) if env_store else Path(p.output.dir))
     prog = TerminalProgress(p.study.trim) if not ctx.obj.get("json") else None
     outcome = execute(p, text, store=store_dir, progress=prog, keep_lab=keep_lab)
     report = None if no_report else render(load_run(outcome.run_dir))
@@ -183,10 +188,12 @@ def check(ctx: click.Context, plan: Path) -> None:
 @click.option("--io-size", default=None, help="Label points with this IO size (iperf2 CSV lacks it).")
 @click.option("--connections", type=int, default=None, help="Label points with this connection count.")
 @click.option("--together", is_flag=True, help="The files are parallel clients of one point.")
+@click.option("--port", type=int, default=None, help="iperf2: the server port, when the CSV cannot tell.")
 @json_option
 @click.pass_context
 def import_(ctx: click.Context, tool: str, files: tuple[Path, ...], store: Path | None, name: str,
-            role: str | None, io_size: str | None, connections: int | None, together: bool) -> None:
+            role: str | None, io_size: str | None, connections: int | None, together: bool,
+            port: int | None) -> None:
     """Ingest iperf3 -J JSON or iperf2 -y C CSV files run by hand into a new run."""
     from .imports import import_files
 
@@ -197,7 +204,7 @@ def import_(ctx: click.Context, tool: str, files: tuple[Path, ...], store: Path 
         except UnitError as e:
             raise InputError(str(e), where="--io-size") from None
     run_id, run_dir, n = import_files(tool, list(files), store=_store(store), name=name, role=role,
-                                      io_size=io, connections=connections, together=together)
+                                      io_size=io, connections=connections, together=together, port=port)
     _emit(ctx, {"run_id": run_id, "run_dir": str(run_dir), "trials": n},
           f"imported {n} trial(s) as run {run_id}\nnicbench report {run_id} renders it")
 
@@ -222,6 +229,11 @@ def lab_up(ctx: click.Context, plan: Path | None, name: str | None, clients: int
     from ..plan.load import load_plan
     from ..run.session import lab_spec
 
+    if name is not None and not re.fullmatch(r"[a-z0-9]{1,8}", name):
+        raise InputError(f"{name!r} is not a lab name", where="--name",
+                         hint="1-8 lower-case letters or digits (namespaces are nb-<name>-<host>)")
+    if mtu is not None and not 576 <= mtu <= 9216:
+        raise InputError(f"--mtu {mtu} is out of range", where="--mtu", hint="use 576..9216")
     if plan is not None:
         p, _ = load_plan(plan)
         spec = lab_spec(p)
@@ -231,8 +243,6 @@ def lab_up(ctx: click.Context, plan: Path | None, name: str | None, clients: int
     else:
         if not 1 <= clients <= 12:
             raise InputError(f"--clients {clients} is out of range", where="--clients", hint="use 1..12")
-        if mtu is not None and not 576 <= mtu <= 9216:
-            raise InputError(f"--mtu {mtu} is out of range", where="--mtu", hint="use 576..9216")
         spec = make_spec(name or "lab", [("srv", "server")] + [(f"c{i + 1}", "client") for i in range(clients)],
                          mtu or 1500)
     lab_ = manager.up(spec)
@@ -301,6 +311,25 @@ def main(argv: list[str] | None = None) -> None:
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("nicbench: interrupted", err=True)
         code = 130
+    except sqlite3.Error as e:
+        if debug:
+            traceback.print_exc()
+        err = StoreError(f"result database error: {e}", hint="is this a nicbench run directory? --debug shows more")
+        click.echo(err.one_line(), err=True)
+        code = err.exit_code
+    except OSError as e:
+        if debug:
+            traceback.print_exc()
+        where = getattr(e, "filename", None)
+        click.echo(f"nicbench: error: {where + ': ' if where else ''}{e.strerror or e} "
+                   "(hint: check the path and its permissions; --debug shows more)", err=True)
+        code = 1
+    except Exception as e:  # noqa: BLE001 - a bug must still not print a bare traceback
+        if debug:
+            traceback.print_exc()
+        click.echo(f"nicbench: internal error: {type(e).__name__}: {e} "
+                   "(hint: rerun with --debug and report it)", err=True)
+        code = 1
     sys.exit(code)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .transport import GATE_MARK, CommandResult
+from .transport import GATE_MARK, READY_MARK, CommandResult
 
 
 @dataclass
@@ -41,7 +41,8 @@ class FakeProcess:
         self._rc: int | None = None
         stdout.parent.mkdir(parents=True, exist_ok=True)
         stdout.write_text("")
-        stderr.write_text("")
+        stderr.write_text(READY_MARK + "\n" if gated else "")
+        self.spawned_at = time.time()
         if not gated:
             self._finish_output()
 
@@ -58,6 +59,9 @@ class FakeProcess:
             with open(self.stderr_path, "a") as f:
                 f.write(f"{GATE_MARK}{self.released_at:.6f}\n")
             self._finish_output()
+
+    def is_ready(self) -> bool:
+        return True
 
     def poll(self) -> int | None:
         return self._rc
@@ -100,13 +104,16 @@ class FakeTransport:
         self.spawned.append(p)
         return p
 
+    def fd_links(self, pid: int) -> list[str]:
+        return [f"socket:[{pid}]"] if any(p.pid == pid and p.script.listen for p in self.spawned) else []
+
     def read_text(self, path: str) -> str:
         for p in self.spawned:
             if path in (f"/proc/{p.pid}/net/tcp", f"/proc/{p.pid}/net/tcp6"):
                 header = "  sl  local_address rem_address   st\n"
                 if p.script.listen is not None and p.poll() is None:
                     return header + f"   0: 00000000000000000000000000000000:{p.script.listen:04X} " \
-                                    f"00000000000000000000000000000000:0000 0A\n"
+                                    f"00000000000000000000000000000000:0000 0A 0:0 0:0 0 0 0 {p.pid}\n"
                 return header
         if path in self.files:
             return self.files[path]

@@ -10,7 +10,9 @@ survives a crash of nicbench itself.  A *gated* spawn starts a tiny bash shim
 that blocks on stdin; :meth:`Process.release` writes one byte, the shim
 records ``$EPOCHREALTIME`` (a bash builtin: no fork, microsecond resolution)
 on stderr and execs the tool.  Releasing every client's gate back to back is
-the start barrier; the recorded stamps measure the start skew.
+the start barrier; the recorded stamps measure the start skew.  The gate is
+only released once every shim has printed its ready mark, so a shim that is
+slow to start (12 of them on 2 vCPUs) cannot start late.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from typing import IO, Protocol, Sequence
 from ..core.errors import PreflightError, ToolError, tail
 
 GATE_MARK = "nicbench-start "
-_GATE = ('IFS= read -r _ || exit 125; printf "%s%s\\n" "' + GATE_MARK.strip() + ' " '
-         '"$EPOCHREALTIME" >&2; exec "$@"')
+READY_MARK = "nicbench-ready"
+_GATE = ('printf "%s\\n" "' + READY_MARK + '" >&2; IFS= read -r _ || exit 125; '
+         'printf "%s %s\\n" "' + GATE_MARK.strip() + '" "$EPOCHREALTIME" >&2; exec "$@"')
 
 
 def gate_argv(argv: Sequence[str]) -> list[str]:
@@ -72,6 +75,7 @@ class Process(Protocol):
     stderr_path: Path
 
     def release(self) -> None: ...
+    def is_ready(self) -> bool: ...
     def poll(self) -> int | None: ...
     def wait(self, timeout: float) -> int | None: ...
     def stop(self, grace: float = 1.0, sig: int = signal.SIGTERM) -> int | None: ...
@@ -91,6 +95,8 @@ class Transport(Protocol):
 
     def read_text(self, path: str) -> str: ...
 
+    def fd_links(self, pid: int) -> list[str]: ...
+
     def wrap(self, argv: Sequence[str]) -> list[str]: ...
 
 
@@ -107,6 +113,16 @@ class LocalProcess:
         self._popen = popen
         self._gated = gated
         self._files = files
+
+    def is_ready(self) -> bool:
+        """A gated process is ready once its shim waits at the gate."""
+        if not self._gated:
+            return True
+        try:
+            with open(self.stderr_path, "rb") as f:
+                return READY_MARK.encode() in f.read(256)
+        except OSError:
+            return False
 
     def release(self) -> None:
         if self._gated and self._popen.stdin is not None:
@@ -211,6 +227,20 @@ class LocalTransport:
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
 
+    def fd_links(self, pid: int) -> list[str]:
+        """Targets of /proc/PID/fd/* (e.g. ``socket:[123]``); empty if PID is gone."""
+        out = []
+        try:
+            names = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            return out
+        for n in names:
+            try:
+                out.append(os.readlink(f"/proc/{pid}/fd/{n}"))
+            except OSError:
+                continue
+        return out
+
 
 class NetnsTransport(LocalTransport):
     """Commands run inside a network namespace of the embedded lab.
@@ -228,6 +258,15 @@ class NetnsTransport(LocalTransport):
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.netns, *argv]
+
+    def run(self, argv: Sequence[str], *, timeout: float = 30.0,
+            input: str | None = None) -> CommandResult:
+        r = super().run(argv, timeout=timeout, input=input)
+        # `ip netns exec` reports a missing program as exit 1 + this message
+        if r.returncode != 0 and f'exec of "{argv[0]}" failed: No such file' in r.stderr:
+            raise PreflightError(f"command not found: {argv[0]}", where=self.host,
+                                 hint="run the set-up command in README.md to install the tools")
+        return r
 
     def read_text(self, path: str) -> str:
         if path.startswith("/proc/") and path.split("/")[2].isdigit():

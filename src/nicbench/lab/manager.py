@@ -92,7 +92,9 @@ def up(spec: LabSpec) -> Lab:
                        hint=f"reuse it, or remove it with: nicbench lab down {spec.name}")
     spec_path, pids = _paths(spec.name)
     spec_path.parent.mkdir(parents=True, exist_ok=True)
-    spec_path.write_text(json.dumps(spec.to_dict(), indent=1))
+    tmp = spec_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(spec.to_dict(), indent=1))
+    os.replace(tmp, spec_path)        # atomic: a crash never leaves half a state file
     lab = Lab(spec, ProcessTracker(pids))
     try:
         for cmd in build_commands(spec):
@@ -127,7 +129,13 @@ def down(name: str) -> list[str]:
     Returns the namespaces deleted.
     """
     require_root()
-    lab = load(name) if _paths(name)[0].exists() else None
+    if not re.fullmatch(r"[a-z0-9]{1,8}", name):
+        raise LabError(f"{name!r} is not a lab name", where="lab down",
+                       hint="lab names are 1-8 lower-case letters or digits; nicbench lab status lists them")
+    try:
+        lab = load(name) if _paths(name)[0].exists() else None
+    except LabError:
+        lab = None    # damaged state: fall back to namespace names and the pid file
     tracker = lab.tracker if lab else ProcessTracker(_paths(name)[1])
     tracker.kill_all()
     mine = set(lab.spec.namespaces) if lab else set()

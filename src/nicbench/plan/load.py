@@ -15,6 +15,12 @@ _HINTS = {
     "extra_forbidden": "check the spelling; see examples/*.toml for every key",
     "missing": "add the key; see examples/*.toml",
     "literal_error": None,
+    "float_parsing": "write a plain number (seconds for durations): duration = 10",
+    "float_type": "write a plain number (seconds for durations): duration = 10",
+    "int_parsing": "write a whole number without quotes or units",
+    "int_type": "write a whole number without quotes or units",
+    "bool_parsing": "write true or false without quotes",
+    "bool_type": "write true or false without quotes",
 }
 
 
@@ -25,7 +31,7 @@ def _loc_text(loc: tuple[Any, ...]) -> str:
             out += f"[{part}]"
         else:
             out += ("." if out else "") + str(part)
-    return out or "(top level)"
+    return out
 
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
@@ -84,7 +90,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
         errors = e.errors()
         where, msg, hint = _format(errors[0])
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise InputError(msg + more, where=f"{source}: {where}", hint=hint) from None
+        raise InputError(msg + more, where=f"{source}: {where}" if where else source, hint=hint) from None
 
 
 def load_plan(path: str | Path) -> tuple[Plan, str]:

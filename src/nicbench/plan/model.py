@@ -104,6 +104,14 @@ class TcpStudy(Strict):
     def _engine_features(self) -> "TcpStudy":
         if self.engine == "iperf2" and (self.zerocopy or self.skip_rx_copy is True):
             raise ValueError("iperf2 has no zerocopy/skip_rx_copy: set them false or use engine = \"iperf3\"")
+        if self.engine == "iperf3":
+            big = [n for n in self.io_sizes if n > 1024 * 1024]
+            if big:
+                raise ValueError(f"study.io_sizes: iperf3 takes blocks up to 1M, not {big[0]} bytes")
+            for key in ("duration", "omit"):
+                v = getattr(self, key)
+                if v != int(v):
+                    raise ValueError(f"study.{key} = {v}: iperf3 takes whole seconds for -t and -O")
         if self.duration <= 2 * self.trim:
             raise ValueError(f"duration {self.duration}s leaves nothing after trimming {self.trim}s at both ends")
         return self

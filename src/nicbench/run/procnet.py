@@ -1,20 +1,40 @@
-"""Readiness of a server: is PORT in LISTEN state in the process's namespace?
+"""Readiness of a server: is PORT in LISTEN state *on a socket that process owns*?
 
-Read from ``/proc/PID/net/tcp{,6}``, which shows the network namespace of
-PID; no extra process is started, so waiting costs almost nothing.
+Read from ``/proc/PID/net/tcp{,6}`` (the table of PID's network namespace) and
+matched against the socket inodes among ``/proc/PID/fd``: a LISTEN row alone
+could belong to another process, or to the root namespace in the instant
+before ``ip netns exec`` switched namespace.  No extra process is started.
 """
 
 from __future__ import annotations
 
 
-def listening_ports(text: str) -> set[int]:
-    """Ports in state LISTEN (0A) in a /proc/net/tcp or tcp6 table."""
-    ports = set()
+def listening(text: str) -> dict[int, set[int]]:
+    """Port -> socket inodes in state LISTEN (0A), from a /proc/net/tcp or tcp6 table."""
+    out: dict[int, set[int]] = {}
     for line in text.splitlines()[1:]:
         f = line.split()
         if len(f) > 3 and f[3] == "0A":
             try:
-                ports.add(int(f[1].rsplit(":", 1)[1], 16))
+                port = int(f[1].rsplit(":", 1)[1], 16)
             except (IndexError, ValueError):
                 continue
-    return ports
+            inode = int(f[9]) if len(f) > 9 and f[9].isdigit() else 0
+            out.setdefault(port, set()).add(inode)
+    return out
+
+
+def listening_ports(text: str) -> set[int]:
+    return set(listening(text))
+
+
+def socket_inodes(fd_links: list[str]) -> set[int]:
+    """Inodes from ``readlink /proc/PID/fd/*`` targets such as ``socket:[12345]``."""
+    out = set()
+    for link in fd_links:
+        if link.startswith("socket:[") and link.endswith("]"):
+            try:
+                out.add(int(link[8:-1]))
+            except ValueError:
+                continue
+    return out

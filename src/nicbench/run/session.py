@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import platform
 import signal
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -53,6 +54,14 @@ class RunOutcome:
     ok: int
     failed: int
     warnings: tuple[str, ...]
+
+
+def _quietly(step) -> None:
+    """Run one clean-up step; its failure must not stop the next one."""
+    try:
+        step()
+    except Exception as e:  # noqa: BLE001 - reported, and the next step still runs
+        print(f"nicbench: clean-up step failed: {e}", file=sys.stderr)
 
 
 def lab_spec(plan: Plan) -> LabSpec:
@@ -102,7 +111,11 @@ def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
         except PreflightError as e:
             problems.append(f"{host}: {e.message}")
     for c in plan.clients:
-        r = transports[plan.server].run(["ping", "-c", "1", "-W", "2", "-n", "-q", addresses[c]], timeout=10)
+        try:
+            r = transports[plan.server].run(["ping", "-c", "1", "-W", "2", "-n", "-q", addresses[c]], timeout=10)
+        except PreflightError as e:
+            problems.append(f"{plan.server}: {e.message} (apt-get install iputils-ping)")
+            continue
         if r.returncode != 0:
             problems.append(f"{plan.server} cannot reach {c} ({addresses[c]}): "
                             f"{tail(r.stdout + r.stderr) or 'no reply'}")
@@ -120,7 +133,12 @@ def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
         if taken:
             problems.append(f"{c}: port(s) {', '.join(map(str, taken))} already in use")
     skip = False
-    if tool is not None:
+    if tool is not None and s.engine == "iperf3":
+        if s.zerocopy and not tool.has("zerocopy"):
+            problems.append(f"{plan.server}: iperf3 {tool.version_str} has no -Z/--zerocopy")
+        if not tool.has("server_output"):
+            problems.append(f"{plan.server}: iperf3 {tool.version_str} has no --get-server-output, "
+                            "so receiver-side bytes of tx points cannot be collected (install iperf3 >= 3.1)")
         if s.skip_rx_copy is True and not tool.has("skip_rx_copy"):
             problems.append(f"{plan.server}: iperf3 {tool.version_str} has no --skip-rx-copy "
                             "(set skip_rx_copy = \"auto\" or false, or install iperf3 >= 3.16)")
@@ -128,7 +146,7 @@ def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
         if s.skip_rx_copy == "auto" and not skip:
             warnings.append(f"iperf3 {tool.version_str} has no --skip-rx-copy: receivers copy every "
                             "byte to user space (the seed's runs did not)")
-        if s.engine == "iperf3" and tool.version < (3, 16):
+        if tool.version < (3, 16):
             warnings.append(f"iperf3 {tool.version_str} is single-threaded: all streams of one process "
                             "share one core; more client hosts or processes spread the load")
     if problems:
@@ -178,11 +196,18 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                               "finished points are stored", where=str(writer.run_dir) if writer else None,
                               hint="nicbench report latest renders what was finished") from None
         finally:
-            progress.end()
-            if lab is not None:
-                lab.tracker.kill_all()
-                if owned and not keep_lab:
-                    manager.down(spec.name)
-            if writer is not None:
-                writer.finish(status, ok=ok, failed=failed)
+            # A second Ctrl-C or SIGTERM must not cut the clean-up short: block
+            # them until the results are closed and the lab is gone.
+            blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+            signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+            try:
+                _quietly(progress.end)
+                if writer is not None:
+                    _quietly(lambda: writer.finish(status, ok=ok, failed=failed))
+                if lab is not None:
+                    _quietly(lab.tracker.kill_all)
+                    if owned and not keep_lab:
+                        manager.down(spec.name)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
     return RunOutcome(run_id, writer.run_dir, status, ok, failed, tuple(warnings))

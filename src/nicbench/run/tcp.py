@@ -27,7 +27,7 @@ from ..plan.model import TcpStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, ToolInfo
-from .procnet import listening_ports
+from .procnet import listening, socket_inodes
 
 MODE = {"tx": "fwd", "rx": "rev", "bidir": "bidir"}
 DIRECTION = {"fwd": "tx", "rev": "rx"}
@@ -87,13 +87,13 @@ def _wait_listening(t: Transport, proc: Process, port: int, deadline: float) -> 
             hint = ("another process holds the port: pick another study.port_base, or stop it"
                     if "in use" in msg.lower() else None)
             raise ToolError(f"engine server on port {port} failed to start: {msg}", where=t.host, hint=hint)
-        ports: set[int] = set()
+        inodes: set[int] = set()
         for table in ("tcp", "tcp6"):
             try:
-                ports |= listening_ports(t.read_text(f"/proc/{proc.pid}/net/{table}"))
+                inodes |= listening(t.read_text(f"/proc/{proc.pid}/net/{table}")).get(port, set())
             except OSError:
                 pass
-        if port in ports:
+        if inodes and inodes & socket_inodes(t.fd_links(proc.pid)):
             return
         if time.monotonic() > deadline:
             raise ToolError(f"engine server on port {port} is not listening after 5 s", where=t.host)
@@ -205,7 +205,17 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
             out, err = raw(ctx.server, "engine-client", f"{slot.client}-client-{slot.port}")
             clis.append((slot, srv_t.spawn(argv, stdout=out, stderr=err, gated=True)))
             meta["argv"][f"{ctx.server}:client:{slot.client}:{slot.port}"] = argv
-        # 3. the barrier: release every gate back to back
+        # 3. the barrier: once every shim waits at its gate, release them back to back
+        ready_by = time.monotonic() + 5.0
+        while not all(p.is_ready() for _, p in clis):
+            dead = [(sl, p) for sl, p in clis if p.poll() is not None]
+            if dead:
+                sl, p = dead[0]
+                raise ToolError(f"engine client to {sl.client}:{sl.port} died before the start barrier: "
+                                f"{tail(_read(p.stderr_path)) or 'no error text'}", where=ctx.server)
+            if time.monotonic() > ready_by:
+                raise ToolError("engine clients not ready at the start barrier after 5 s", where=ctx.server)
+            time.sleep(0.002)
         t_release = time.time()
         for _, proc in clis:
             proc.release()
@@ -231,6 +241,11 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
             while (iperf2.finished_flows(_read(proc.stdout_path), s.interval) < want
                    and time.monotonic() < stop_by and proc.poll() is None):
                 time.sleep(0.01)
+            got = iperf2.finished_flows(_read(proc.stdout_path), s.interval)
+            if got < want:
+                meta.setdefault("warnings", []).append(
+                    f"iperf2 server {slot.client}:{slot.port} printed {got} of {want} flow summaries "
+                    "before it was stopped: its last interval may be missing")
             proc.stop(grace=0.0, sig=signal.SIGKILL)
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user"
@@ -303,7 +318,7 @@ def detect_tool(t: Transport, engine: str) -> ToolInfo:
     if engine == "iperf3":
         try:
             v = t.run(["iperf3", "--version"], timeout=10)
-        except PreflightError:
+        except PreflightError:  # not found, locally or inside a namespace
             raise PreflightError("iperf3 is not installed", where=t.host,
                                  hint="apt-get install iperf3 (the set-up command in README.md does it)") from None
         h = t.run(["iperf3", "--help"], timeout=10)

@@ -33,8 +33,13 @@ def new_run_id(name: str, now: float | None = None) -> str:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(str(path), timeout=10)
-    db.execute("PRAGMA foreign_keys = ON")
+    try:
+        db = sqlite3.connect(str(path), timeout=10)
+        db.execute("PRAGMA foreign_keys = ON")
+        db.execute("PRAGMA user_version").fetchone()   # fails early on a file that is not SQLite
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot open result database: {e}", where=str(path),
+                         hint="the file is damaged or not a nicbench database") from None
     return db
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import statistics
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -120,11 +121,22 @@ def parse_lines(text: str) -> list[CsvLine]:
 
 
 def _server_port(lines: list[CsvLine]) -> int | None:
+    """The port present in every line.  With one flow both of its ports are;
+    then the one outside Linux's ephemeral range (32768-60999) is the server's,
+    and if that does not decide it we say so rather than guess."""
     common: set[int] | None = None
     for ln in lines:
         ports = {ln.sport, ln.dport} - {0}
         common = ports if common is None else common & ports
-    return min(common) if common else None
+    if not common:
+        return None
+    if len(common) == 1:
+        return next(iter(common))
+    fixed = [p for p in common if not 32768 <= p <= 60999]
+    if len(fixed) == 1:
+        return fixed[0]
+    raise ToolError(f"cannot tell the server port from the CSV (candidates {sorted(common)})",
+                    hint="pass the server port (nicbench import iperf2 --port N)")
 
 
 def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
@@ -132,36 +144,43 @@ def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
     """Parse one process's CSV.  ``role``: which iperf end wrote it.
 
     Intervals that start before ``omit`` seconds are marked omitted.  Streams of
-    the same flow are summed per interval.
+    the same flow are summed per interval.  Wall-clock placement: each flow
+    gets one anchor, the median of ``stamp - end`` over its interval lines, so
+    one late stamp (seen in 2.1.8 output) cannot move an interval.
     """
     lines = parse_lines(text)
     port = server_port or _server_port(lines)
     if lines and port is None:
         raise ToolError("cannot tell the server port from the CSV", hint="pass the server port")
-    spans = [ln.end - ln.start for ln in lines if ln.end > ln.start]
-    nominal = interval or (min(spans) if spans else 1.0)
+    spans = sorted(ln.end - ln.start for ln in lines if ln.end > ln.start)
+    nominal = interval or (statistics.median(spans) if spans else 1.0)
     by_flow: dict[tuple, list[CsvLine]] = defaultdict(list)
     for ln in lines:
         by_flow[(ln.ident, ln.src, ln.sport, ln.dst, ln.dport)].append(ln)
-    per_iv: dict[tuple, list[CsvLine]] = defaultdict(list)
+    per_iv: dict[tuple, list[tuple[CsvLine, float]]] = defaultdict(list)
     totals: dict[str, int] = {}
     for key, fl in by_flow.items():
         flow = "rev" if fl[0].sport == port else "fwd"
         # the engine client sends fwd; the engine server sends rev
         side = "sender" if (flow == "fwd") == (role == "client") else "receiver"
+        kept = []
         for i, ln in enumerate(fl):
-            summary = len(fl) == 1 or (ln.start == 0.0 and i == len(fl) - 1) \
+            summary = len(fl) == 1 or (ln.start == 0.0 and i == len(fl) - 1 and i > 0) \
                 or (ln.end - ln.start) > 1.5 * nominal
             if summary:
                 k = f"{flow}.{side}"
                 totals[k] = totals.get(k, 0) + ln.bytes
             else:
-                per_iv[(flow, side, round(ln.start, 3), round(ln.end, 3))].append(ln)
+                kept.append(ln)
+        if kept:
+            anchor = statistics.median(ln.stamp - ln.end for ln in kept)
+            for ln in kept:
+                per_iv[(flow, side, round(ln.start, 3), round(ln.end, 3))].append((ln, anchor))
     intervals = []
     for (flow, side, start, end), lns in sorted(per_iv.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
-        abs_start = min(ln.stamp - (ln.end - ln.start) for ln in lns)
+        abs_start = statistics.median(anchor + ln.start for ln, anchor in lns)
         intervals.append(FlowInterval(start=start, end=end, flow=flow, side=side,  # type: ignore[arg-type]
-                                      bytes=sum(ln.bytes for ln in lns), streams=len(lns),
+                                      bytes=sum(ln.bytes for ln, _ in lns), streams=len(lns),
                                       omitted=start < omit - 1e-9, abs_start=abs_start))
     return Iperf2Report(tuple(intervals), totals, port, len(lines))
 

@@ -90,54 +90,64 @@ class Iperf3Report:
 
 
 def extract_json(text: str) -> dict[str, Any]:
-    """The JSON object in ``text``, tolerating junk before and after it."""
-    a, b = text.find("{"), text.rfind("}")
-    if a < 0 or b < a:
-        raise ToolError("no JSON in iperf3 output" + (f": {text.strip()[:200]!r}" if text.strip() else " (empty)"),
-                        hint="the process may have been killed before it printed its report")
-    try:
-        obj = json.loads(text[a:b + 1])
-    except json.JSONDecodeError as e:
-        raise ToolError(f"iperf3 JSON is truncated or damaged ({e.msg} at char {e.pos})",
-                        hint="the process was probably killed mid-report; see the raw output file") from None
-    if not isinstance(obj, dict):
-        raise ToolError("iperf3 JSON is not an object")
-    return obj
+    """The iperf3 JSON object in ``text``, tolerating junk (even braces) around it.
+
+    Every ``{`` is tried with ``raw_decode``; the first object that looks like
+    an iperf3 report (a ``start`` object, present even in error reports) wins;
+    nested objects such as a stream's ``{"start": 0, ...}`` do not qualify.
+    """
+    dec = json.JSONDecoder()
+    pos = text.find("{")
+    first_err: json.JSONDecodeError | None = None
+    while pos >= 0:
+        try:
+            obj, _ = dec.raw_decode(text, pos)
+            if isinstance(obj, dict) and isinstance(obj.get("start"), dict):
+                return obj
+        except json.JSONDecodeError as e:
+            first_err = first_err or e
+        pos = text.find("{", pos + 1)
+    if first_err is not None:
+        raise ToolError(f"iperf3 JSON is truncated or damaged ({first_err.msg} at char {first_err.pos})",
+                        hint="the process was probably killed mid-report; see the raw output file")
+    raise ToolError("no JSON in iperf3 output" + (f": {text.strip()[:200]!r}" if text.strip() else " (empty)"),
+                    hint="the process may have been killed before it printed its report")
 
 
-def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float) -> list[FlowInterval]:
+def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
+               duration: float | None) -> list[FlowInterval]:
     """Per-interval flow bytes, on one continuous clock from the test start.
 
     iperf3 restarts its interval clock at 0 when the ``-O`` warm-up (``omit``
-    seconds) ends; we add the warm-up back so omitted and measured intervals
-    never overlap.  Seen with 3.12 on the receiving side of ``-R``: the first
-    interval after the warm-up is printed with a start *later* than its end (the
-    old clock's value) and the last warm-up interval is never printed; such an
-    interval really starts where the previous measured one ended (0 after the
-    reset), which the end-of-test totals confirm.
+    seconds) ends, and 3.12 prints the first measured interval badly: seen here
+    with a start *later* than its end, or squeezed into a fraction of a
+    millisecond (0.5003 -> 0.5006 holding half a second of bytes), and the last
+    warm-up interval missing.  Whether the clock restarted is decided from
+    where the measured intervals *end* (about ``duration``, not omit +
+    duration); then the first measured interval really starts at 0 after the
+    warm-up, which the end-of-test totals confirm (they equal the sum of the
+    measured intervals).
     """
     out: list[FlowInterval] = []
-    omit_end = 0.0
-    shift: float | None = None
+    measured = [iv for iv in intervals if not _is_omitted(iv)]
+    last_end = max((float(st["end"]) for iv in measured for st in iv.get("streams", [])), default=0.0)
+    if duration:
+        restarted = omit > 0 and last_end <= duration + 0.5 * omit
+    else:  # no duration (byte-count mode): a first measured start near 0 means a restart
+        firsts = [float(st["start"]) for st in (measured[0].get("streams", []) if measured else [])]
+        restarted = omit > 0 and bool(firsts) and min(firsts) < 0.5 * omit
+    first_measured = True
     prev_end = 0.0
     for iv in intervals:
         streams = iv.get("streams", [])
-        ivsum = iv.get("sum") or {}
-        is_omitted = bool(ivsum.get("omitted")) or any(s.get("omitted") for s in streams)
-        if is_omitted:
-            omit_end = max(omit_end, max((float(s["end"]) for s in streams), default=0.0))
-            base = 0.0
-        else:
-            if shift is None:
-                first = min((float(s["start"]) if float(s["start"]) <= float(s["end"]) else 0.0
-                             for s in streams), default=0.0)
-                restarted = (omit > 0 or omit_end > 0) and first < 0.5 * max(omit, omit_end)
-                shift = max(omit, omit_end) if restarted else 0.0
-            base = shift
+        is_omitted = _is_omitted(iv)
+        base = omit if (restarted and not is_omitted) else 0.0
         groups: dict[tuple[str, str], list[tuple[float, float, dict]]] = {}
         for st in streams:
             s0, s1 = float(st["start"]), float(st["end"])
-            if s0 > s1:   # the 3.12 reset quirk described above
+            if not is_omitted and restarted and first_measured:
+                s0 = 0.0          # the first measured interval starts at the restart
+            elif s0 > s1:
                 s0 = prev_end if not is_omitted else 0.0
             sender = bool(st.get("sender", not is_server))
             # the engine client sends the fwd flow; the engine server receives it
@@ -156,7 +166,12 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float) -> li
                 retransmits=sum(retr) if retr else None))
         if not is_omitted and ends:
             prev_end = max(ends)
+            first_measured = False
     return out
+
+
+def _is_omitted(iv: dict) -> bool:
+    return bool((iv.get("sum") or {}).get("omitted")) or any(s.get("omitted") for s in iv.get("streams", []))
 
 
 def _totals(end: dict, is_server: bool, into: dict[str, int]) -> None:
@@ -179,11 +194,14 @@ def parse(text: str) -> Iperf3Report:
     ts = start.get("test_start", {}) or {}
     server = d.get("server_output_json")
     omit = float(ts.get("omit") or 0)
-    intervals = _intervals(d.get("intervals", []), is_server=False, omit=omit)
+    duration = float(ts["duration"]) if ts.get("duration") else None
+    # a server's own -J output (imported by hand) says so in its start section
+    is_server = "accepted_connection" in start
+    intervals = _intervals(d.get("intervals", []), is_server=is_server, omit=omit, duration=duration)
     totals: dict[str, int] = {}
-    _totals(d.get("end", {}) or {}, False, totals)
+    _totals(d.get("end", {}) or {}, is_server, totals)
     if isinstance(server, dict):
-        intervals += _intervals(server.get("intervals", []), is_server=True, omit=omit)
+        intervals += _intervals(server.get("intervals", []), is_server=True, omit=omit, duration=duration)
         server_totals: dict[str, int] = {}
         _totals(server.get("end", {}) or {}, True, server_totals)
         for k, v in server_totals.items():
