@@ -126,6 +126,48 @@ def processes_with_data(samples: Iterable[Sample], *, direction: str, side: str 
             and s.tag("omitted", "0") != "1"}
 
 
+@dataclass(frozen=True)
+class WireRate:
+    """Frames the interface counted over a window, and the wire rate they make.
+
+    ``wire_bps`` = (counted bytes + frames x ``uncounted_per_frame``) x 8 / s:
+    counters stop at the end of the payload; FCS, preamble and IFG are added.
+    """
+
+    direction: str
+    window: tuple[float, float]
+    bytes: float
+    frames: float
+    uncounted_per_frame: int
+    wire_bps: float
+
+    @property
+    def frames_per_s(self) -> float:
+        return self.frames / (self.window[1] - self.window[0])
+
+
+def _integrate(samples: Iterable[Sample], metric: str, direction: str, w0: float, w1: float) -> tuple[float, bool]:
+    total, seen = 0.0, False
+    for x in samples:
+        if x.metric == metric and x.tag("direction") == direction and x.t_end > x.t_start:
+            seen = True
+            total += x.value * _overlap(x.t_start, x.t_end, w0, w1) / (x.t_end - x.t_start)
+    return total, seen
+
+
+def wire_rate(samples: Iterable[Sample], *, direction: str, window: tuple[float, float],
+              uncounted_per_frame: int = 24) -> WireRate | None:
+    """Interface counters (``if.bytes``/``if.packets``) over ``window``, pro rata."""
+    samples = list(samples)
+    w0, w1 = window
+    nbytes, seen = _integrate(samples, "if.bytes", direction, w0, w1)
+    frames, _ = _integrate(samples, "if.packets", direction, w0, w1)
+    if not seen or w1 <= w0:
+        return None
+    return WireRate(direction, window, nbytes, frames, uncounted_per_frame,
+                    (nbytes + frames * uncounted_per_frame) * 8 / (w1 - w0))
+
+
 def directions_in(samples: Iterable[Sample]) -> list[str]:
     seen = {s.tag("direction") for s in samples if s.metric == "tcp.bytes"}
     return [d for d in ("tx", "rx") if d in seen]

@@ -14,10 +14,41 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from ..records import Sample, TrialRecord
-from .aggregate import (DirectionAggregate, NoSharedWindow, aggregate, directions_in,
-                        processes_with_data, timeline_problems)
+from . import linerate
+from .aggregate import (DirectionAggregate, NoSharedWindow, WireRate, aggregate, directions_in,
+                        processes_with_data, timeline_problems, wire_rate)
+
+ABOVE_CEILING_TOLERANCE = 0.005   # 0.5 %: rounding of windows and counters, no more
 
 EXPECTED_DIRECTIONS = {"tx": ("tx",), "rx": ("rx",), "bidir": ("tx", "rx")}
+
+
+@dataclass(frozen=True)
+class LinkInfo:
+    """What the results side knows of the link a run used (from the run's meta)."""
+
+    mtu: int
+    speed_bps: float | None
+    ip: int = 4
+    timestamps: bool | None = None
+    counters_count_frames: bool = False
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, object]) -> "LinkInfo | None":
+        link = meta.get("link")
+        if not isinstance(link, dict):
+            return None
+        ts = link.get("tcp_timestamps") or {}
+        vals = [v for v in ts.values() if v is not None] if isinstance(ts, dict) else []
+        return cls(int(link.get("mtu") or 1500), link.get("speed_bps"), int(link.get("ip") or 4),
+                   all(v != 0 for v in vals) if vals else None, bool(link.get("counters_count_frames")))
+
+    def ceiling(self) -> linerate.Ceiling | None:
+        """Per direction; TCP timestamps count as on when unknown (Linux default)."""
+        if not self.speed_bps:
+            return None
+        return linerate.tcp(self.speed_bps, self.mtu, ip=self.ip,
+                            timestamps=True if self.timestamps is None else self.timestamps)
 
 
 @dataclass(frozen=True)
@@ -35,12 +66,19 @@ class TrialResult:
     retransmits: int
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    wire: Mapping[str, WireRate] = field(default_factory=dict)
 
     @property
     def gbps(self) -> float | None:
         if not self.receiver:
             return None
         return sum(a.gbps for a in self.receiver.values())
+
+    @property
+    def wire_gbps(self) -> float | None:
+        if not self.wire:
+            return None
+        return sum(w.wire_bps for w in self.wire.values()) / 1e9
 
 
 @dataclass(frozen=True)
@@ -59,9 +97,25 @@ class PointStats:
     max_skew_s: float | None = None
     retransmits: int = 0
     errors: tuple[str, ...] = ()
+    ceiling_gbps: float | None = None        # for the point: per-direction ceiling x directions
+    wire_gbps: float | None = None           # median wire rate from counters, all directions
+    link_gbps: float | None = None           # link speed x directions
+
+    @property
+    def of_ceiling(self) -> float | None:
+        if self.median is None or not self.ceiling_gbps:
+            return None
+        return self.median / self.ceiling_gbps
+
+    @property
+    def above_ceiling(self) -> bool:
+        """Loud flag: goodput above what the wire allows means the model or the
+        measurement is wrong (e.g. the model assumed TCP timestamps that were off)."""
+        return self.of_ceiling is not None and self.of_ceiling > 1 + ABOVE_CEILING_TOLERANCE
 
 
-def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> TrialResult:
+def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
+                 link: LinkInfo | None = None) -> TrialResult:
     """Aggregate one trial, refusing data that is incomplete or inconsistent.
 
     A point is only "ok" when every planned process delivered receiver data
@@ -101,13 +155,20 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> Tr
         if not receiver and not problems:
             problems.append("no receiver-side samples")
     retr = int(sum(s.value for s in samples if s.metric == "tcp.retransmits" and s.tag("omitted") != "1"))
+    wire: dict[str, WireRate] = {}
+    if link is not None and link.counters_count_frames and not problems:
+        for d, agg in receiver.items():
+            w = wire_rate(samples, direction=d, window=agg.window,
+                          uncounted_per_frame=linerate.per_frame_uncounted())
+            if w is not None:
+                wire[d] = w
     meta = rec.meta
     return TrialResult(rec.spec.trial_id, rec.spec.point, rec.spec.repeat, dict(params),
                        rec.status if not problems else "failed",
                        rec.error or ("; ".join(problems) if problems else None),
                        receiver if not problems else {}, sender if not problems else {},
                        meta.get("start_skew_s"), meta.get("overhead_s"), retr, tuple(problems),
-                       tuple(meta.get("warnings") or ()))
+                       tuple(meta.get("warnings") or ()), wire)
 
 
 def _stats(values: list[float]) -> tuple[float | None, float | None, float | None, float | None]:
@@ -117,7 +178,7 @@ def _stats(values: list[float]) -> tuple[float | None, float | None, float | Non
     return statistics.median(values), min(values), max(values), sd
 
 
-def point_stats(results: Iterable[TrialResult]) -> list[PointStats]:
+def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None) -> list[PointStats]:
     groups: dict[str, list[TrialResult]] = defaultdict(list)
     order: list[str] = []
     for r in results:
@@ -144,10 +205,16 @@ def point_stats(results: Iterable[TrialResult]) -> list[PointStats]:
             for h, g in per.items():
                 hosts[h].append(g)
         skews = [r.start_skew_s for r in rs if r.start_skew_s is not None]
+        ndir = len(EXPECTED_DIRECTIONS.get(str(rs[0].params.get("direction")), ("tx",)))
+        ceil = link.ceiling() if link else None
+        wires = [r.wire_gbps for r in ok if r.wire_gbps is not None]
         out.append(PointStats(
             point, rs[0].params, len(ok), len(rs) - len(ok), med, lo, hi, sd, by_dir,
             statistics.median(snd) if snd else None,
             {h: statistics.median(v) for h, v in sorted(hosts.items())},
             max(skews) if skews else None, sum(r.retransmits for r in ok),
-            tuple(sorted({r.error for r in rs if r.error}))))
+            tuple(sorted({r.error for r in rs if r.error})),
+            ceil.goodput_bps * ndir / 1e9 if ceil else None,
+            statistics.median(wires) if wires else None,
+            link.speed_bps * ndir / 1e9 if link and link.speed_bps else None))
     return out

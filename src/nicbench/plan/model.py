@@ -38,10 +38,29 @@ class Host(Strict):
     role: Literal["server", "client"]
 
 
-class Link(Strict):
-    """The test network's link settings (applied to every lab veth)."""
+def _speed(value: object) -> float:
+    from ..analysis.linerate import ModelError, parse_speed
+    try:
+        return parse_speed(value)  # type: ignore[arg-type]
+    except ModelError as e:
+        raise ValueError(str(e)) from None
 
-    mtu: int = Field(1500, ge=576, le=9216, description="IP MTU in bytes")
+
+Speed = Annotated[float, BeforeValidator(_speed)]
+
+
+class Link(Strict):
+    """The test network's link settings (applied to every lab veth).
+
+    ``speed`` shapes the server's link (both directions) to a line rate, e.g.
+    ``"10G"`` (decimal bit/s); ``client_speed`` shapes every client's link too.
+    Without a speed the lab's veths run as fast as the CPU allows and results
+    carry no line-rate ceiling.
+    """
+
+    mtu: int = Field(1500, ge=576, le=9216, description="IP MTU in bytes (IPv4: 576..9216)")
+    speed: Speed | None = None
+    client_speed: Speed | None = None
 
 
 class Lab(Strict):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis.points import PointStats, TrialResult, point_stats, trial_result
+from ..analysis.points import LinkInfo, PointStats, TrialResult, point_stats, trial_result
 from ..core.units import format_size
 from ..records import RunInfo
 from ..store.runs import RunReader
@@ -21,6 +21,7 @@ class RunView:
     meta: dict[str, Any]
     trials: list[TrialResult]
     points: list[PointStats]
+    link: LinkInfo | None = None
 
     @property
     def failures(self) -> list[TrialResult]:
@@ -33,14 +34,15 @@ def load_run(run_dir: Path) -> RunView:
         info = r.info()
         meta = r.meta()
         trim = float(info.meta.get("trim", 0.0))  # type: ignore[arg-type]
+        link = LinkInfo.from_meta(info.meta)
         samples = r.samples()
         by_trial: dict[str, list] = {}
         for s in samples:
             by_trial.setdefault(s.trial_id, []).append(s)
-        results = [trial_result(t, by_trial.get(t.spec.trial_id, []), trim) for t in r.trials()]
+        results = [trial_result(t, by_trial.get(t.spec.trial_id, []), trim, link) for t in r.trials()]
     finally:
         r.close()
-    return RunView(run_dir, info, meta, results, point_stats(results))
+    return RunView(run_dir, info, meta, results, point_stats(results, link), link)
 
 
 def _r(x: float | None, nd: int = 3) -> float | None:
@@ -70,6 +72,11 @@ def table_rows(view: RunView) -> list[dict[str, Any]]:
             "sender_gbps": _r(p.sender_median),
             "per_host_gbps": {h: _r(g) for h, g in p.per_host.items()},
             "max_start_skew_ms": _r(p.max_skew_s * 1000 if p.max_skew_s is not None else None),
+            "ceiling_gbps": _r(p.ceiling_gbps),
+            "pct_of_ceiling": _r(p.of_ceiling * 100 if p.of_ceiling is not None else None, 1),
+            "above_ceiling": p.above_ceiling,
+            "wire_gbps": _r(p.wire_gbps),
+            "wire_pct_of_link": _r(p.wire_gbps / p.link_gbps * 100 if p.wire_gbps and p.link_gbps else None, 1),
             "retransmits": p.retransmits,
             "errors": list(p.errors),
         })

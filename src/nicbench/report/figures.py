@@ -18,7 +18,8 @@ TITLES = {"tx": "Transmit (server -> clients)", "rx": "Receive (clients -> serve
           "bidir": "Bidirectional (tx + rx)"}
 
 
-def throughput_figures(rows: list[dict[str, Any]], out_dir: Path, title: str, mtu: int | None) -> list[Path]:
+def throughput_figures(rows: list[dict[str, Any]], out_dir: Path, title: str, mtu: int | None,
+                       speed: str | None = None) -> list[Path]:
     """One PNG+SVG per direction; returns the PNG paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     by_dir: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
@@ -37,6 +38,15 @@ def throughput_figures(rows: list[dict[str, Any]], out_dir: Path, title: str, mt
             hi = [p["gbps_max"] - p["gbps_median"] for p in pts]
             sizes.update(xs)
             ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=f"{conns} connections")
+        ceil = max((r["ceiling_gbps"] for pts in by_dir[direction].values() for r in pts
+                    if r.get("ceiling_gbps")), default=None)
+        if ceil:
+            ax.axhline(ceil, color="crimson", linestyle="--", linewidth=1.2,
+                       label=f"line-rate ceiling {ceil:.2f} Gbps")
+        above = [r for pts in by_dir[direction].values() for r in pts if r.get("above_ceiling")]
+        for r in above:
+            ax.annotate("ABOVE CEILING", (r["io_size"], r["gbps_median"]), color="crimson", fontsize=7,
+                        xytext=(0, 8), textcoords="offset points", ha="center")
         ax.set_xscale("log", base=2)
         ticks = sorted(sizes)
         ax.xaxis.set_major_locator(FixedLocator(ticks))
@@ -44,8 +54,9 @@ def throughput_figures(rows: list[dict[str, Any]], out_dir: Path, title: str, mt
         ax.set_xticklabels([format_size(t) for t in ticks], rotation=0)
         ax.set_xlabel("IO size (bytes)")
         ax.set_ylabel("Throughput (Gbps, receiver side)")
-        ax.set_ylim(bottom=0)
-        mtu_s = f", MTU {mtu}" if mtu else ""
+        top = max([ceil or 0.0] + [r["gbps_max"] or 0.0 for pts in by_dir[direction].values() for r in pts])
+        ax.set_ylim(0, top * 1.12 if top else None)   # room to see the ceiling line
+        mtu_s = (f", {speed}bit/s" if speed else "") + (f", MTU {mtu}" if mtu else "")
         ax.set_title(f"{title}: {TITLES.get(direction, direction)}{mtu_s}", fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)

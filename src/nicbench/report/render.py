@@ -15,7 +15,8 @@ from .figures import throughput_figures
 
 _CSV_COLS = ["point", "direction", "connections", "io_size", "io", "engine", "repeats_ok",
              "repeats_failed", "gbps_median", "gbps_min", "gbps_max", "gbps_stdev", "tx_gbps",
-             "rx_gbps", "sender_gbps", "max_start_skew_ms", "retransmits"]
+             "rx_gbps", "sender_gbps", "ceiling_gbps", "pct_of_ceiling", "above_ceiling", "wire_gbps",
+             "wire_pct_of_link", "max_start_skew_ms", "retransmits"]
 
 
 def export(view: RunView, rows: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
@@ -39,6 +40,25 @@ def export(view: RunView, rows: list[dict[str, Any]], out: Path) -> tuple[Path, 
     return csv_path, json_path
 
 
+def link_sentence(view: RunView) -> str:
+    """What the link was, and so what the ceiling column means."""
+    from ..analysis.linerate import format_speed
+    link = view.link
+    if link is None:
+        return "Link: unknown (imported results): no line-rate ceiling."
+    ts = {True: "on", False: "off", None: "unknown (assumed on)"}[link.timestamps]
+    if not link.speed_bps:
+        return (f"Link: unshaped lab veth, MTU {link.mtu}, TCP timestamps {ts}: it has no line rate, so "
+                "points carry no ceiling; give the plan [link] speed to shape it.")
+    c = link.ceiling()
+    assert c is not None
+    return (f"Link: {format_speed(link.speed_bps)}bit/s, MTU {link.mtu}, IPv{link.ip}, TCP timestamps {ts}: "
+            f"ceiling {c.goodput_bps / 1e9:.3f} Gbps of goodput per direction "
+            f"({c.payload_per_frame:.0f} payload bytes per {c.wire_per_frame:.0f} wire bytes = "
+            f"{c.efficiency * 100:.2f} %). Wire rate = counted bytes + 24 B per frame "
+            "(FCS, preamble, inter-frame gap) over the same window.")
+
+
 def render(view: RunView, out: Path | None = None) -> Path:
     """Render the report into ``out`` (default ``<run>/report``); returns index.html."""
     out = out or view.run_dir / "report"
@@ -46,15 +66,18 @@ def render(view: RunView, out: Path | None = None) -> Path:
     rows = table_rows(view)
     lab = view.info.meta.get("lab") or {}
     mtu = lab.get("mtu") if isinstance(lab, dict) else None
-    figs = throughput_figures(rows, out, view.info.name, mtu)
+    from ..analysis.linerate import format_speed
+    speed = format_speed(view.link.speed_bps) if view.link and view.link.speed_bps else None
+    figs = throughput_figures(rows, out, view.info.name, mtu, speed)
     csv_path, json_path = export(view, rows, out)
+    above = [r for r in rows if r["above_ceiling"]]
     env = jinja2.Environment(loader=jinja2.PackageLoader("nicbench.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     html = env.get_template("report.html.j2").render(
         info=view.info, meta=view.meta, rows=rows, figures=[p.name for p in figs],
         failures=view.failures, csv=csv_path.name, json=json_path.name,
         created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"),
-        warnings=view.info.meta.get("warnings") or [])
+        warnings=view.info.meta.get("warnings") or [], link=link_sentence(view), above=above)
     index = out / "index.html"
     index.write_text(html)
     return index

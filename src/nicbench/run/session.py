@@ -66,7 +66,7 @@ def _quietly(step) -> None:
 
 def lab_spec(plan: Plan) -> LabSpec:
     return make_spec(plan.lab.name, [(n, h.role) for n, h in plan.hosts.items()],
-                     plan.link.mtu, plan.lab.subnet)
+                     plan.link.mtu, plan.lab.subnet, plan.link.speed, plan.link.client_speed)
 
 
 @contextmanager
@@ -99,6 +99,7 @@ def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
     """Check every host at once; raise PreflightError listing all problems."""
     problems: list[str] = []
     warnings: list[str] = []
+    ts_state: dict[str, int | None] = {}
     transports = lab.transports()
     addresses = {h.name: h.ip for h in lab.spec.hosts}
     s = plan.study
@@ -149,11 +150,17 @@ def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
         if tool.version < (3, 16):
             warnings.append(f"iperf3 {tool.version_str} is single-threaded: all streams of one process "
                             "share one core; more client hosts or processes spread the load")
+    for host in [plan.server, *plan.clients]:
+        try:
+            ts_state[host] = int(transports[host].read_text("/proc/sys/net/ipv4/tcp_timestamps").strip())
+        except (OSError, ValueError):
+            ts_state[host] = None
     if problems:
         raise PreflightError("; ".join(problems), where="preflight",
                              hint="fix every item listed, then run again")
     assert tool is not None
-    return TcpContext(s, plan.server, dict(transports), addresses, tool, skip, warnings=warnings), warnings
+    return TcpContext(s, plan.server, dict(transports), addresses, tool, skip, warnings=warnings,
+                      tcp_timestamps=ts_state), warnings
 
 
 def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink | None = None,
@@ -176,6 +183,11 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                 "engine": plan.study.engine, "engine_version": ctx.tool.version_str,
                 "engine_features": sorted(ctx.tool.features), "skip_rx_copy_used": ctx.skip_rx_copy,
                 "trim": plan.study.trim, "kernel": platform.release(), "warnings": warnings,
+                "link": {"mtu": spec.mtu, "speed_bps": spec.speed_bps, "client_speed_bps": spec.client_speed_bps,
+                         "ip": 4, "shaped": spec.shaped,
+                         # with GSO on, a veth counts 64 KB super-packets, not frames
+                         "counters_count_frames": spec.shaped,
+                         "tcp_timestamps": ctx.tcp_timestamps},
                 "lab_reused": not owned, "pid": os.getpid()})
             writer = RunWriter.create(store, info)
             ctx.rel = writer.rel

@@ -27,6 +27,7 @@ from ..plan.model import TcpStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, ToolInfo
+from ..sampling.sampler import CounterSampler
 from .procnet import listening, socket_inodes
 
 MODE = {"tx": "fwd", "rx": "rev", "bidir": "bidir"}
@@ -76,6 +77,8 @@ class TcpContext:
     skip_rx_copy: bool = False
     rel: Callable[[Path], str] = str
     warnings: list[str] = field(default_factory=list)
+    ifname: str | None = "eth0"           # the server's test interface, sampled during each point
+    tcp_timestamps: dict[str, int | None] = field(default_factory=dict)   # host -> sysctl value
 
 
 def _wait_listening(t: Transport, proc: Process, port: int, deadline: float) -> None:
@@ -165,6 +168,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                   "engine_version": ctx.tool.version_str, "argv": {}}
     status, error = "ok", None
     samples: list[Sample] = []
+    sampler: CounterSampler | None = None
 
     def raw(host: str, role: str, name: str) -> tuple[Path, Path]:
         out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
@@ -220,6 +224,10 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
         for _, proc in clis:
             proc.release()
         meta["released"] = t_release
+        if ctx.ifname:
+            sampler = CounterSampler(srv_t, lambda: [p.pid for _, p in clis], host=ctx.server,
+                                     ifname=ctx.ifname, trial_id=spec.trial_id,
+                                     interval=min(s.interval, 0.5)).start()
         # 4. wait for the clients; a hung point is stopped at its time limit
         end_by = time.monotonic() + limit
         for slot, proc in clis:
@@ -228,6 +236,8 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                 raise ToolError(f"engine client to {slot.client}:{slot.port} still running after "
                                 f"{limit:g}s (duration + omit + timeout_margin)", where=ctx.server,
                                 hint="the path may be stalled; raise study.timeout_margin if the host is slow")
+        if sampler is not None:
+            sampler._read()     # a last read as the clients finish
         # 5. servers: iperf3 -1 exits by itself; an iperf2 server is stopped once
         #    every flow it serves has printed its summary (or after 2 s)
         flows_per_stream = 2 if mode == "bidir" else 1
@@ -252,6 +262,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
     except NicbenchError as e:
         status, error = "failed", e.one_line().removeprefix("nicbench: ")
     finally:
+        counter_samples = sampler.stop() if sampler is not None else []
         for _, proc in clis + servers:
             if proc.poll() is None:
                 proc.stop(0.5)
@@ -273,6 +284,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
         except (ValueError, KeyError, TypeError) as e:   # a parser bug must fail the point, not the run
             status, error = "failed", f"tool output not understood: {type(e).__name__}: {e}"
     meta["totals"] = totals
+    samples += counter_samples
     ended = time.time()
     meta["overhead_s"] = (ended - started) - (s.omit + s.duration)
     return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
