@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def plan_text(name: str, lab: str, *, engine: str = "iperf3", clients: int = 2,
               directions=("tx",), io_sizes=("128K",), connections=(2,), duration: float = 2,
-              omit: float = 1, extra: str = "", mtu: int = 1500, trim: float = 0.25) -> str:
+              omit: float = 1, extra: str = "", mtu: int = 1500, trim: float = 0.25,
+              speed: str | None = None) -> str:
     hosts = '[hosts.srv]\nrole = "server"\n' + "".join(
         f'[hosts.c{i + 1}]\nrole = "client"\n' for i in range(clients))
     q = lambda xs: "[" + ", ".join(f'"{x}"' if isinstance(x, str) else str(x) for x in xs) + "]"
@@ -19,6 +20,7 @@ def plan_text(name: str, lab: str, *, engine: str = "iperf3", clients: int = 2,
 name = "{lab}"
 [link]
 mtu = {mtu}
+{f'speed = "{speed}"' if speed else ""}
 {hosts}
 [study]
 engine = "{engine}"

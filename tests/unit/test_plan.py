@@ -126,3 +126,11 @@ def test_iperf3_limits_are_checked_before_anything_runs():
     assert "whole seconds" in err(BASE.replace("duration = 3", "duration = 2.5"))
     p = parse_plan(BASE.replace("[study]", '[study]\nengine = "iperf2"').replace("duration = 3", "duration = 2.5"))
     assert p.study.duration == 2.5          # iperf2 takes fractions
+
+
+def test_link_speed_strings():
+    assert parse_plan(BASE + '\n[link]\nspeed = "10 Gb"\n').link.speed == 10e9
+    assert parse_plan(BASE + '\n[link]\nspeed = "2500M"\nclient_speed = "1G"\n').link.client_speed == 1e9
+    msg = err(BASE + '\n[link]\nspeed = "10GB"\n')
+    assert "link.speed" in msg and "'B' means bytes" in msg
+    assert "has no unit" in err(BASE + '\n[link]\nspeed = 10\n')

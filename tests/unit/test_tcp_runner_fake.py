@@ -42,10 +42,15 @@ def make_ctx(tmp_path, client_script):
 
 
 def test_point_runs_all_clients_behind_one_barrier(tmp_path):
-    plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(stdout=fixture_text("iperf3", "3.12", "tx_p2.json")))
+    plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(
+        stdout=fixture_text("iperf3", "3.12", "tx_p2.json"), runtime=3.01))
     [spec] = trials(plan)
     rec, samples, raws = run_trial(ctx, spec, tmp_path / spec.trial_id, plan.clients)
     assert rec.status == "ok", rec.error
+    # anchored at the exit stamp minus the last interval's end (3.0003 s in the fixture)
+    assert set(rec.meta["anchors"].values()) == {"exit"}
+    for key, start in rec.meta["test_starts"].items():
+        assert 0 <= start - rec.meta["launch_stamps"][key] < 0.05
     # one server per client, each on its own port, started before the clients
     assert [c[0:2] for t in servers.values() for c in t.commands] == [["iperf3", "-s"]] * 2
     clients = srv.spawned
@@ -58,6 +63,14 @@ def test_point_runs_all_clients_behind_one_barrier(tmp_path):
     hosts = {s.tag("host") for s in samples if s.tag("side") == "receiver"}
     assert hosts == {"c1", "c2"}
     assert len(raws) == 8 and all((tmp_path / r.path).exists() for r in raws)
+
+
+def test_anchor_falls_back_to_launch_when_the_exit_is_implausible():
+    from nicbench.run.tcp import iperf3_anchor
+    assert iperf3_anchor(100.0, 104.1, 4.0) == (pytest.approx(100.1), "exit")      # 100 ms of set-up
+    assert iperf3_anchor(100.0, 110.0, 4.0) == (100.0, "launch")                  # 6 s "set-up": hung exit
+    assert iperf3_anchor(100.0, None, 4.0) == (100.0, "launch")
+    assert iperf3_anchor(None, 104.0, 4.0) == (100.0, "exit")
 
 
 def test_error_key_fails_the_point_with_a_hint(tmp_path):

@@ -88,7 +88,9 @@ def parse_speed(text: str | int | float) -> float:
         raise ModelError(f"speed {s!r}: link speeds are bits per second with decimal prefixes "
                          "(\"10G\" = 10^9 bit/s); 'B' means bytes and 'Gi' is binary")
     m = _SPEED_RE.match(s)
-    if not m or m.group(2) is None:
+    if m and m.group(2) is None:
+        raise ModelError(f"speed {s!r} has no unit; write e.g. \"{m.group(1)}G\" or \"{m.group(1)}M\" (bit/s)")
+    if not m:
         raise ModelError(f"speed {s!r} is not a link speed; write a number and a decimal prefix: "
                          "\"100M\", \"2.5G\", \"10G\", \"400G\"")
     v = float(m.group(1)) * _SPEED_MULT[m.group(2).lower()]  # type: ignore[operator]

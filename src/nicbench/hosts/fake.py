@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .transport import GATE_MARK, READY_MARK, CommandResult
+from .transport import END_MARK, GATE_MARK, READY_MARK, CommandResult
 
 
 @dataclass
@@ -24,6 +24,7 @@ class Script:
     returncode: int = 0
     hang: bool = False                  # never exits until stopped
     listen: int | None = None           # port shown as LISTEN in /proc/PID/net/tcp6
+    runtime: float = 0.0                # seconds from release to the exit stamp (gated)
 
 
 _pids = itertools.count(40000)
@@ -50,6 +51,8 @@ class FakeProcess:
         self.stdout_path.write_text(self.script.stdout)
         with open(self.stderr_path, "a") as f:
             f.write(self.script.stderr)
+            if self.gated and not self.script.hang:
+                f.write(f"{END_MARK}{time.time() + self.script.runtime:.6f}\n")
         if not self.script.hang:
             self._rc = self.script.returncode
 

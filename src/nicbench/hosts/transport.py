@@ -29,9 +29,15 @@ from typing import IO, Protocol, Sequence
 from ..core.errors import PreflightError, ToolError, tail
 
 GATE_MARK = "nicbench-start "
+END_MARK = "nicbench-end "
 READY_MARK = "nicbench-ready"
+# The shim stays the tool's parent (same process group, killed with it) so it
+# can also stamp the tool's exit: for iperf3 the end of a test is a far better
+# time anchor than its start, whose connection set-up can take hundreds of ms
+# on a saturated link.
 _GATE = ('printf "%s\\n" "' + READY_MARK + '" >&2; IFS= read -r _ || exit 125; '
-         'printf "%s %s\\n" "' + GATE_MARK.strip() + '" "$EPOCHREALTIME" >&2; exec "$@"')
+         'printf "%s %s\\n" "' + GATE_MARK.strip() + '" "$EPOCHREALTIME" >&2; "$@"; rc=$?; '
+         'printf "%s %s\\n" "' + END_MARK.strip() + '" "$EPOCHREALTIME" >&2; exit $rc')
 
 
 def gate_argv(argv: Sequence[str]) -> list[str]:
@@ -39,12 +45,13 @@ def gate_argv(argv: Sequence[str]) -> list[str]:
     return ["bash", "-c", _GATE, "nicbench-gate", *argv]
 
 
-def parse_gate_stamp(stderr_text: str) -> float | None:
-    """The exec time a gated process recorded, or None if it never started."""
+def parse_gate_stamp(stderr_text: str, mark: str = GATE_MARK) -> float | None:
+    """The time a gated process recorded at ``mark`` (start: GATE_MARK, exit:
+    END_MARK), or None if it never got there."""
     for line in stderr_text.splitlines():
-        if line.startswith(GATE_MARK):
+        if line.startswith(mark):
             try:
-                return float(line[len(GATE_MARK):].strip().replace(",", "."))
+                return float(line[len(mark):].strip().replace(",", "."))
             except ValueError:
                 return None
     return None

@@ -7,9 +7,11 @@ fwd flow), ``rx`` = the reverse (``-R``), ``bidir`` both.
 
 Measurement rules:
 - the receiver's bytes are the truth; the sender's are kept as well;
-- every interval gets an absolute start: iperf2 reports wall-clock stamps,
-  iperf3 intervals are anchored at the exec time its start gate recorded;
-- all client processes are released by one barrier, the start skew is recorded.
+- every interval gets an absolute start: iperf2 reports wall-clock stamps;
+  iperf3 intervals are anchored at the process's exit stamp minus its last
+  interval's end (see :func:`iperf3_anchor`), the exec stamp as a fallback;
+- all client processes are released by one barrier; both the launch skew (exec
+  stamps) and the start skew (estimated test starts) are recorded.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
-from ..hosts.transport import Process, Transport, parse_gate_stamp
+from ..hosts.transport import END_MARK, Process, Transport, parse_gate_stamp
 from ..plan.model import TcpStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..tools import iperf2, iperf3
@@ -268,35 +270,62 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                 proc.stop(0.5)
 
     # 6. parse what the tools wrote (also after a failure: what parsed is kept)
-    stamps = {}
+    stamps: dict[str, float | None] = {}
+    ends: dict[str, float | None] = {}
     for slot, proc in clis:
-        stamps[f"{slot.client}:{slot.port}"] = parse_gate_stamp(_read(proc.stderr_path))
+        err_text = _read(proc.stderr_path)
+        stamps[f"{slot.client}:{slot.port}"] = parse_gate_stamp(err_text)
+        ends[f"{slot.client}:{slot.port}"] = parse_gate_stamp(err_text, END_MARK)
     good = [v for v in stamps.values() if v is not None]
-    meta["start_stamps"] = stamps
-    meta["start_skew_s"] = (max(good) - min(good)) if len(good) > 1 else 0.0 if good else None
+    meta["launch_stamps"] = stamps
+    meta["exit_stamps"] = ends
+    meta["launch_skew_s"] = (max(good) - min(good)) if len(good) > 1 else 0.0 if good else None
     totals: dict[str, dict[str, int]] = {}
     if status != "interrupted":
         try:
-            samples = _parse_all(ctx, spec, engine, clis, servers, stamps, totals)
+            samples = _parse_all(ctx, spec, engine, clis, servers, stamps, ends, totals, meta)
         except NicbenchError as e:
             if status == "ok":
                 status, error = "failed", e.one_line().removeprefix("nicbench: ")
         except (ValueError, KeyError, TypeError) as e:   # a parser bug must fail the point, not the run
             status, error = "failed", f"tool output not understood: {type(e).__name__}: {e}"
     meta["totals"] = totals
+    starts = [v for v in (meta.get("test_starts") or {}).values() if v is not None]
+    # the skew that matters: between the moments the tests really started
+    meta["start_skew_s"] = (max(starts) - min(starts)) if len(starts) > 1 else \
+        (0.0 if starts else meta["launch_skew_s"])
     samples += counter_samples
     ended = time.time()
     meta["overhead_s"] = (ended - started) - (s.omit + s.duration)
     return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
 
 
-def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, stamps,
-               totals: dict[str, dict[str, int]]) -> list[Sample]:
+# A test's end anchor is trusted unless it implies an implausible set-up time
+MAX_SETUP_S = 2.0
+
+
+def iperf3_anchor(launch: float | None, exit_: float | None, last_end: float) -> tuple[float | None, str]:
+    """Wall-clock time of an iperf3 process's test start (its interval clock's 0).
+
+    From the exit stamp: the test ends at ``last_end`` on its clock, then
+    results are exchanged (milliseconds over an idle link) and it exits.  The
+    exec stamp is only a lower bound: connection set-up comes before t = 0
+    and took hundreds of ms for a client starved on a saturated link.
+    """
+    if exit_ is not None and last_end > 0:
+        anchor = exit_ - last_end
+        if launch is None or -0.05 <= anchor - launch <= MAX_SETUP_S:
+            return anchor, "exit"
+    return launch, "launch"
+
+
+def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, stamps, ends,
+               totals: dict[str, dict[str, int]], meta: dict) -> list[Sample]:
     samples: list[Sample] = []
     s = ctx.study
+    meta["test_starts"], meta["anchors"] = {}, {}
     for slot, proc in clis:
         text = _read(proc.stdout_path)
-        anchor = stamps.get(f"{slot.client}:{slot.port}")
         key = f"{slot.client}:{slot.port}"
         if engine == "iperf3":
             rep = iperf3.parse(text)
@@ -304,8 +333,10 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
                 raise _tool_error(f"iperf3 to {slot.client}:{slot.port}: {rep.error}", ctx.server)
             if not rep.has_server_output and not rep.intervals:
                 raise ToolError(f"iperf3 to {slot.client}:{slot.port} reported no intervals", where=ctx.server)
+            anchor, how = iperf3_anchor(stamps.get(key), ends.get(key), rep.last_end)
             if anchor is None:
-                raise ToolError("the start gate recorded no exec time", where=ctx.server)
+                raise ToolError("the start gate recorded no time", where=ctx.server)
+            meta["test_starts"][key], meta["anchors"][key] = anchor, how
             samples += _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals)
             totals[key] = rep.totals
         else:
@@ -315,6 +346,8 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
             rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval)
             samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             totals[key] = dict(rep2.totals)
+            firsts = [i.abs_start for i in rep2.intervals if i.abs_start is not None]
+            meta["test_starts"][key], meta["anchors"][key] = (min(firsts) if firsts else None), "wall clock"
     if engine == "iperf2":   # receiver side of the fwd flow lives in the server's CSV
         for slot, proc in servers:
             text = _read(proc.stdout_path)

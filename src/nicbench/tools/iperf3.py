@@ -87,6 +87,7 @@ class Iperf3Report:
     intervals: tuple[FlowInterval, ...]
     has_server_output: bool
     totals: dict[str, int]           # "fwd.sender" -> bytes, from per-stream end entries
+    last_end: float = 0.0            # end of this process's own last interval, on its clock
 
 
 def extract_json(text: str) -> dict[str, Any]:
@@ -198,6 +199,7 @@ def parse(text: str) -> Iperf3Report:
     # a server's own -J output (imported by hand) says so in its start section
     is_server = "accepted_connection" in start
     intervals = _intervals(d.get("intervals", []), is_server=is_server, omit=omit, duration=duration)
+    last_end = max((i.end for i in intervals), default=0.0)
     totals: dict[str, int] = {}
     _totals(d.get("end", {}) or {}, is_server, totals)
     if isinstance(server, dict):
@@ -215,4 +217,5 @@ def parse(text: str) -> Iperf3Report:
         protocol=ts.get("protocol"), num_streams=ts.get("num_streams"), blksize=ts.get("blksize"),
         duration=ts.get("duration"), omit=ts.get("omit"), reverse=bool(ts.get("reverse")),
         bidir=bidir, timesecs=int(tstamp) if tstamp is not None else None,
-        intervals=tuple(intervals), has_server_output=isinstance(server, dict), totals=totals)
+        intervals=tuple(intervals), has_server_output=isinstance(server, dict), totals=totals,
+        last_end=last_end)

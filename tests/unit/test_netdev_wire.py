@@ -1,0 +1,74 @@
+import pytest
+
+from conftest import fixture_text
+from nicbench.analysis.aggregate import wire_rate
+from nicbench.analysis.points import LinkInfo, point_stats, trial_result
+from nicbench.records import Sample, TrialRecord, TrialSpec, make_tags
+from nicbench.sampling.netdev import delta, parse_net_dev
+
+
+def test_parse_recorded_net_dev():
+    ns = parse_net_dev(fixture_text("proc", "net_dev_netns.txt"))
+    assert set(ns) == {"lo"} and ns["lo"]["rx_packets"] == ns["lo"]["tx_packets"] == 6
+    host = parse_net_dev(fixture_text("proc", "net_dev_host.txt"))
+    assert "lo" in host and all("tx_bytes" in c.values for c in host.values())
+
+
+def test_old_kernel_with_fewer_columns():
+    text = "Inter-|\n face |bytes\n  eth0: 100 2 0 0 200 3 0 0\n"
+    c = parse_net_dev(text)["eth0"]
+    assert c["rx_bytes"] == 100 and c["rx_packets"] == 2 and c["tx_bytes"] == 200 and c["tx_packets"] == 3
+
+
+def test_counter_wrap_and_reset():
+    assert delta(2**64 - 10, 5) == 15
+    assert delta(2**32 - 10, 5, bits=32) == 15
+    assert delta(10**12, 5) is None          # went back: reset, not a wrap
+
+
+def _samples(gbps_goodput, frames_per_s, frame_bytes=1514, seconds=4):
+    out = []
+    for i in range(seconds):
+        tags = make_tags(host="c1", proc=5201, direction="tx", side="receiver", omitted=0)
+        out.append(Sample("t1", "tcp.bytes", gbps_goodput * 1e9 / 8, "bytes", i, i + 1, tags))
+        itags = make_tags(host="srv", ifname="eth0", direction="tx")
+        out.append(Sample("t1", "if.bytes", frames_per_s * frame_bytes, "bytes", i, i + 1, itags))
+        out.append(Sample("t1", "if.packets", frames_per_s, "packets", i, i + 1, itags))
+    return out
+
+
+def test_wire_rate_adds_24_bytes_per_frame():
+    w = wire_rate(_samples(0.94, 81274), direction="tx", window=(0.5, 3.5))
+    assert w.frames_per_s == pytest.approx(81274)
+    assert w.wire_bps == pytest.approx(81274 * 1538 * 8)       # = 1.0000 Gbit/s
+
+
+def _run(goodput, timestamps):
+    spec = TrialSpec("t1", 0, "tcp", "tx/c1/io128K", 0, {"direction": "tx", "duration": 4.0})
+    rec = TrialRecord(spec, "ok", 0, 4, None, {"layout": [{"client": "c1", "port": 5201, "streams": 1}]})
+    link = LinkInfo(1500, 1e9, 4, timestamps, True)
+    r = trial_result(rec, _samples(goodput, 81274), 0.0, link)
+    return r, point_stats([r], link)[0]
+
+
+def test_every_point_carries_its_ceiling_and_wire_rate():
+    r, p = _run(0.94, True)
+    assert p.ceiling_gbps == pytest.approx(1448 / 1538, abs=1e-6)
+    assert p.of_ceiling == pytest.approx(0.94 / (1448 / 1538), abs=1e-6) and not p.above_ceiling
+    assert p.wire_gbps == pytest.approx(1.0, abs=0.001) and p.link_gbps == 1.0
+
+
+def test_a_result_above_its_ceiling_is_flagged():
+    # 0.948 Gbps fits a 1 Gbit link only without timestamps (ceiling 0.9493);
+    # a model that assumed them on (0.9416) must flag it, not report 100.7 %
+    _, wrong = _run(0.948, True)
+    assert wrong.above_ceiling and wrong.of_ceiling > 1.005
+    _, right = _run(0.948, False)
+    assert not right.above_ceiling
+
+
+def test_unshaped_lab_has_no_ceiling():
+    link = LinkInfo(1500, None, 4, True, False)
+    assert link.ceiling() is None
+    assert LinkInfo.from_meta({"link": {"mtu": 9000, "speed_bps": 2e9, "tcp_timestamps": {"srv": 1, "c1": 0}}}
+                              ).timestamps is False
