@@ -108,3 +108,24 @@ def test_missing_tool_in_preflight():
     t = FakeTransport("c1", lambda argv: Script(returncode=127))
     with pytest.raises(PreflightError, match="iperf3 is not installed"):
         detect_tool(t, "iperf3")
+
+
+def test_a_late_server_clock_is_placed_by_its_end(tmp_path):
+    # Recorded: a busy --bidir iperf3 server whose interval clock started 0.51 s
+    # after the client's; anchored at the client's clock its intervals would sit
+    # half a second early and break the shared window.
+    rep = iperf3.parse(fixture_text("iperf3", "3.12", "bidir_busy_server_clock_late.json"))
+    assert rep.last_end == pytest.approx(4.0, abs=0.01) and rep.peer_last_end == pytest.approx(3.49, abs=0.01)
+    plan = parse_plan(PLAN.replace("[study]", '[study]\ndirections = ["bidir"]').replace("duration = 3", "duration = 3\nomit = 1").replace("omit = 0\n", ""))
+    servers = {c: FakeTransport(c, lambda argv: Script(hang=True, listen=int(argv[argv.index("-p") + 1])))
+               for c in ("c1", "c2")}
+    srv = FakeTransport("srv", lambda argv: Script(
+        stdout=fixture_text("iperf3", "3.12", "bidir_busy_server_clock_late.json"), runtime=4.19))
+    ctx = TcpContext(plan.study, "srv", {"srv": srv, **servers}, {"c1": "198.18.0.2", "c2": "198.18.0.3"},
+                     INFO, rel=lambda p: str(Path(p).relative_to(tmp_path)))
+    rec, samples, _ = run_trial(ctx, trials(plan)[0], tmp_path / "t", plan.clients)
+    assert rec.meta["peer_clock_offsets"]["c1:5201"] == pytest.approx(0.51, abs=0.01)
+    for host in ("c1", "c2"):
+        ends = {d: max(s.t_end for s in samples if s.tag("host") == host and s.tag("direction") == d
+                       and s.tag("side") == "receiver") for d in ("tx", "rx")}
+        assert ends["tx"] == pytest.approx(ends["rx"], abs=0.05)

@@ -133,13 +133,16 @@ def _tool_error(msg: str, host: str) -> ToolError:
 
 
 def _samples(trial_id: str, host: str, port: int, anchor: float | None,
-             intervals: Sequence[FlowInterval]) -> list[Sample]:
+             intervals: Sequence[FlowInterval], peer_anchor: float | None = None) -> list[Sample]:
+    """Samples on the wall clock: ``anchor`` places this process's own intervals,
+    ``peer_anchor`` those its peer measured on its own clock."""
     out = []
     for iv in intervals:
+        a = peer_anchor if (iv.by_peer and peer_anchor is not None) else anchor
         if iv.abs_start is not None:
             t0 = iv.abs_start
-        elif anchor is not None:
-            t0 = anchor + iv.start
+        elif a is not None:
+            t0 = a + iv.start
         else:
             continue
         t1 = t0 + (iv.end - iv.start)
@@ -337,7 +340,14 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
             if anchor is None:
                 raise ToolError("the start gate recorded no time", where=ctx.server)
             meta["test_starts"][key], meta["anchors"][key] = anchor, how
-            samples += _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals)
+            # Both ends stop together (the client sends TEST_END), but the server's
+            # interval clock can start late: seen 0.5 s late for a busy --bidir
+            # server.  So its intervals are placed by their end as well.
+            peer_anchor = anchor
+            if how == "exit" and rep.peer_last_end > 0:
+                peer_anchor = anchor + rep.last_end - rep.peer_last_end
+                meta.setdefault("peer_clock_offsets", {})[key] = peer_anchor - anchor
+            samples += _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
             totals[key] = rep.totals
         else:
             if not text.strip():

@@ -46,6 +46,7 @@ class FlowInterval:
     omitted: bool = False
     retransmits: int | None = None
     abs_start: float | None = None
+    by_peer: bool = False     # measured by the other end (iperf3 --get-server-output), on its own clock
 
 
 def parse_version(text: str) -> tuple[int, ...]:

@@ -88,6 +88,7 @@ class Iperf3Report:
     has_server_output: bool
     totals: dict[str, int]           # "fwd.sender" -> bytes, from per-stream end entries
     last_end: float = 0.0            # end of this process's own last interval, on its clock
+    peer_last_end: float = 0.0       # the same for the server's intervals, on the server's clock
 
 
 def extract_json(text: str) -> dict[str, Any]:
@@ -116,7 +117,7 @@ def extract_json(text: str) -> dict[str, Any]:
 
 
 def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
-               duration: float | None) -> list[FlowInterval]:
+               duration: float | None, by_peer: bool = False) -> list[FlowInterval]:
     """Per-interval flow bytes, on one continuous clock from the test start.
 
     iperf3 restarts its interval clock at 0 when the ``-O`` warm-up (``omit``
@@ -164,7 +165,7 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
             out.append(FlowInterval(
                 start=base + s0, end=base + s1, flow=flow, side=side,  # type: ignore[arg-type]
                 bytes=int(sum(x[2]["bytes"] for x in sts)), streams=len(sts), omitted=is_omitted,
-                retransmits=sum(retr) if retr else None))
+                retransmits=sum(retr) if retr else None, by_peer=by_peer))
         if not is_omitted and ends:
             prev_end = max(ends)
             first_measured = False
@@ -202,8 +203,12 @@ def parse(text: str) -> Iperf3Report:
     last_end = max((i.end for i in intervals), default=0.0)
     totals: dict[str, int] = {}
     _totals(d.get("end", {}) or {}, is_server, totals)
+    peer_last_end = 0.0
     if isinstance(server, dict):
-        intervals += _intervals(server.get("intervals", []), is_server=True, omit=omit, duration=duration)
+        peer = _intervals(server.get("intervals", []), is_server=True, omit=omit, duration=duration,
+                          by_peer=True)
+        peer_last_end = max((i.end for i in peer), default=0.0)
+        intervals += peer
         server_totals: dict[str, int] = {}
         _totals(server.get("end", {}) or {}, True, server_totals)
         for k, v in server_totals.items():
@@ -218,4 +223,4 @@ def parse(text: str) -> Iperf3Report:
         duration=ts.get("duration"), omit=ts.get("omit"), reverse=bool(ts.get("reverse")),
         bidir=bidir, timesecs=int(tstamp) if tstamp is not None else None,
         intervals=tuple(intervals), has_server_output=isinstance(server, dict), totals=totals,
-        last_end=last_end)
+        last_end=last_end, peer_last_end=peer_last_end)
