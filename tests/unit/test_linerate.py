@@ -95,16 +95,23 @@ def test_ipv6_vlan_udp():
     small = L.udp(10e9, 1500, payload=18)      # 18 + 8 + 20 = 46: exactly the 64-byte minimum
     assert small.wire_per_frame == 84
     assert L.udp(10e9, 1500, payload=1).wire_per_frame == 84   # padded
+    assert L.udp(10e9, 1500, payload=18, vlan=True).wire_per_frame == 88      # 18+4+46+4 = 72 > 64
+    assert L.udp(10e9, 1500, ip=6).payload_per_frame == 1500 - 40 - 8
+    assert L.udp(10e9, 1500, ip=6, payload=1).wire_per_frame == 87            # 14 + (1+8+40) + 4 = 67 > 64
+
 
 
 @pytest.mark.parametrize("text, bps", [("10G", 10e9), ("10g", 10e9), ("10 Gb", 10e9), ("10Gbit/s", 10e9),
+                                       ("10 Gbits/s", 10e9), ("10GBit/s", 10e9),
                                        ("10000M", 10e9), ("2.5G", 2.5e9), ("400G", 400e9), ("100m", 1e8),
                                        ("1T", 1e12)])
 def test_speed_strings_have_one_meaning(text, bps):
     assert L.parse_speed(text) == bps
 
 
-@pytest.mark.parametrize("bad, why", [("10", "no unit"), (10, "no unit"), ("10GB", "bytes"),
+@pytest.mark.parametrize("bad, why", [("10", "no decimal prefix"), (10, "no unit"), (1e10, "no unit"),
+                                      ("100bps", "no decimal prefix"), ("-1G", "not a link speed"),
+                                      ("10GB", "bytes"),
                                       ("10GiB", "binary"), ("10Gi", "binary"), ("fast", "not a link speed"),
                                       ("0G", "above zero"), ("", "not a link speed")])
 def test_speed_strings_refused_with_the_reason(bad, why):
@@ -112,7 +119,7 @@ def test_speed_strings_refused_with_the_reason(bad, why):
         L.parse_speed(bad)
 
 
-@pytest.mark.parametrize("mtu, ip, why", [(575, 4, "IPv4 minimum of 576"), (1279, 6, "IPv6 minimum of 1280"),
+@pytest.mark.parametrize("mtu, ip, why", [(575, 4, "below 576"), (1279, 6, "IPv6 minimum link MTU"),
                                           (9217, 4, "above 9216")])
 def test_mtu_bounds(mtu, ip, why):
     with pytest.raises(L.ModelError, match=why):
@@ -122,5 +129,37 @@ def test_mtu_bounds(mtu, ip, why):
 def test_frame_size_bounds_and_fcoe_mtu():
     with pytest.raises(L.ModelError, match="below the Ethernet minimum of 64"):
         L.frame_rate(10e9, 63)
-    with pytest.raises(L.ModelError, match="2180"):
+    with pytest.raises(L.ModelError, match="2158"):
         L.storage(40e9, 1500, "fcoe", 4096)
+    # 2180-byte frames need an Ethernet MTU of 2158 (2180 - 14 header - 4 VLAN - 4 FCS)
+    assert L.storage(40e9, 2158, "fcoe", 4096).goodput_bps == L.storage(40e9, 2180, "fcoe", 4096).goodput_bps
+
+
+def test_writes_take_the_best_case_a_peer_allows():
+    base = L.tcp(10e9, 1500).goodput_bps
+    # iSCSI ImmediateData: a 4K write is one command PDU carrying the data
+    assert L.storage(10e9, 1500, "iscsi", 4096, op="write").goodput_bps == pytest.approx(base * 4096 / 4144)
+    assert L.storage(10e9, 1500, "iscsi", 4096, digests=True).goodput_bps == pytest.approx(base * 4096 / 4152)
+    # NVMe/TCP in-capsule data: the 72-byte capsule carries a 4K write
+    assert L.storage(10e9, 1500, "nvme-tcp", 4096, op="write").goodput_bps == pytest.approx(base * 4096 / 4168)
+    # larger than one PDU: more 24-byte H2CData headers
+    big = L.storage(10e9, 1500, "nvme-tcp", 262144, op="write", max_pdu_data=65536)
+    assert big.goodput_bps == pytest.approx(base * 262144 / (262144 + 72 + 3 * 24))
+    # FCoE writes carry an FCP_CMND frame (32-byte payload) with the data
+    w = L.storage(40e9, 2158, "fcoe", 2048, op="write")
+    assert w.goodput_bps == pytest.approx(40e9 * 2048 / (2048 + 88 + 88 + 32))
+
+
+def test_readwrite_is_twice_the_slower_direction():
+    for t in ("nbd", "iscsi", "nvme-tcp"):
+        r = L.storage(10e9, 1500, t, 4096, op="read")
+        w = L.storage(10e9, 1500, t, 4096, op="write")
+        rw = L.storage(10e9, 1500, t, 4096, op="readwrite")
+        assert rw.goodput_bps == pytest.approx(2 * min(r.goodput_bps, w.goodput_bps))
+        assert "50/50" in rw.notes[-1]
+
+
+def test_frames_goodput_counts_frame_bytes():
+    f = L.frames(10e9, 64)
+    assert f.goodput_bps == pytest.approx(f.frames_per_s * 64 * 8)
+    assert f.wire_per_frame == 84

@@ -72,3 +72,63 @@ def test_unshaped_lab_has_no_ceiling():
     assert link.ceiling() is None
     assert LinkInfo.from_meta({"link": {"mtu": 9000, "speed_bps": 2e9, "tcp_timestamps": {"srv": 1, "c1": 0}}}
                               ).timestamps is False
+
+
+def _bidir_trial(tx_gbps, rx_gbps, rep=0, tid="t1"):
+    out = []
+    for d, g in (("tx", tx_gbps), ("rx", rx_gbps)):
+        for i in range(4):
+            out.append(Sample(tid, "tcp.bytes", g * 1e9 / 8, "bytes", i, i + 1,
+                              make_tags(host="c1", proc=5201, direction=d, side="receiver", omitted=0)))
+    spec = TrialSpec(tid, rep, "tcp", "bidir/c1/io128K", rep, {"direction": "bidir", "duration": 4.0})
+    rec = TrialRecord(spec, "ok", 0, 4, None, {"layout": [{"client": "c1", "port": 5201, "streams": 1}]})
+    return rec, out
+
+
+def test_one_direction_above_its_ceiling_is_flagged_even_if_the_sum_is_not():
+    link = LinkInfo(1500, 2e9, 4, True, False)
+    r = trial_result(*_bidir_trial(1.94, 1.20), 0.0, link)      # tx 103 % of 1.883, total 83 %
+    [p] = point_stats([r], link)
+    assert p.of_ceiling < 0.9 and p.above_ceiling and p.max_of_ceiling == pytest.approx(1.94 / 1.8830, abs=1e-3)
+
+
+def test_one_repeat_above_its_ceiling_is_flagged_even_if_the_median_is_not():
+    link = LinkInfo(1500, 2e9, 4, True, False)
+    rs = [trial_result(*_bidir_trial(g, 0.5, rep=i, tid=f"t{i}"), 0.0, link)
+          for i, g in enumerate((1.92, 1.87, 1.86))]
+    [p] = point_stats(rs, link)
+    assert p.above_ceiling and p.max_of_ceiling == pytest.approx(1.92 / 1.8830, abs=1e-3)
+
+
+def test_client_speed_bounds_the_ceiling_by_the_clients_in_use():
+    link = LinkInfo(1500, 2e9, 4, True, False, client_speed_bps=0.5e9)
+    assert link.speed_for(1) == 0.5e9 and link.speed_for(3) == 1.5e9 and link.speed_for(8) == 2e9
+    only_clients = LinkInfo(1500, None, 4, True, True, client_speed_bps=1e9)
+    assert only_clients.ceiling(2).goodput_bps == pytest.approx(2e9 * 1448 / 1538)
+    assert LinkInfo.from_meta({"link": {"mtu": 1500, "speed_bps": None, "client_speed_bps": 1e9}}).client_speed_bps
+
+
+def test_wire_above_the_link_speed_is_flagged():
+    _, p = _run(0.94, True)
+    assert not p.wire_above_link
+    spec = TrialSpec("t1", 0, "tcp", "tx/c1/io512", 0, {"direction": "tx", "duration": 4.0})
+    rec = TrialRecord(spec, "ok", 0, 4, None, {"layout": [{"client": "c1", "port": 5201, "streams": 1}]})
+    link = LinkInfo(1500, 1e9, 4, True, True)
+    # 512-byte segments: 578-byte frames counted, 1.025 x the wire time tbf charged
+    r = trial_result(rec, _samples(0.8, 211000, frame_bytes=578), 0.0, link)
+    [p] = point_stats([r], link)
+    assert p.wire_above_link and p.max_wire_of_link > 1.005
+
+
+def test_wire_rate_needs_counters_over_the_whole_window():
+    s = _samples(0.94, 81274)
+    assert wire_rate(s, direction="tx", window=(0.5, 3.5)) is not None
+    short = [x for x in s if not (x.metric.startswith("if.") and x.t_start >= 3)]   # counters end at 3 s
+    assert wire_rate(short, direction="tx", window=(0.5, 3.5)) is None
+    no_packets = [x for x in s if x.metric != "if.packets"]
+    assert wire_rate(no_packets, direction="tx", window=(0.5, 3.5)) is None
+    assert wire_rate(s, direction="tx", window=(0.5, 3.5), host="other") is None
+
+
+def test_odd_column_counts_are_not_guessed():
+    assert parse_net_dev(" face |bytes\n  eth0: 1 2 3\n") == {}

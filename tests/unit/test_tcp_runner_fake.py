@@ -73,6 +73,28 @@ def test_anchor_falls_back_to_launch_when_the_exit_is_implausible():
     assert iperf3_anchor(None, 104.0, 4.0) == (100.0, "exit")
 
 
+def test_interface_counters_are_sampled_during_the_point(tmp_path):
+    import itertools
+    import time as _t
+    tick = itertools.count()
+
+    def net_dev():
+        n = next(tick)   # tx grows 10x faster than rx: tx must come out as the study's "tx"
+        return ("Inter-|\n face |bytes\n"
+                f"  eth0: {n * 100} {n} 0 0 0 0 0 0 {n * 1000} {n * 10} 0 0 0 0 0 0\n")
+
+    plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(
+        stdout=fixture_text("iperf3", "3.12", "tx_p2.json"), runtime=3.01))
+    srv.counters = net_dev
+    rec, samples, _ = run_trial(ctx, trials(plan)[0], tmp_path / "t", plan.clients)
+    by = {(s.metric, s.tag("direction")): s for s in samples if s.metric.startswith("if.")}
+    assert by and all(s.tag("host") == "srv" and s.tag("ifname") == "eth0" for s in by.values())
+    tx = sum(s.value for s in samples if s.metric == "if.bytes" and s.tag("direction") == "tx")
+    rx = sum(s.value for s in samples if s.metric == "if.bytes" and s.tag("direction") == "rx")
+    assert tx == 10 * rx > 0
+    assert srv.net_dev_fallback_reads >= 1      # the last read, after the clients exited
+
+
 def test_error_key_fails_the_point_with_a_hint(tmp_path):
     plan, ctx, *_ = make_ctx(tmp_path, lambda argv: Script(stdout=fixture_text("iperf3", "3.12", "err_busy.json")))
     [spec] = trials(plan)
@@ -125,6 +147,11 @@ def test_a_late_server_clock_is_placed_by_its_end(tmp_path):
                      INFO, rel=lambda p: str(Path(p).relative_to(tmp_path)))
     rec, samples, _ = run_trial(ctx, trials(plan)[0], tmp_path / "t", plan.clients)
     assert rec.meta["peer_clock_offsets"]["c1:5201"] == pytest.approx(0.51, abs=0.01)
+    # its measured span is shorter (its warm-up ran long on its own clock), but the
+    # data is real and correctly placed: the point stands
+    from nicbench.analysis.points import trial_result
+    r = trial_result(rec, samples, plan.study.trim)
+    assert r.status == "ok", r.error
     for host in ("c1", "c2"):
         ends = {d: max(s.t_end for s in samples if s.tag("host") == host and s.tag("direction") == d
                        and s.tag("side") == "receiver") for d in ("tx", "rx")}

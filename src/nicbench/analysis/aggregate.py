@@ -146,24 +146,37 @@ class WireRate:
         return self.frames / (self.window[1] - self.window[0])
 
 
-def _integrate(samples: Iterable[Sample], metric: str, direction: str, w0: float, w1: float) -> tuple[float, bool]:
-    total, seen = 0.0, False
-    for x in samples:
-        if x.metric == metric and x.tag("direction") == direction and x.t_end > x.t_start:
-            seen = True
-            total += x.value * _overlap(x.t_start, x.t_end, w0, w1) / (x.t_end - x.t_start)
-    return total, seen
+def _counter_samples(samples: Iterable[Sample], metric: str, direction: str, host: str | None) -> list[Sample]:
+    return sorted((x for x in samples if x.metric == metric and x.tag("direction") == direction
+                   and (host is None or x.tag("host") == host) and x.t_end > x.t_start),
+                  key=lambda x: x.t_start)
+
+
+def _covers(v: list[Sample], w0: float, w1: float, slack: float = 1e-3) -> bool:
+    """Do consecutive counter samples cover [w0, w1] without gaps?"""
+    if not v or v[0].t_start > w0 + slack or v[-1].t_end < w1 - slack:
+        return False
+    return all(b.t_start <= a.t_end + slack for a, b in zip(v, v[1:]))
+
+
+def _integrate(v: list[Sample], w0: float, w1: float) -> float:
+    return sum(x.value * _overlap(x.t_start, x.t_end, w0, w1) / (x.t_end - x.t_start) for x in v)
 
 
 def wire_rate(samples: Iterable[Sample], *, direction: str, window: tuple[float, float],
-              uncounted_per_frame: int = 24) -> WireRate | None:
-    """Interface counters (``if.bytes``/``if.packets``) over ``window``, pro rata."""
+              uncounted_per_frame: int = 24, host: str | None = None) -> WireRate | None:
+    """Interface counters (``if.bytes``/``if.packets``) over ``window``, pro rata.
+
+    None unless both counters cover the whole window without gaps: a partial
+    cover divided by the full window would understate the wire rate.
+    """
     samples = list(samples)
     w0, w1 = window
-    nbytes, seen = _integrate(samples, "if.bytes", direction, w0, w1)
-    frames, _ = _integrate(samples, "if.packets", direction, w0, w1)
-    if not seen or w1 <= w0:
+    by = _counter_samples(samples, "if.bytes", direction, host)
+    pk = _counter_samples(samples, "if.packets", direction, host)
+    if w1 <= w0 or not _covers(by, w0, w1) or not _covers(pk, w0, w1):
         return None
+    nbytes, frames = _integrate(by, w0, w1), _integrate(pk, w0, w1)
     return WireRate(direction, window, nbytes, frames, uncounted_per_frame,
                     (nbytes + frames * uncounted_per_frame) * 8 / (w1 - w0))
 

@@ -38,9 +38,20 @@ a compliant peer allows, so it is a ceiling):
   add the 72-byte command capsule;
 - FCoE (not TCP): per FC frame Ethernet 14 + VLAN 4 + FCoE header 14 + FC
   header 24 + CRC 4 + EOF/reserved 4 + FCS 4 + preamble/IFG 20 = 88 bytes,
-  up to 2112 data bytes per frame, plus an FCP_RSP frame (24-byte payload,
-  112 bytes on the wire) per I/O on reads.  An FCoE link needs frames of 2180
-  bytes (the seed's "MTU 2180").
+  up to 2112 data bytes per frame; with the data travel an FCP_RSP frame
+  (24-byte payload) per read and an FCP_CMND frame (32-byte payload) per write.
+  An FCoE link needs 2180-byte frames (the seed's "MTU 2180"), i.e. an
+  Ethernet MTU of at least 2158; ``mtu`` here is that Ethernet MTU.
+
+Writes take the best case a compliant peer allows: iSCSI ImmediateData (the
+first data segment rides in the command PDU) and NVMe/TCP in-capsule data (in
+the 72-byte command capsule), so they are ceilings.  A 50/50 read/write mix by
+count moves equal bytes each way, so it is bounded by twice the slower of the
+two, over both directions of a full-duplex link.
+
+A bidirectional TCP ceiling is 2 x the one-way ceiling: an upper bound, since
+each direction also carries the other's ACKs (with one 66-byte ACK per two
+segments, about 97 % of it is reachable).
 
 MB in storage results is 10^6 bytes, as in seed 004.  All rates are bit/s.
 """
@@ -58,8 +69,9 @@ MIN_MTU = {4: 576, 6: 1280}
 MAX_MTU = 9216
 TLS_OVERHEAD = {"1.2": 5 + 8 + 16, "1.3": 5 + 1 + 16}
 TLS_MAX_RECORD = 16384
-FC_HDR, FCOE_HDR, FC_CRC, FCOE_EOF, FC_MAX_PAYLOAD, FCP_RSP = 24, 14, 4, 4, 2112, 24
-FCOE_MAX_FRAME = 2180
+FC_HDR, FCOE_HDR, FC_CRC, FCOE_EOF, FC_MAX_PAYLOAD, FCP_RSP, FCP_CMND = 24, 14, 4, 4, 2112, 24, 32
+FCOE_MAX_FRAME = 2180                                                   # header .. FCS, with VLAN tag
+FCOE_MIN_MTU = FCOE_MAX_FRAME - ETH_HDR - VLAN_TAG - FCS               # 2158: the Ethernet payload
 
 PROTOCOLS = ("tcp", "udp", "tls1.2", "tls1.3", "frames", "nbd", "iscsi", "nvme-tcp", "fcoe")
 
@@ -68,32 +80,34 @@ class ModelError(ValueError):
     """A parameter outside what the model (or Ethernet) allows; says why."""
 
 
-_SPEED_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT])?\s*(b|bit|bits|bps|bit/s|b/s)?\s*$")
-_SPEED_MULT = {None: None, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+_SPEED_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT])?\s*(b|bit|bits|bps|bit/s|bits/s|b/s)?\s*$",
+                       re.IGNORECASE)
+_SPEED_MULT = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 
 
 def parse_speed(text: str | int | float) -> float:
-    """Link speed in bit/s, decimal prefixes, case-insensitive.
+    """Link speed in bit/s: a number and a decimal prefix, case-insensitive.
 
-    ``"10G"`` = ``"10g"`` = ``"10 Gb"`` = ``"10Gbit/s"`` = ``"10000M"`` = 10e9.
-    Refused: a bare number (no unit), bytes (``"10GB"``), binary prefixes
-    (``"10Gi"``), zero or negative.
+    ``"10G"`` = ``"10g"`` = ``"10 Gb"`` = ``"10Gbit/s"`` = ``"10 Gbits/s"`` =
+    ``"10000M"`` = 10e9.  Refused, with the reason: a bare number or a unit
+    without a prefix (``"10"``, ``"100bps"``), bytes (``"10GB"``), binary
+    prefixes (``"10Gi"``), zero or negative.
     """
-    if isinstance(text, bool):
-        raise ModelError("a speed needs a unit, e.g. \"10G\"")
-    if isinstance(text, (int, float)):
-        raise ModelError(f"speed {text!r} has no unit; write e.g. \"{text}G\" or \"{text}M\" (bit/s)")
+    if isinstance(text, bool) or isinstance(text, (int, float)):
+        raise ModelError(f"speed {text!r} has no unit; write it as a string with a decimal prefix, "
+                         "e.g. \"10G\" or \"100M\" (bit/s)")
     s = str(text)
-    if re.search(r"\d\s*[kKmMgGtT]?\s*B(?!it)", s) or "iB" in s or re.search(r"[kKmMgGtT]i", s):
+    if re.search(r"\d\s*[kKmMgGtT]?\s*B(?![iI][tT])", s) or re.search(r"[kKmMgGtT]i", s):
         raise ModelError(f"speed {s!r}: link speeds are bits per second with decimal prefixes "
                          "(\"10G\" = 10^9 bit/s); 'B' means bytes and 'Gi' is binary")
     m = _SPEED_RE.match(s)
     if m and m.group(2) is None:
-        raise ModelError(f"speed {s!r} has no unit; write e.g. \"{m.group(1)}G\" or \"{m.group(1)}M\" (bit/s)")
+        raise ModelError(f"speed {s!r} has no decimal prefix; write it as e.g. \"10G\", \"2.5G\" or "
+                         "\"100M\" (bit/s)")
     if not m:
         raise ModelError(f"speed {s!r} is not a link speed; write a number and a decimal prefix: "
                          "\"100M\", \"2.5G\", \"10G\", \"400G\"")
-    v = float(m.group(1)) * _SPEED_MULT[m.group(2).lower()]  # type: ignore[operator]
+    v = float(m.group(1)) * _SPEED_MULT[m.group(2).lower()]
     if v <= 0:
         raise ModelError(f"speed {s!r} must be above zero")
     return v
@@ -111,9 +125,12 @@ def check_mtu(mtu: int, ip: int = 4) -> None:
     if ip not in IP_HDR:
         raise ModelError(f"IP version {ip} is not 4 or 6")
     if mtu < MIN_MTU[ip]:
-        raise ModelError(f"MTU {mtu} is below the IPv{ip} minimum of {MIN_MTU[ip]}")
+        why = ("the datagram size every IPv4 host must accept; nicbench models no smaller links" if ip == 4
+               else "the IPv6 minimum link MTU (RFC 8200)")
+        raise ModelError(f"MTU {mtu} is below {MIN_MTU[ip]}, {why}")
     if mtu > MAX_MTU:
-        raise ModelError(f"MTU {mtu} is above {MAX_MTU}, the largest jumbo frame NICs and switches take")
+        raise ModelError(f"MTU {mtu} is above {MAX_MTU}, the largest jumbo MTU nicbench models "
+                         "(a common switch limit)")
 
 
 def frame_bytes(l3: int, vlan: bool = False) -> int:
@@ -126,9 +143,10 @@ def wire_bytes(l3: int, vlan: bool = False) -> int:
     return frame_bytes(l3, vlan) + PREAMBLE_SFD + IFG
 
 
-def per_frame_uncounted(vlan: bool = False) -> int:
-    """Wire bytes per frame that interface byte counters (header..payload) leave out: FCS,
-    preamble/SFD and IFG; the VLAN tag too when the NIC strips it before counting."""
+def per_frame_uncounted() -> int:
+    """Wire bytes per frame that interface byte counters (header..payload) leave out:
+    FCS, preamble/SFD and IFG.  (Padding of frames under 64 bytes is not seen
+    either: counters cannot tell, so short frames are slightly undercounted.)"""
     return FCS + PREAMBLE_SFD + IFG
 
 
@@ -163,8 +181,9 @@ class Ceiling:
         return d
 
 
-def frame_rate(speed_bps: float, frame_size: int = 64, vlan: bool = False) -> float:
-    """Frames per second at line rate; ``frame_size`` counts header..FCS (64 = minimum)."""
+def frame_rate(speed_bps: float, frame_size: int = 64) -> float:
+    """Frames per second at line rate; ``frame_size`` counts header..FCS, any VLAN
+    tag included (64 = minimum)."""
     if frame_size < MIN_FRAME:
         raise ModelError(f"frame size {frame_size} is below the Ethernet minimum of 64 bytes")
     if frame_size > MAX_MTU + ETH_HDR + VLAN_TAG + FCS:
@@ -172,9 +191,9 @@ def frame_rate(speed_bps: float, frame_size: int = 64, vlan: bool = False) -> fl
     return speed_bps / ((frame_size + PREAMBLE_SFD + IFG) * 8)
 
 
-def frames(speed_bps: float, frame_size: int = 64, vlan: bool = False) -> Ceiling:
+def frames(speed_bps: float, frame_size: int = 64) -> Ceiling:
     """Small-frame line rate: goodput counts the frames' bytes (header..FCS)."""
-    pps = frame_rate(speed_bps, frame_size, vlan)
+    pps = frame_rate(speed_bps, frame_size)
     return Ceiling("frames", speed_bps, None, pps * frame_size * 8, pps, frame_size,
                    frame_size + PREAMBLE_SFD + IFG, notes=(f"{frame_size}-byte frames",))
 
@@ -242,10 +261,13 @@ def storage(speed_bps: float, mtu: int, transport: str, io_size: int, *, op: str
                     max_pdu_data=max_pdu_data, digests=digests)
         w = storage(speed_bps, mtu, transport, io_size, op="write", ip=ip, timestamps=timestamps, vlan=vlan,
                     max_pdu_data=max_pdu_data, digests=digests)
-        good = r.goodput_bps + w.goodput_bps
-        return Ceiling(transport, speed_bps, mtu, good, r.frames_per_s + w.frames_per_s, r.payload_per_frame,
-                       r.wire_per_frame, io_size, good / 8 / io_size,
-                       r.notes + ("50/50 read/write: both directions of a full-duplex link",))
+        slow = min(r, w, key=lambda c: c.goodput_bps)
+        good = 2 * slow.goodput_bps       # equal I/O counts: equal bytes each way
+        return Ceiling(transport, speed_bps, mtu, good, r.frames_per_s + w.frames_per_s, slow.payload_per_frame,
+                       slow.wire_per_frame, io_size, good / 8 / io_size,
+                       (f"{transport} 50/50 read/write by count: 2 x the slower direction "
+                        f"({'read' if slow is r else 'write'}), both directions of a full-duplex link; "
+                        "efficiency is against one direction's speed",))
     if transport == "fcoe":
         return _fcoe(speed_bps, mtu, io_size, op)
     base = tcp(speed_bps, mtu, ip=ip, timestamps=timestamps, vlan=vlan)
@@ -254,34 +276,43 @@ def storage(speed_bps: float, mtu: int, transport: str, io_size: int, *, op: str
     elif transport == "iscsi":
         seg = max_pdu_data or 8192
         n = math.ceil(io_size / seg)
-        bhs = 48 + (8 if digests else 0)
-        ovh = n * bhs + (48 if op == "write" else 0)
-        note = f"iSCSI {n} data PDU(s) of <= {seg} B, 48 B header each" + (", digests" if digests else "")
+        bhs = 48 + (4 if digests else 0) + (4 if digests else 0)    # header digest + data digest
+        ovh = n * bhs       # writes: ImmediateData puts the first segment in the command PDU
+        note = (f"iSCSI {n} PDU(s) of <= {seg} data bytes, 48 B header each"
+                + (" (+4+4 digests)" if digests else "") + ("; command PDU carries the first segment"
+                                                            if op == "write" else "; status in last Data-In"))
     elif transport == "nvme-tcp":
         seg = max_pdu_data or 131072
         n = math.ceil(io_size / seg)
-        ovh = n * (24 + (8 if digests else 0)) + (72 if op == "write" else 0)
-        note = f"NVMe/TCP {n} data PDU(s), 24 B header each"
+        dg = 8 if digests else 0
+        if op == "read":
+            ovh = n * (24 + dg)
+            note = f"NVMe/TCP {n} C2HData PDU(s) of 24 B header, success flag instead of a response"
+        else:   # in-capsule data: the 72-byte command capsule carries the first chunk
+            ovh = (72 + dg) + (n - 1) * (24 + dg)
+            note = f"NVMe/TCP 72 B command capsule with in-capsule data, {n - 1} more H2CData PDU(s)"
     else:
         raise ModelError(f"storage transport {transport!r}: use nbd, iscsi, nvme-tcp or fcoe")
     return _over_tcp(base, transport, io_size, ovh, io_size, (note, op))
 
 
 def _fcoe(speed_bps: float, mtu: int, io_size: int, op: str) -> Ceiling:
-    if mtu < FCOE_MAX_FRAME:
-        raise ModelError(f"FCoE needs {FCOE_MAX_FRAME}-byte frames (a 'baby jumbo' MTU of 2180); got {mtu}")
+    if mtu < FCOE_MIN_MTU:
+        raise ModelError(f"FCoE needs {FCOE_MAX_FRAME}-byte frames, i.e. an Ethernet MTU of at least "
+                         f"{FCOE_MIN_MTU} ('baby jumbo'); got {mtu}")
     per_frame = PREAMBLE_SFD + IFG + ETH_HDR + VLAN_TAG + FCOE_HDR + FC_HDR + FC_CRC + FCOE_EOF + FCS  # 88
     n = math.ceil(io_size / FC_MAX_PAYLOAD)
     wire = io_size + n * per_frame
     frames_ = n
-    if op == "read":   # the FCP_RSP frame travels with the data, target -> initiator
-        wire += per_frame + FCP_RSP
-        frames_ += 1
+    # the frames that travel with the data: FCP_RSP (target -> initiator) on
+    # reads, FCP_CMND (initiator -> target) on writes
+    wire += per_frame + (FCP_RSP if op == "read" else FCP_CMND)
+    frames_ += 1
     ios = speed_bps / (wire * 8)
     good = ios * io_size * 8
     return Ceiling("fcoe", speed_bps, mtu, good, ios * frames_, io_size / frames_, wire / frames_, io_size, ios,
-                   (f"FCoE: {n} data frame(s) of <= {FC_MAX_PAYLOAD} B, {per_frame} B per frame"
-                    + (", FCP_RSP frame" if op == "read" else ""), op))
+                   (f"FCoE: {n} data frame(s) of <= {FC_MAX_PAYLOAD} B, {per_frame} B per frame, "
+                    + ("FCP_RSP frame" if op == "read" else "FCP_CMND frame"), op))
 
 
 def ceiling(proto: str, speed_bps: float, mtu: int = 1500, **kw) -> Ceiling:
@@ -294,7 +325,7 @@ def ceiling(proto: str, speed_bps: float, mtu: int = 1500, **kw) -> Ceiling:
         return tls(speed_bps, mtu, version=proto[3:],
                    **{k: kw[k] for k in ("record", "ip", "timestamps", "vlan") if k in kw})
     if proto == "frames":
-        return frames(speed_bps, kw.get("frame_size", 64), kw.get("vlan", False))
+        return frames(speed_bps, kw.get("frame_size", 64))
     if proto in ("nbd", "iscsi", "nvme-tcp", "fcoe"):
         if not kw.get("io_size"):
             raise ModelError(f"{proto} needs an I/O size")

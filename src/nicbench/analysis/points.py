@@ -32,6 +32,7 @@ class LinkInfo:
     ip: int = 4
     timestamps: bool | None = None
     counters_count_frames: bool = False
+    client_speed_bps: float | None = None
 
     @classmethod
     def from_meta(cls, meta: Mapping[str, object]) -> "LinkInfo | None":
@@ -41,13 +42,22 @@ class LinkInfo:
         ts = link.get("tcp_timestamps") or {}
         vals = [v for v in ts.values() if v is not None] if isinstance(ts, dict) else []
         return cls(int(link.get("mtu") or 1500), link.get("speed_bps"), int(link.get("ip") or 4),
-                   all(v != 0 for v in vals) if vals else None, bool(link.get("counters_count_frames")))
+                   all(v != 0 for v in vals) if vals else None, bool(link.get("counters_count_frames")),
+                   link.get("client_speed_bps"))
 
-    def ceiling(self) -> linerate.Ceiling | None:
+    def speed_for(self, clients: int | None) -> float | None:
+        """The line rate one direction of a point can use: the server's link, or
+        the clients' links together if those are slower."""
+        caps = [c for c in (self.speed_bps,
+                            self.client_speed_bps * clients if self.client_speed_bps and clients else None) if c]
+        return min(caps) if caps else None
+
+    def ceiling(self, clients: int | None = None) -> linerate.Ceiling | None:
         """Per direction; TCP timestamps count as on when unknown (Linux default)."""
-        if not self.speed_bps:
+        speed = self.speed_for(clients)
+        if not speed:
             return None
-        return linerate.tcp(self.speed_bps, self.mtu, ip=self.ip,
+        return linerate.tcp(speed, self.mtu, ip=self.ip,
                             timestamps=True if self.timestamps is None else self.timestamps)
 
 
@@ -67,6 +77,7 @@ class TrialResult:
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     wire: Mapping[str, WireRate] = field(default_factory=dict)
+    clients_used: int | None = None
 
     @property
     def gbps(self) -> float | None:
@@ -100,6 +111,8 @@ class PointStats:
     ceiling_gbps: float | None = None        # for the point: per-direction ceiling x directions
     wire_gbps: float | None = None           # median wire rate from counters, all directions
     link_gbps: float | None = None           # link speed x directions
+    max_of_ceiling: float | None = None      # highest one-direction goodput / its ceiling, any repeat
+    max_wire_of_link: float | None = None    # highest one-direction wire rate / link speed, any repeat
 
     @property
     def of_ceiling(self) -> float | None:
@@ -109,9 +122,16 @@ class PointStats:
 
     @property
     def above_ceiling(self) -> bool:
-        """Loud flag: goodput above what the wire allows means the model or the
-        measurement is wrong (e.g. the model assumed TCP timestamps that were off)."""
-        return self.of_ceiling is not None and self.of_ceiling > 1 + ABOVE_CEILING_TOLERANCE
+        """Loud flag: goodput above what the wire allows, in any direction of any
+        repeat, means the model or the measurement is wrong (e.g. the model
+        assumed TCP timestamps that were off)."""
+        return self.max_of_ceiling is not None and self.max_of_ceiling > 1 + ABOVE_CEILING_TOLERANCE
+
+    @property
+    def wire_above_link(self) -> bool:
+        """The wire carried more than the link's speed: a shaper passing more
+        than its rate (tbf here charges small frames less than their wire time)."""
+        return self.max_wire_of_link is not None and self.max_wire_of_link > 1 + ABOVE_CEILING_TOLERANCE
 
 
 def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
@@ -120,7 +140,9 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
 
     A point is only "ok" when every planned process delivered receiver data
     for every direction the point has, no process timeline overlaps or has
-    gaps, and the shared window is at least 80 % of duration - 2 x trim.
+    gaps, and the shared window is at least 60 % of duration - 2 x trim (a
+    busy iperf3 server's clock was seen to start 0.5 s late: its shorter
+    measured span is real data, a much shorter window is misplacement).
     """
     receiver: dict[str, DirectionAggregate] = {}
     sender: dict[str, DirectionAggregate] = {}
@@ -149,7 +171,7 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
             duration = params.get("duration")
             if layout and isinstance(duration, (int, float)):
                 expected = float(duration) - 2 * trim
-                if receiver[d].seconds < 0.8 * expected:
+                if receiver[d].seconds < 0.6 * expected:
                     problems.append(f"{d} window is {receiver[d].seconds:.2f}s, expected about {expected:.2f}s "
                                     "(start skew or misplaced intervals)")
         if not receiver and not problems:
@@ -159,7 +181,7 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
     if link is not None and link.counters_count_frames and not problems:
         for d, agg in receiver.items():
             w = wire_rate(samples, direction=d, window=agg.window,
-                          uncounted_per_frame=linerate.per_frame_uncounted())
+                          uncounted_per_frame=linerate.per_frame_uncounted(), host=rec.meta.get("server"))
             if w is not None:
                 wire[d] = w
     meta = rec.meta
@@ -168,7 +190,8 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
                        rec.error or ("; ".join(problems) if problems else None),
                        receiver if not problems else {}, sender if not problems else {},
                        meta.get("start_skew_s"), meta.get("overhead_s"), retr, tuple(problems),
-                       tuple(meta.get("warnings") or ()), wire)
+                       tuple(meta.get("warnings") or ()), wire,
+                       len({x["client"] for x in meta.get("layout") or []}) or None)
 
 
 def _stats(values: list[float]) -> tuple[float | None, float | None, float | None, float | None]:
@@ -206,8 +229,12 @@ def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None) ->
                 hosts[h].append(g)
         skews = [r.start_skew_s for r in rs if r.start_skew_s is not None]
         ndir = len(EXPECTED_DIRECTIONS.get(str(rs[0].params.get("direction")), ("tx",)))
-        ceil = link.ceiling() if link else None
+        clients = rs[0].clients_used
+        ceil = link.ceiling(clients) if link else None
+        speed = link.speed_for(clients) if link else None
         wires = [r.wire_gbps for r in ok if r.wire_gbps is not None]
+        per_dir = [a.gbps * 1e9 / ceil.goodput_bps for r in ok for a in r.receiver.values()] if ceil else []
+        per_wire = [w.wire_bps / speed for r in ok for w in r.wire.values()] if speed else []
         out.append(PointStats(
             point, rs[0].params, len(ok), len(rs) - len(ok), med, lo, hi, sd, by_dir,
             statistics.median(snd) if snd else None,
@@ -216,5 +243,6 @@ def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None) ->
             tuple(sorted({r.error for r in rs if r.error})),
             ceil.goodput_bps * ndir / 1e9 if ceil else None,
             statistics.median(wires) if wires else None,
-            link.speed_bps * ndir / 1e9 if link and link.speed_bps else None))
+            speed * ndir / 1e9 if speed else None,
+            max(per_dir) if per_dir else None, max(per_wire) if per_wire else None))
     return out

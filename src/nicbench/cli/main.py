@@ -180,7 +180,7 @@ def check(ctx: click.Context, plan: Path) -> None:
 # ---------------------------------------------------------------- linerate
 @cli.command()
 @click.option("--speed", required=True, help="Link speed, decimal bit/s: 10G, 2.5G, 400G, 10000M.")
-@click.option("--mtu", type=int, default=1500, show_default=True, help="IP MTU (FCoE: the 2180 frame size).")
+@click.option("--mtu", type=int, default=None, help="Ethernet MTU (default 1500; fcoe: 2158, for 2180-byte frames).")
 @click.option("--proto", type=click.Choice(["tcp", "udp", "tls1.2", "tls1.3", "frames", "nbd", "iscsi",
                                              "nvme-tcp", "fcoe"]), default="tcp", show_default=True)
 @click.option("--ip", type=click.Choice(["4", "6"]), default="4", show_default=True)
@@ -192,8 +192,8 @@ def check(ctx: click.Context, plan: Path) -> None:
 @click.option("--op", type=click.Choice(["read", "write", "readwrite"]), default="read", show_default=True)
 @json_option
 @click.pass_context
-def linerate(ctx: click.Context, speed: str, mtu: int, proto: str, ip: str, no_timestamps: bool, vlan: bool,
-             frame_size: str, record: str, io_size: str | None, op: str) -> None:
+def linerate(ctx: click.Context, speed: str, mtu: int | None, proto: str, ip: str, no_timestamps: bool,
+             vlan: bool, frame_size: str, record: str, io_size: str | None, op: str) -> None:
     """The line-rate ceiling: most goodput and frame rate a link allows.
 
     The formula, with a worked example, is in nicbench.analysis.linerate.
@@ -205,13 +205,18 @@ def linerate(ctx: click.Context, speed: str, mtu: int, proto: str, ip: str, no_t
             return parse_size(v)
         except UnitError as e:
             raise InputError(str(e), where=what) from None
+    if mtu is None:
+        mtu = lr.FCOE_MIN_MTU if proto == "fcoe" else 1500
+    if vlan and proto == "frames":
+        raise InputError("--vlan does not apply to --proto frames", where="--vlan",
+                         hint="a frame size counts header to FCS, any VLAN tag included")
     try:
         bps = lr.parse_speed(speed)
         kw: dict[str, Any] = {"ip": int(ip), "vlan": vlan}
         if proto in ("tcp", "tls1.2", "tls1.3", "nbd", "iscsi", "nvme-tcp"):
             kw["timestamps"] = not no_timestamps
         if proto == "frames":
-            kw = {"frame_size": size(frame_size, "--frame-size"), "vlan": vlan}
+            kw = {"frame_size": size(frame_size, "--frame-size")}
         if proto.startswith("tls"):
             kw["record"] = size(record, "--record")
         if proto in ("nbd", "iscsi", "nvme-tcp", "fcoe"):

@@ -89,6 +89,8 @@ class FakeTransport:
     commands: list[list[str]] = field(default_factory=list)
     spawned: list[FakeProcess] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
+    counters: Callable[[], str] | None = None    # what /proc/.../net/dev shows, read after read
+    net_dev_fallback_reads: int = 0
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return list(argv)
@@ -111,6 +113,12 @@ class FakeTransport:
         return [f"socket:[{pid}]"] if any(p.pid == pid and p.script.listen for p in self.spawned) else []
 
     def read_text(self, path: str) -> str:
+        if self.counters is not None and path.endswith("/net/dev"):
+            if path == "/proc/net/dev":
+                self.net_dev_fallback_reads += 1
+            elif not any(path == f"/proc/{p.pid}/net/dev" and p.poll() is None for p in self.spawned):
+                raise FileNotFoundError(path)       # that process has exited
+            return self.counters()
         for p in self.spawned:
             if path in (f"/proc/{p.pid}/net/tcp", f"/proc/{p.pid}/net/tcp6"):
                 header = "  sl  local_address rem_address   st\n"

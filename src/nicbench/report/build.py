@@ -75,6 +75,8 @@ def table_rows(view: RunView) -> list[dict[str, Any]]:
             "ceiling_gbps": _r(p.ceiling_gbps),
             "pct_of_ceiling": _r(p.of_ceiling * 100 if p.of_ceiling is not None else None, 1),
             "above_ceiling": p.above_ceiling,
+            "max_pct_of_ceiling": _r(p.max_of_ceiling * 100 if p.max_of_ceiling is not None else None, 1),
+            "wire_above_link": p.wire_above_link,
             "wire_gbps": _r(p.wire_gbps),
             "wire_pct_of_link": _r(p.wire_gbps / p.link_gbps * 100 if p.wire_gbps and p.link_gbps else None, 1),
             "retransmits": p.retransmits,

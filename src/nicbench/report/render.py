@@ -15,8 +15,8 @@ from .figures import throughput_figures
 
 _CSV_COLS = ["point", "direction", "connections", "io_size", "io", "engine", "repeats_ok",
              "repeats_failed", "gbps_median", "gbps_min", "gbps_max", "gbps_stdev", "tx_gbps",
-             "rx_gbps", "sender_gbps", "ceiling_gbps", "pct_of_ceiling", "above_ceiling", "wire_gbps",
-             "wire_pct_of_link", "max_start_skew_ms", "retransmits"]
+             "rx_gbps", "sender_gbps", "ceiling_gbps", "pct_of_ceiling", "max_pct_of_ceiling", "above_ceiling",
+             "wire_gbps", "wire_pct_of_link", "wire_above_link", "max_start_skew_ms", "retransmits"]
 
 
 def export(view: RunView, rows: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
@@ -47,16 +47,24 @@ def link_sentence(view: RunView) -> str:
     if link is None:
         return "Link: unknown (imported results): no line-rate ceiling."
     ts = {True: "on", False: "off", None: "unknown (assumed on)"}[link.timestamps]
-    if not link.speed_bps:
+    if not link.speed_bps and not link.client_speed_bps:
         return (f"Link: unshaped lab veth, MTU {link.mtu}, TCP timestamps {ts}: it has no line rate, so "
                 "points carry no ceiling; give the plan [link] speed to shape it.")
-    c = link.ceiling()
-    assert c is not None
-    return (f"Link: {format_speed(link.speed_bps)}bit/s, MTU {link.mtu}, IPv{link.ip}, TCP timestamps {ts}: "
-            f"ceiling {c.goodput_bps / 1e9:.3f} Gbps of goodput per direction "
+    c = link.ceiling(1) if not link.speed_bps else linerate_tcp(link)
+    server = f"server link {format_speed(link.speed_bps)}bit/s" if link.speed_bps else "server link unshaped"
+    clients = (f", each client link {format_speed(link.client_speed_bps)}bit/s (a point's ceiling uses the "
+               "slower of the server link and its clients' links together)" if link.client_speed_bps else "")
+    return (f"Link: {server}{clients}, MTU {link.mtu}, IPv{link.ip}, TCP timestamps {ts}: "
+            f"ceiling {c.goodput_bps / 1e9:.3f} Gbps of goodput per direction per {format_speed(c.speed_bps)}bit/s "
             f"({c.payload_per_frame:.0f} payload bytes per {c.wire_per_frame:.0f} wire bytes = "
-            f"{c.efficiency * 100:.2f} %). Wire rate = counted bytes + 24 B per frame "
+            f"{c.efficiency * 100:.2f} %); bidirectional points: twice that, an upper bound since each "
+            "direction also carries the other's ACKs. Wire rate = counted bytes + 24 B per frame "
             "(FCS, preamble, inter-frame gap) over the same window.")
+
+
+def linerate_tcp(link):
+    from ..analysis.linerate import tcp
+    return tcp(link.speed_bps, link.mtu, ip=link.ip, timestamps=link.timestamps is not False)
 
 
 def render(view: RunView, out: Path | None = None) -> Path:
@@ -71,13 +79,15 @@ def render(view: RunView, out: Path | None = None) -> Path:
     figs = throughput_figures(rows, out, view.info.name, mtu, speed)
     csv_path, json_path = export(view, rows, out)
     above = [r for r in rows if r["above_ceiling"]]
+    over_link = [r for r in rows if r["wire_above_link"]]
     env = jinja2.Environment(loader=jinja2.PackageLoader("nicbench.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     html = env.get_template("report.html.j2").render(
         info=view.info, meta=view.meta, rows=rows, figures=[p.name for p in figs],
         failures=view.failures, csv=csv_path.name, json=json_path.name,
         created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"),
-        warnings=view.info.meta.get("warnings") or [], link=link_sentence(view), above=above)
+        warnings=view.info.meta.get("warnings") or [], link=link_sentence(view), above=above,
+        over_link=over_link)
     index = out / "index.html"
     index.write_text(html)
     return index

@@ -169,7 +169,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
     servers: list[tuple[ProcSlot, Process]] = []
     clis: list[tuple[ProcSlot, Process]] = []
     raws: list[RawOutput] = []
-    meta: dict = {"layout": [vars(x) for x in slots], "engine": engine,
+    meta: dict = {"layout": [vars(x) for x in slots], "engine": engine, "server": ctx.server,
                   "engine_version": ctx.tool.version_str, "argv": {}}
     status, error = "ok", None
     samples: list[Sample] = []
@@ -242,7 +242,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                                 f"{limit:g}s (duration + omit + timeout_margin)", where=ctx.server,
                                 hint="the path may be stalled; raise study.timeout_margin if the host is slow")
         if sampler is not None:
-            sampler._read()     # a last read as the clients finish
+            sampler.read()      # a last read as the clients finish (through the namespace)
         # 5. servers: iperf3 -1 exits by itself; an iperf2 server is stopped once
         #    every flow it serves has printed its summary (or after 2 s)
         flows_per_stream = 2 if mode == "bidir" else 1

@@ -35,7 +35,12 @@ def parse_net_dev(text: str) -> dict[str, IfCounters]:
             vals = [int(x) for x in nums]
         except ValueError:
             continue
-        keys = _RX + _TX if len(vals) >= 16 else _RX[:len(vals) // 2] + _TX[:len(vals) - len(vals) // 2]
+        if len(vals) >= 16:
+            keys = _RX + _TX
+        elif len(vals) % 2 == 0 and len(vals) >= 4:   # old kernels: fewer columns, same split
+            keys = _RX[:len(vals) // 2] + _TX[:len(vals) // 2]
+        else:
+            continue                                  # a layout we cannot split safely
         out[name.strip()] = IfCounters(name.strip(), dict(zip(keys, vals)))
     return out
 

@@ -26,11 +26,16 @@ class CounterSampler:
         self.t, self.pids, self.host, self.ifname = transport, pids, host, ifname
         self.trial_id, self.interval = trial_id, interval
         self.reads: list[tuple[float, dict[str, int]]] = []
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"counters-{host}", daemon=True)
 
-    def _read(self) -> None:
+    def read(self) -> None:
+        """One read, stamped at its midpoint.  Through a process of the host's
+        namespace when one lives (a file read), else through the transport
+        (``cat`` inside the namespace: the last read, after the tools exit)."""
         text = None
+        t0 = time.time()
         for pid in self.pids():
             try:
                 text = self.t.read_text(f"/proc/{pid}/net/dev")
@@ -38,16 +43,24 @@ class CounterSampler:
             except OSError:
                 continue      # that process has exited: try the next
         if text is None:
-            return
-        ts = time.time()
+            t0 = time.time()
+            try:
+                text = self.t.read_text("/proc/net/dev")
+            except OSError:
+                return
+        ts = (t0 + time.time()) / 2
         c = parse_net_dev(text).get(self.ifname)
         if c is not None:
-            self.reads.append((ts, c.values))
+            with self._lock:
+                self.reads.append((ts, c.values))
 
     def _loop(self) -> None:
         nxt = time.monotonic()
         while not self._stop.is_set():
-            self._read()
+            try:
+                self.read()
+            except Exception:  # noqa: BLE001 - a sampler error must not kill the thread
+                pass
             nxt += self.interval
             self._stop.wait(max(0.0, nxt - time.monotonic()))
 
@@ -61,8 +74,10 @@ class CounterSampler:
         return self.samples()
 
     def samples(self) -> list[Sample]:
+        with self._lock:
+            reads = sorted(self.reads, key=lambda r: r[0])
         out = []
-        for (t0, a), (t1, b) in zip(self.reads, self.reads[1:]):
+        for (t0, a), (t1, b) in zip(reads, reads[1:]):
             if t1 <= t0:
                 continue
             for d in ("tx", "rx"):
