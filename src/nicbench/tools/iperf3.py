@@ -126,9 +126,12 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
     millisecond (0.5003 -> 0.5006 holding half a second of bytes), and the last
     warm-up interval missing.  Whether the clock restarted is decided from
     where the measured intervals *end* (about ``duration``, not omit +
-    duration); then the first measured interval really starts at 0 after the
-    warm-up, which the end-of-test totals confirm (they equal the sum of the
-    measured intervals).
+    duration); then the first measured interval starts at 0 after the warm-up.
+    When that first interval's printed span is broken (reversed, or under half
+    a normal interval) its bytes reach back into the warm-up by an unknown
+    amount -- in a shaped -R run the receiver counted 3.45 MB more than the
+    sender sent, so iperf3's own total is inflated too -- and it is marked as
+    warm-up: the measured part starts where it ends.
     """
     out: list[FlowInterval] = []
     measured = [iv for iv in intervals if not _is_omitted(iv)]
@@ -138,16 +141,26 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
     else:  # no duration (byte-count mode): a first measured start near 0 means a restart
         firsts = [float(st["start"]) for st in (measured[0].get("streams", []) if measured else [])]
         restarted = omit > 0 and bool(firsts) and min(firsts) < 0.5 * omit
+    spans = sorted(float(st["end"]) - float(st["start"]) for iv in measured[1:] for st in iv.get("streams", []))
+    nominal = spans[len(spans) // 2] if spans else 0.0
     first_measured = True
     prev_end = 0.0
     for iv in intervals:
         streams = iv.get("streams", [])
         is_omitted = _is_omitted(iv)
-        base = omit if (restarted and not is_omitted) else 0.0
+        demoted = False
+        if not is_omitted and restarted and first_measured and nominal > 0 and any(
+                float(st["start"]) > float(st["end"]) or float(st["end"]) - float(st["start"]) < 0.5 * nominal
+                for st in streams):
+            # Its bytes cover an unknown stretch that reaches back into the
+            # warm-up (a -R receiver got 3.45 MB more than its sender sent):
+            # it is warm-up, and the measured part starts where it ends.
+            is_omitted = demoted = True
+        base = omit if (restarted and (not is_omitted or demoted)) else 0.0
         groups: dict[tuple[str, str], list[tuple[float, float, dict]]] = {}
         for st in streams:
             s0, s1 = float(st["start"]), float(st["end"])
-            if not is_omitted and restarted and first_measured:
+            if (not is_omitted or demoted) and restarted and first_measured:
                 s0 = 0.0          # the first measured interval starts at the restart
             elif s0 > s1:
                 s0 = prev_end if not is_omitted else 0.0
@@ -166,7 +179,7 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
                 start=base + s0, end=base + s1, flow=flow, side=side,  # type: ignore[arg-type]
                 bytes=int(sum(x[2]["bytes"] for x in sts)), streams=len(sts), omitted=is_omitted,
                 retransmits=sum(retr) if retr else None, by_peer=by_peer))
-        if not is_omitted and ends:
+        if (not is_omitted or demoted) and ends:
             prev_end = max(ends)
             first_measured = False
     return out
