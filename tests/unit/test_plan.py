@@ -100,7 +100,10 @@ def test_toml_syntax_error():
 
 
 def test_mtu_range():
-    assert "link.mtu" in err(BASE + "\n[link]\nmtu = 100\n")
+    msg = err(BASE + "\n[link]\nmtu = 100\n")
+    assert "link.mtu" in msg and "below 576" in msg and "every IPv4 host must accept" in msg
+    assert "above 9216" in err(BASE + "\n[link]\nmtu = 9217\n")
+    assert "from 1M" in err(BASE + '\n[link]\nspeed = "100k"\n')
 
 
 def test_missing_file():

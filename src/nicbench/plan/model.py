@@ -58,9 +58,26 @@ class Link(Strict):
     carry no line-rate ceiling.
     """
 
-    mtu: int = Field(1500, ge=576, le=9216, description="IP MTU in bytes (IPv4: 576..9216)")
+    mtu: int = Field(1500, description="IP MTU in bytes (IPv4: 576..9216)")
     speed: Speed | None = None
     client_speed: Speed | None = None
+
+    @field_validator("mtu")
+    @classmethod
+    def _mtu(cls, v: int) -> int:
+        from ..analysis.linerate import ModelError, check_mtu
+        try:
+            check_mtu(v, 4)
+        except ModelError as e:
+            raise ValueError(str(e)) from None
+        return v
+
+    @field_validator("speed", "client_speed")
+    @classmethod
+    def _shapeable(cls, v: float | None) -> float | None:
+        if v is not None and v < 1e6:
+            raise ValueError("the lab shapes links from 1M (1 Mbit/s) up; a slower tbf rate is not meaningful")
+        return v
 
 
 class Lab(Strict):
