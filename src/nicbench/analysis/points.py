@@ -15,6 +15,7 @@ from typing import Iterable, Mapping, Sequence
 
 from ..records import Sample, TrialRecord
 from . import linerate
+from .cpu import CpuUsage, cpu_usage, cpu_warnings, efficiency
 from .aggregate import (DirectionAggregate, NoSharedWindow, WireRate, aggregate, directions_in,
                         processes_with_data, timeline_problems, wire_rate)
 
@@ -78,6 +79,7 @@ class TrialResult:
     warnings: tuple[str, ...] = ()
     wire: Mapping[str, WireRate] = field(default_factory=dict)
     clients_used: int | None = None
+    cpu: CpuUsage | None = None
 
     @property
     def gbps(self) -> float | None:
@@ -113,6 +115,13 @@ class PointStats:
     link_gbps: float | None = None           # link speed x directions
     max_of_ceiling: float | None = None      # highest one-direction goodput / its ceiling, any repeat
     max_wire_of_link: float | None = None    # highest one-direction wire rate / link speed, any repeat
+    cores_busy: float | None = None          # medians over repeats
+    cpu_percent: float | None = None         # of the whole machine
+    gbps_per_core: float | None = None
+    cpu_s_per_gb: float | None = None
+    cycles_per_byte: float | None = None     # estimated (nominal MHz), None when unknown
+    busiest_cpu: str | None = None           # e.g. "1 97% softirq", the worst repeat
+    cpu_warnings: tuple[str, ...] = ()
 
     @property
     def of_ceiling(self) -> float | None:
@@ -136,6 +145,20 @@ class PointStats:
 
 def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
                  link: LinkInfo | None = None) -> TrialResult:
+    r = _trial_result(rec, samples, trim, link)
+    if r.status != "ok" or not r.receiver:
+        return r
+    # CPU over the window the goodput was summed on (the longest if two directions)
+    window = max((a.window for a in r.receiver.values()), key=lambda w: w[1] - w[0])
+    u = cpu_usage(samples, window)
+    if u is None:
+        return r
+    from dataclasses import replace
+    return replace(r, cpu=u, warnings=tuple(r.warnings) + tuple(cpu_warnings(u)))
+
+
+def _trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
+                  link: LinkInfo | None = None) -> TrialResult:
     """Aggregate one trial, refusing data that is incomplete or inconsistent.
 
     A point is only "ok" when every planned process delivered receiver data
@@ -201,7 +224,8 @@ def _stats(values: list[float]) -> tuple[float | None, float | None, float | Non
     return statistics.median(values), min(values), max(values), sd
 
 
-def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None) -> list[PointStats]:
+def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None,
+                mhz: float | None = None) -> list[PointStats]:
     groups: dict[str, list[TrialResult]] = defaultdict(list)
     order: list[str] = []
     for r in results:
@@ -244,5 +268,23 @@ def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None) ->
             ceil.goodput_bps * ndir / 1e9 if ceil else None,
             statistics.median(wires) if wires else None,
             speed * ndir / 1e9 if speed else None,
-            max(per_dir) if per_dir else None, max(per_wire) if per_wire else None))
+            max(per_dir) if per_dir else None, max(per_wire) if per_wire else None,
+            *_cpu_stats([r for r in ok if r.cpu is not None], mhz)))
     return out
+
+
+def _cpu_stats(rs: list[TrialResult], mhz: float | None) -> tuple:
+    if not rs:
+        return (None,) * 6 + ((),)
+    effs = [efficiency(r.cpu, r.gbps or 0.0, mhz) for r in rs]  # type: ignore[arg-type]
+
+    def med(vals):
+        vals = [v for v in vals if v is not None]
+        return statistics.median(vals) if vals else None
+    worst = max(rs, key=lambda r: r.cpu.busiest)  # type: ignore[union-attr]
+    u = worst.cpu
+    return (med(e.cores_busy for e in effs), med(r.cpu.percent_of_machine for r in rs),  # type: ignore[union-attr]
+            med(e.gbps_per_core for e in effs), med(e.cpu_s_per_gb for e in effs),
+            med(e.cycles_per_byte for e in effs),
+            f"{u.busiest_cpu} {u.busiest * 100:.0f}% {u.busiest_state}",  # type: ignore[union-attr]
+            tuple(sorted({w for r in rs for w in r.warnings if "core" in w or "CPU" in w})))

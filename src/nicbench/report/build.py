@@ -42,7 +42,9 @@ def load_run(run_dir: Path) -> RunView:
         results = [trial_result(t, by_trial.get(t.spec.trial_id, []), trim, link) for t in r.trials()]
     finally:
         r.close()
-    return RunView(run_dir, info, meta, results, point_stats(results, link), link)
+    cpu = info.meta.get("cpu") or {}
+    mhz = cpu.get("mhz") if isinstance(cpu, dict) else None
+    return RunView(run_dir, info, meta, results, point_stats(results, link, mhz), link)
 
 
 def _r(x: float | None, nd: int = 3) -> float | None:
@@ -77,6 +79,13 @@ def table_rows(view: RunView) -> list[dict[str, Any]]:
             "above_ceiling": p.above_ceiling,
             "max_pct_of_ceiling": _r(p.max_of_ceiling * 100 if p.max_of_ceiling is not None else None, 1),
             "wire_above_link": p.wire_above_link,
+            "cores_busy": _r(p.cores_busy, 2),
+            "cpu_pct_of_machine": _r(p.cpu_percent, 1),
+            "gbps_per_core": _r(p.gbps_per_core),
+            "cpu_s_per_gb": _r(p.cpu_s_per_gb, 3),
+            "cycles_per_byte_est": _r(p.cycles_per_byte, 2),
+            "busiest_cpu": p.busiest_cpu,
+            "cpu_warnings": list(p.cpu_warnings),
             "wire_gbps": _r(p.wire_gbps),
             "wire_pct_of_link": _r(p.wire_gbps / p.link_gbps * 100 if p.wire_gbps and p.link_gbps else None, 1),
             "retransmits": p.retransmits,

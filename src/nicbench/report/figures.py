@@ -67,3 +67,38 @@ def throughput_figures(rows: list[dict[str, Any]], out_dir: Path, title: str, mt
         plt.close(fig)
         paths.append(png)
     return paths
+
+
+def cpu_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[Path]:
+    """Seed 001's figure: throughput and CPU % on one chart, one panel per direction."""
+    paths = []
+    for direction in ("tx", "rx", "bidir"):
+        pts = [r for r in rows if r["direction"] == direction and r["gbps_median"] is not None
+               and r.get("cpu_pct_of_machine") is not None]
+        if not pts:
+            continue
+        pts.sort(key=lambda r: (r["connections"], r["io_size"] if isinstance(r["io_size"], int) else 0))
+        labels = [f"{r['connections']}c/{r['io']}" for r in pts]
+        xs = list(range(len(pts)))
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(pts) + 3), 4.2), dpi=110)
+        ax.bar(xs, [r["gbps_median"] for r in pts], color="#4c72b0", label="goodput (Gbps)")
+        if any(r.get("wire_gbps") for r in pts):
+            ax.plot(xs, [r.get("wire_gbps") for r in pts], "s", color="#55a868", label="wire (Gbps)")
+        ax.set_ylabel("Gbps")
+        ax.set_xticks(xs)
+        ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
+        ax2 = ax.twinx()
+        ax2.plot(xs, [r["cpu_pct_of_machine"] for r in pts], "o-", color="#c44e52", label="CPU % of machine")
+        ax2.set_ylim(0, 105)
+        ax2.set_ylabel("CPU % (all cores)")
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper left")
+        ax.set_title(f"{title}: {TITLES.get(direction, direction)}: throughput and CPU", fontsize=10)
+        fig.tight_layout()
+        png = out_dir / f"cpu-{direction}.png"
+        fig.savefig(png)
+        fig.savefig(out_dir / f"cpu-{direction}.svg")
+        plt.close(fig)
+        paths.append(png)
+    return paths

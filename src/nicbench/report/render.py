@@ -11,12 +11,13 @@ from typing import Any
 import jinja2
 
 from .build import EXPORT_SCHEMA, RunView, table_rows
-from .figures import throughput_figures
+from .figures import cpu_figures, throughput_figures
 
 _CSV_COLS = ["point", "direction", "connections", "io_size", "io", "engine", "repeats_ok",
              "repeats_failed", "gbps_median", "gbps_min", "gbps_max", "gbps_stdev", "tx_gbps",
              "rx_gbps", "sender_gbps", "ceiling_gbps", "pct_of_ceiling", "max_pct_of_ceiling", "above_ceiling",
-             "wire_gbps", "wire_pct_of_link", "wire_above_link", "max_start_skew_ms", "retransmits"]
+             "wire_gbps", "wire_pct_of_link", "wire_above_link", "cores_busy", "cpu_pct_of_machine",
+             "gbps_per_core", "cpu_s_per_gb", "cycles_per_byte_est", "busiest_cpu", "max_start_skew_ms", "retransmits"]
 
 
 def export(view: RunView, rows: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
@@ -62,6 +63,18 @@ def link_sentence(view: RunView) -> str:
             "(FCS, preamble, inter-frame gap) over the same window.")
 
 
+def cpu_sentence(view: RunView) -> str:
+    cpu = view.info.meta.get("cpu")
+    if not isinstance(cpu, dict):
+        return "CPU: not sampled in this run."
+    scope = ("one machine shared by all lab hosts, so it is the whole lab's cost"
+             if cpu.get("shared_by") else "per host")
+    mhz = (f"cycles per byte are estimated from the nominal {cpu['mhz']:.0f} MHz in /proc/cpuinfo "
+           "(no hardware counters here)" if cpu.get("mhz") else "cycles per byte: unknown (no CPU frequency)")
+    return (f"CPU: sampled from /proc/stat every 0.25 s over each point's window: {cpu.get('cpus')} CPUs, "
+            f"{scope}. Cores busy = user + nice + system + irq + softirq; {mhz}.")
+
+
 def linerate_tcp(link):
     from ..analysis.linerate import tcp
     return tcp(link.speed_bps, link.mtu, ip=link.ip, timestamps=link.timestamps is not False)
@@ -77,6 +90,7 @@ def render(view: RunView, out: Path | None = None) -> Path:
     from ..analysis.linerate import format_speed
     speed = format_speed(view.link.speed_bps) if view.link and view.link.speed_bps else None
     figs = throughput_figures(rows, out, view.info.name, mtu, speed)
+    figs += cpu_figures(rows, out, view.info.name)
     csv_path, json_path = export(view, rows, out)
     above = [r for r in rows if r["above_ceiling"]]
     over_link = [r for r in rows if r["wire_above_link"]]
@@ -87,7 +101,7 @@ def render(view: RunView, out: Path | None = None) -> Path:
         failures=view.failures, csv=csv_path.name, json=json_path.name,
         created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"),
         warnings=view.info.meta.get("warnings") or [], link=link_sentence(view), above=above,
-        over_link=over_link)
+        over_link=over_link, cpu=cpu_sentence(view), has_cpu=any(r["cores_busy"] is not None for r in rows))
     index = out / "index.html"
     index.write_text(html)
     return index

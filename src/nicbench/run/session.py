@@ -22,6 +22,7 @@ from typing import Iterator, Protocol
 
 from .. import __version__
 from ..core.errors import Interrupted, LabError, PreflightError, tail
+from ..hosts.transport import LocalTransport
 from ..lab import manager
 from ..lab.topology import LabSpec, make_spec
 from ..plan.matrix import trials as plan_trials
@@ -54,6 +55,22 @@ class RunOutcome:
     ok: int
     failed: int
     warnings: tuple[str, ...]
+
+
+def cpu_facts() -> dict:
+    """What the CPU figures of this run are about: one machine shared by all lab
+    hosts, its CPU count, and its nominal MHz (for estimated cycles per byte:
+    this VM has no hardware counters, so cycles are estimated, never measured)."""
+    mhz = None
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("cpu MHz"):
+                mhz = float(line.split(":")[1])
+                break
+    except (OSError, ValueError):
+        pass
+    return {"scope": "machine", "shared_by": "all lab hosts", "cpus": os.cpu_count(), "mhz": mhz,
+            "mhz_source": "/proc/cpuinfo 'cpu MHz' (nominal, no hardware counters)" if mhz else None}
 
 
 def _quietly(step) -> None:
@@ -159,8 +176,10 @@ def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
         raise PreflightError("; ".join(problems), where="preflight",
                              hint="fix every item listed, then run again")
     assert tool is not None
+    # Every lab host runs on this one machine: CPU is sampled once, for all
     return TcpContext(s, plan.server, dict(transports), addresses, tool, skip, warnings=warnings,
-                      tcp_timestamps=ts_state), warnings
+                      tcp_timestamps=ts_state, cpu_transport=LocalTransport("machine"),
+                      cpu_machine="machine"), warnings
 
 
 def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink | None = None,
@@ -188,6 +207,7 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                          # with GSO on, a veth counts 64 KB super-packets, not frames
                          "counters_count_frames": spec.shaped,
                          "tcp_timestamps": ctx.tcp_timestamps},
+                "cpu": cpu_facts(),
                 "lab_reused": not owned, "pid": os.getpid()})
             writer = RunWriter.create(store, info)
             ctx.rel = writer.rel

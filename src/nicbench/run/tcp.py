@@ -29,7 +29,7 @@ from ..plan.model import TcpStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, ToolInfo
-from ..sampling.sampler import CounterSampler
+from ..sampling.sampler import CounterSampler, CpuSampler, child_pids
 from .procnet import listening, socket_inodes
 
 MODE = {"tx": "fwd", "rx": "rev", "bidir": "bidir"}
@@ -80,6 +80,8 @@ class TcpContext:
     rel: Callable[[Path], str] = str
     warnings: list[str] = field(default_factory=list)
     ifname: str | None = "eth0"           # the server's test interface, sampled during each point
+    cpu_transport: Transport | None = None   # reads /proc/stat of the machine the hosts run on
+    cpu_machine: str = "machine"
     tcp_timestamps: dict[str, int | None] = field(default_factory=dict)   # host -> sysctl value
 
 
@@ -174,6 +176,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
     status, error = "ok", None
     samples: list[Sample] = []
     sampler: CounterSampler | None = None
+    cpu_sampler: CpuSampler | None = None
 
     def raw(host: str, role: str, name: str) -> tuple[Path, Path]:
         out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
@@ -233,6 +236,10 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
             sampler = CounterSampler(srv_t, lambda: [p.pid for _, p in clis], host=ctx.server,
                                      ifname=ctx.ifname, trial_id=spec.trial_id,
                                      interval=min(s.interval, 0.5)).start()
+        if ctx.cpu_transport is not None:
+            cpu_sampler = CpuSampler(ctx.cpu_transport, _tool_procs(ctx, servers, clis),
+                                     machine=ctx.cpu_machine, trial_id=spec.trial_id,
+                                     interval=min(s.interval, 0.25)).start()
         # 4. wait for the clients; a hung point is stopped at its time limit
         end_by = time.monotonic() + limit
         for slot, proc in clis:
@@ -243,6 +250,8 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                                 hint="the path may be stalled; raise study.timeout_margin if the host is slow")
         if sampler is not None:
             sampler.read()      # a last read as the clients finish (through the namespace)
+        if cpu_sampler is not None:
+            cpu_sampler.read()
         # 5. servers: iperf3 -1 exits by itself; an iperf2 server is stopped once
         #    every flow it serves has printed its summary (or after 2 s)
         flows_per_stream = 2 if mode == "bidir" else 1
@@ -268,6 +277,9 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
         status, error = "failed", e.one_line().removeprefix("nicbench: ")
     finally:
         counter_samples = sampler.stop() if sampler is not None else []
+        if cpu_sampler is not None:
+            counter_samples += cpu_sampler.stop()
+            meta["sampler_cpu_s"] = cpu_sampler.cpu_seconds
         for _, proc in clis + servers:
             if proc.poll() is None:
                 proc.stop(0.5)
@@ -301,6 +313,24 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
     ended = time.time()
     meta["overhead_s"] = (ended - started) - (s.omit + s.duration)
     return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+
+
+def _tool_procs(ctx: TcpContext, servers, clis):
+    """The tool processes whose own CPU is followed: engine servers by PID, engine
+    clients by the child of their gate shim (found once it exists)."""
+    found: dict[int, int] = {}
+
+    def procs() -> list[tuple[int, str, str, str]]:
+        out = [(p.pid, sl.client, "engine-server", str(sl.port)) for sl, p in servers]
+        for sl, p in clis:
+            if p.pid not in found and ctx.cpu_transport is not None:
+                kids = child_pids(ctx.cpu_transport, p.pid)
+                if kids:
+                    found[p.pid] = kids[0]
+            if p.pid in found:
+                out.append((found[p.pid], ctx.server, "engine-client", f"{sl.client}:{sl.port}"))
+        return out
+    return procs
 
 
 # A test's end anchor is trusted unless it implies an implausible set-up time

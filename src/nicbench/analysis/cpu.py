@@ -1,0 +1,121 @@
+"""CPU cost over a point's window: whole machine, per CPU, per tool process.
+
+Cores busy = the sum over CPUs of the fraction of each CPU's accounted time
+spent in user + nice + system + irq + softirq (steal is another guest's work,
+iowait is idle).  The
+stack's softirq work on other cores is included, which a tool's own figure
+(iperf3 counts only itself) misses.  Derived: Gbps per busy core, CPU-seconds
+per GB (10^9 bytes), and cycles per byte, which on this VM (no hardware
+counters) can only be *estimated* from the nominal MHz: cycles/byte =
+busy-seconds x MHz x 10^6 / bytes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ..records import Sample
+from ..sampling.procstat import BUSY
+
+SATURATED = 0.95
+
+
+@dataclass(frozen=True)
+class CpuUsage:
+    host: str
+    window: tuple[float, float]
+    cpus: int
+    per_cpu: dict[str, dict[str, float]]      # cpu -> state -> fraction of the window
+    cores_busy: float
+    busiest_cpu: str
+    busiest: float                            # fraction of that CPU's time busy
+    busiest_state: str                        # the busy state it spends most time in
+    tools: dict[str, float] = field(default_factory=dict)   # "role host proc" -> cores (user+system)
+
+    @property
+    def percent_of_machine(self) -> float:
+        return 100.0 * self.cores_busy / self.cpus if self.cpus else 0.0
+
+
+def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
+    return max(0.0, min(a1, b1) - max(a0, b0))
+
+
+def cpu_usage(samples: Iterable[Sample], window: tuple[float, float], host: str | None = None) -> CpuUsage | None:
+    """None unless the CPU samples cover the whole window (like the wire rate)."""
+    w0, w1 = window
+    secs = w1 - w0
+    if secs <= 0:
+        return None
+    cpu_s = [x for x in samples if x.metric == "cpu.time" and (host is None or x.tag("host") == host)]
+    if not cpu_s:
+        return None
+    spans = sorted({(x.t_start, x.t_end) for x in cpu_s})
+    if spans[0][0] > w0 + 1e-3 or spans[-1][1] < w1 - 1e-3 or any(
+            b[0] > a[1] + 1e-3 for a, b in zip(spans, spans[1:])):
+        return None
+    acc: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for x in cpu_s:
+        if x.t_end > x.t_start:
+            acc[x.tag("cpu") or "?"][x.tag("state") or "?"] += x.value * _overlap(x.t_start, x.t_end, w0, w1) \
+                / (x.t_end - x.t_start)
+    # Fractions of the time each CPU had accounted, as mpstat and top compute
+    # them: on this VM /proc/stat's states summed to 7 % less than wall time
+    # over a few seconds (tick accounting lags), so dividing by wall seconds
+    # would understate every state.
+    per: dict[str, dict[str, float]] = {}
+    for c, st in acc.items():
+        total = sum(st.values())
+        if total > 0:
+            per[c] = {k: v / total for k, v in st.items()}
+    if not per:
+        return None
+    busy = {c: sum(st.get(s, 0.0) for s in BUSY) for c, st in per.items()}
+    busiest = max(busy, key=lambda c: busy[c])
+    top = max(BUSY, key=lambda s: per[busiest].get(s, 0.0))
+    tools: dict[str, float] = defaultdict(float)
+    for x in samples:
+        if x.metric == "proc.cpu" and x.t_end > x.t_start:
+            key = f"{x.tag('role')} {x.tag('host')} {x.tag('proc')}"
+            tools[key] += x.value * _overlap(x.t_start, x.t_end, w0, w1) / (x.t_end - x.t_start) / secs
+    return CpuUsage(cpu_s[0].tag("host") or "?", window, len(per),
+                    {c: dict(v) for c, v in per.items()}, sum(busy.values()), busiest, busy[busiest], top,
+                    dict(tools))
+
+
+def cpu_warnings(u: CpuUsage) -> list[str]:
+    """Warnings that name the fix."""
+    out = []
+    if u.busiest >= SATURATED:
+        share = {s: u.per_cpu[u.busiest_cpu].get(s, 0.0) for s in BUSY}
+        if u.busiest_state == "softirq":
+            out.append(f"CPU {u.busiest_cpu} {u.busiest * 100:.0f}% busy, mostly softirq "
+                       f"({share['softirq'] * 100:.0f}%): CPU-bound in the network stack; spread IRQs "
+                       "over more cores / add queues (RSS)")
+        else:
+            out.append(f"CPU {u.busiest_cpu} {u.busiest * 100:.0f}% busy, mostly {u.busiest_state}: "
+                       "the host is CPU-bound at this point")
+    for tool, cores in sorted(u.tools.items()):
+        if cores >= SATURATED:
+            out.append(f"{tool} used {cores * 100:.0f}% of one core: the engine is single-threaded here; "
+                       "add processes (study.streams_per_process) or client hosts")
+    return out
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    cores_busy: float
+    gbps_per_core: float | None
+    cpu_s_per_gb: float | None
+    cycles_per_byte: float | None             # estimated from nominal MHz; None when unknown
+
+
+def efficiency(u: CpuUsage, gbps: float, mhz: float | None) -> Efficiency:
+    bytes_per_s = gbps * 1e9 / 8
+    return Efficiency(
+        u.cores_busy,
+        gbps / u.cores_busy if u.cores_busy > 0 else None,
+        u.cores_busy / (bytes_per_s / 1e9) if bytes_per_s > 0 else None,
+        u.cores_busy * mhz * 1e6 / bytes_per_s if (mhz and bytes_per_s > 0) else None)

@@ -1,0 +1,86 @@
+"""CPU parsers on recorded /proc files (and the odd ones), usage and warnings."""
+
+import pytest
+
+from conftest import fixture_text
+from nicbench.analysis.cpu import cpu_usage, cpu_warnings, efficiency
+from nicbench.records import Sample, make_tags
+from nicbench.sampling.netstat import irqs_of, parse_interrupts, parse_snmp, watched
+from nicbench.sampling.procstat import STATES, cpu_deltas, parse_pid_stat, parse_proc_stat
+
+
+def test_recorded_proc_stat():
+    s = parse_proc_stat(fixture_text("proc", "stat.txt"))
+    assert {"all", "0", "1"} <= set(s) and set(s["0"].ticks) == set(STATES)
+    # the total line is rounded on its own: within a tick per CPU of the sum
+    assert abs(s["all"].ticks["user"] - s["0"].ticks["user"] - s["1"].ticks["user"]) <= 2
+
+
+def test_old_kernel_columns_missing_are_zero():
+    s = parse_proc_stat("cpu0 10 0 20 30 1 2 3\n")          # 2.6.11-style: no steal
+    assert s["0"].ticks["softirq"] == 3 and s["0"].ticks["steal"] == 0
+
+
+def test_hotplug_and_backwards_counters_are_left_out():
+    a = parse_proc_stat("cpu0 100 0 100 100 0 0 0 0\ncpu1 100 0 100 100 0 0 0 0\ncpu2 5 0 5 5 0 0 0 0\n")
+    b = parse_proc_stat("cpu0 150 0 120 130 0 0 0 0\ncpu1 10 0 10 10 0 0 0 0\ncpu3 1 0 1 1 0 0 0 0\n")
+    d = cpu_deltas(a, b)
+    assert set(d) == {"0"}                                 # cpu1 went backwards, cpu2/3 are not in both
+    assert d["0"]["user"] == pytest.approx(0.5) and d["0"]["idle"] == pytest.approx(0.3)
+
+
+def test_pid_stat_recorded_and_comm_with_parens():
+    p = parse_pid_stat(fixture_text("proc", "pid_stat_iperf3.txt"))
+    assert p.comm == "iperf3" and p.utime >= 0 and p.stime >= 0
+    odd = parse_pid_stat("42 (a) (b c) S 1 1 1 0 -1 0 0 0 0 0 250 130 0 0 20 0 1 0 5 0 0")
+    assert odd.comm == "a) (b c" and odd.utime == 2.5 and odd.stime == 1.3
+
+
+def test_snmp_netstat_and_interrupts():
+    snmp = parse_snmp(fixture_text("proc", "net_snmp.txt"))
+    assert "RetransSegs" in snmp["Tcp"] and "InErrors" in snmp["Udp"]
+    w = watched(snmp)
+    assert "tcp.retrans_segs" in w and "udp.in_errors" in w
+    ext = parse_snmp(fixture_text("proc", "net_netstat.txt"))
+    assert "TcpExt" in ext and "TCPLostRetransmit" in ext["TcpExt"]
+    irqs = parse_interrupts(fixture_text("proc", "interrupts.txt"))
+    assert irqs["24"][0] == [1, 0] and "ACPI:Ged" in irqs["24"][1]
+    nic = parse_interrupts("   CPU0 CPU1\n 40:  5 7  PCI-MSI 524288-edge  eth0-TxRx-0\n 41: 1 0 PCI-MSI x eth10\n")
+    assert irqs_of(nic, "eth0") == {"40": [5, 7]}
+
+
+def _cpu_samples(per_cpu_busy, state="softirq", seconds=4, tools=None):
+    out = []
+    for i in range(seconds):
+        for cpu, busy in per_cpu_busy.items():
+            out.append(Sample("t", "cpu.time", busy, "s", i, i + 1, make_tags(host="machine", cpu=cpu, state=state)))
+            out.append(Sample("t", "cpu.time", 1 - busy, "s", i, i + 1, make_tags(host="machine", cpu=cpu, state="idle")))
+        for (role, proc), cores in (tools or {}).items():
+            out.append(Sample("t", "proc.cpu", cores, "s", i, i + 1,
+                              make_tags(host="srv", role=role, proc=proc, kind="system")))
+    return out
+
+
+def test_usage_busiest_and_warnings_that_name_the_fix():
+    u = cpu_usage(_cpu_samples({"0": 0.97, "1": 0.30}), (0.5, 3.5))
+    assert u.cores_busy == pytest.approx(1.27) and u.busiest_cpu == "0" and u.busiest_state == "softirq"
+    assert u.percent_of_machine == pytest.approx(63.5)
+    [w] = cpu_warnings(u)
+    assert "softirq" in w and "spread IRQs" in w
+    t = cpu_usage(_cpu_samples({"0": 0.5, "1": 0.5}, "user", tools={("engine-client", "c1:5201"): 0.99}),
+                  (0.5, 3.5))
+    [w] = cpu_warnings(t)
+    assert "single-threaded" in w and "engine-client srv c1:5201" in w
+
+
+def test_usage_needs_samples_over_the_whole_window():
+    assert cpu_usage(_cpu_samples({"0": 0.5}, seconds=2), (0.5, 3.5)) is None
+    assert cpu_usage([], (0, 1)) is None
+
+
+def test_efficiency_figures():
+    u = cpu_usage(_cpu_samples({"0": 1.0, "1": 1.0}, "system"), (0, 4))
+    e = efficiency(u, 16.0, 2000.0)                     # 16 Gbps = 2 GB/s on 2 busy cores
+    assert e.gbps_per_core == pytest.approx(8.0) and e.cpu_s_per_gb == pytest.approx(1.0)
+    assert e.cycles_per_byte == pytest.approx(2 * 2000e6 / 2e9)
+    assert efficiency(u, 16.0, None).cycles_per_byte is None     # unknown, never invented
