@@ -60,13 +60,18 @@ def throughput_figures(rows: list[dict[str, Any]], out_dir: Path, title: str, mt
         ax.set_title(f"{title}: {TITLES.get(direction, direction)}{mtu_s}", fontsize=10)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        png = out_dir / f"throughput-{direction}.png"
-        fig.savefig(png)
-        fig.savefig(out_dir / f"throughput-{direction}.svg")
-        plt.close(fig)
-        paths.append(png)
+        paths.append(_save(fig, out_dir, f"throughput-{direction}"))
     return paths
+
+
+def _save(fig, out_dir: Path, stem: str) -> Path:
+    """PNG for the page, SVG for print; returns the PNG."""
+    fig.tight_layout()
+    png = out_dir / f"{stem}.png"
+    fig.savefig(png)
+    fig.savefig(out_dir / f"{stem}.svg")
+    plt.close(fig)
+    return png
 
 
 def cpu_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[Path]:
@@ -95,10 +100,5 @@ def cpu_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[P
         h2, l2 = ax2.get_legend_handles_labels()
         ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper left")
         ax.set_title(f"{title}: {TITLES.get(direction, direction)}: throughput and CPU", fontsize=10)
-        fig.tight_layout()
-        png = out_dir / f"cpu-{direction}.png"
-        fig.savefig(png)
-        fig.savefig(out_dir / f"cpu-{direction}.svg")
-        plt.close(fig)
-        paths.append(png)
+        paths.append(_save(fig, out_dir, f"cpu-{direction}"))
     return paths
