@@ -68,8 +68,8 @@ def _save(fig, out_dir: Path, stem: str) -> Path:
     """PNG for the page, SVG for print; returns the PNG."""
     fig.tight_layout()
     png = out_dir / f"{stem}.png"
-    fig.savefig(png)
-    fig.savefig(out_dir / f"{stem}.svg")
+    fig.savefig(png, bbox_inches="tight")          # keep a legend placed below the axes
+    fig.savefig(out_dir / f"{stem}.svg", bbox_inches="tight")
     plt.close(fig)
     return png
 
@@ -98,7 +98,8 @@ def cpu_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[P
         ax2.set_ylabel("CPU % (all cores)")
         h1, l1 = ax.get_legend_handles_labels()
         h2, l2 = ax2.get_legend_handles_labels()
-        ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper left")
+        ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22),
+                  ncol=3, frameon=False)
         ax.set_title(f"{title}: {TITLES.get(direction, direction)}: throughput and CPU", fontsize=10)
         paths.append(_save(fig, out_dir, f"cpu-{direction}"))
     return paths
