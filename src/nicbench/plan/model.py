@@ -12,20 +12,24 @@ from typing import Annotated, Literal
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field,
                       field_validator, model_validator)
 
+from ..analysis.linerate import ModelError, parse_speed
 from ..core.units import UnitError, parse_size
 
 HOST_NAME = r"^[a-z][a-z0-9]{0,7}$"
 LAB_NAME = r"^[a-z0-9]{1,8}$"
 
 
-def _size(value: object) -> int:
-    try:
-        return parse_size(value)  # type: ignore[arg-type]
-    except UnitError as e:
-        raise ValueError(str(e)) from None
+def _as_field(parse, errors: tuple[type[Exception], ...]):
+    """A unit parser as a pydantic validator: its message becomes the field's error."""
+    def validate(value: object):
+        try:
+            return parse(value)
+        except errors as e:
+            raise ValueError(str(e)) from None
+    return BeforeValidator(validate)
 
 
-Size = Annotated[int, BeforeValidator(_size)]
+Size = Annotated[int, _as_field(parse_size, (UnitError,))]
 
 
 class Strict(BaseModel):
@@ -38,15 +42,7 @@ class Host(Strict):
     role: Literal["server", "client"]
 
 
-def _speed(value: object) -> float:
-    from ..analysis.linerate import ModelError, parse_speed
-    try:
-        return parse_speed(value)  # type: ignore[arg-type]
-    except ModelError as e:
-        raise ValueError(str(e)) from None
-
-
-Speed = Annotated[float, BeforeValidator(_speed)]
+Speed = Annotated[float, _as_field(parse_speed, (ModelError,))]
 
 
 class Link(Strict):
