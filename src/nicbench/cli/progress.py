@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
@@ -54,6 +53,3 @@ class TerminalProgress:
             self._p.stop()
             self._p = None
 
-
-def is_tty() -> bool:
-    return sys.stderr.isatty()

@@ -88,7 +88,7 @@ def make_spec(name: str, hosts: list[tuple[str, str]], mtu: int,
 # tbf is scaled by (MTU + 14) / (MTU + 38) to make full frames take exactly
 # the wire time of the configured speed.  Every point then verifies the
 # delivered wire rate from the interface counters.
-TBF_CHARGED = ETH = 14
+TBF_CHARGED = 14
 WIRE_EXTRA = 4 + 8 + 12          # FCS + preamble/SFD + inter-frame gap
 
 

@@ -51,7 +51,8 @@ def link_sentence(view: RunView) -> str:
     if not link.speed_bps and not link.client_speed_bps:
         return (f"Link: unshaped lab veth, MTU {link.mtu}, TCP timestamps {ts}: it has no line rate, so "
                 "points carry no ceiling; give the plan [link] speed to shape it.")
-    c = link.ceiling(1) if not link.speed_bps else linerate_tcp(link)
+    c = link.ceiling(None if link.speed_bps else 1)
+    assert c is not None
     server = f"server link {format_speed(link.speed_bps)}bit/s" if link.speed_bps else "server link unshaped"
     clients = (f", each client link {format_speed(link.client_speed_bps)}bit/s (a point's ceiling uses the "
                "slower of the server link and its clients' links together)" if link.client_speed_bps else "")
@@ -74,10 +75,6 @@ def cpu_sentence(view: RunView) -> str:
     return (f"CPU: sampled from /proc/stat every 0.25 s over each point's window: {cpu.get('cpus')} CPUs, "
             f"{scope}. Cores busy = user + nice + system + irq + softirq; {mhz}.")
 
-
-def linerate_tcp(link):
-    from ..analysis.linerate import tcp
-    return tcp(link.speed_bps, link.mtu, ip=link.ip, timestamps=link.timestamps is not False)
 
 
 def render(view: RunView, out: Path | None = None) -> Path:

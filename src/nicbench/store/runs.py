@@ -18,7 +18,7 @@ from typing import Iterable
 
 from ..core.errors import StoreError
 from ..records import RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
-from .schema import SCHEMA_VERSION, migrate
+from .schema import migrate
 
 DB = "results.sqlite"
 
@@ -195,5 +195,3 @@ def resolve(store: Path, ref: str) -> Path:
     raise StoreError(f"no run {ref!r}", where=str(store),
                      hint="nicbench runs lists the runs; --store picks another store")
 
-
-SCHEMA = SCHEMA_VERSION

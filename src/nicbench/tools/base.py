@@ -6,8 +6,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..core.errors import PreflightError, tail
-
 Flow = Literal["fwd", "rev"]      # fwd: engine client -> engine server
 Side = Literal["sender", "receiver"]
 
@@ -54,9 +52,3 @@ def parse_version(text: str) -> tuple[int, ...]:
     if not m:
         return ()
     return tuple(int(g) for g in m.groups() if g is not None)
-
-
-def missing_tool(name: str, host: str, stderr: str = "") -> PreflightError:
-    pkg = {"iperf3": "iperf3", "iperf": "iperf"}.get(name, name)
-    return PreflightError(f"{name} is not installed{': ' + tail(stderr) if stderr else ''}",
-                          where=host, hint=f"apt-get install {pkg} (the set-up command in README.md does it)")
