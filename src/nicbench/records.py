@@ -109,3 +109,55 @@ class RunInfo:
     source: str                      # "plan" | "import"
     nicbench_version: str
     meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+FactValue = str | int | float | bool | list | dict | None
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One thing known about a host, or known to be unknown.
+
+    ``key`` is dotted (``kernel``, ``sysctl.net.ipv4.tcp_rmem``,
+    ``if.eth0.offload.tcp-segmentation-offload``); ``value`` is None exactly
+    when the fact is unknown, and ``unknown`` then says why.  ``source`` names
+    what it was read from (a file, a command).
+    """
+
+    key: str
+    value: FactValue
+    unknown: str | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.value is None) == (self.unknown is None):
+            raise ValueError(f"fact {self.key}: give a value or a reason it is unknown, not both or neither")
+
+    def display(self) -> str:
+        if self.value is None:
+            return f"unknown: {self.unknown}"
+        if isinstance(self.value, list):
+            return ", ".join(map(str, self.value))
+        if isinstance(self.value, dict):
+            return ", ".join(f"{k}={v}" for k, v in self.value.items())
+        return str(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class HostFacts:
+    """Every fact of one host as it was when the run started."""
+
+    host: str
+    role: str
+    collected: float
+    facts: tuple[Fact, ...]
+
+    def get(self, key: str) -> Fact | None:
+        for f in self.facts:
+            if f.key == key:
+                return f
+        return None
+
+    def value(self, key: str) -> FactValue:
+        f = self.get(key)
+        return None if f is None else f.value

@@ -5,7 +5,7 @@ import pytest
 from conftest import fixture_text
 from nicbench.analysis.cpu import cpu_usage, cpu_warnings, efficiency
 from nicbench.records import Sample, make_tags
-from nicbench.sampling.netstat import irqs_of, parse_interrupts, parse_snmp, watched
+from nicbench.sampling.netstat import irqs_of, net_softirqs, parse_interrupts, parse_snmp, watched
 from nicbench.sampling.procstat import STATES, cpu_deltas, parse_pid_stat, parse_proc_stat
 
 
@@ -44,9 +44,29 @@ def test_snmp_netstat_and_interrupts():
     ext = parse_snmp(fixture_text("proc", "net_netstat.txt"))
     assert "TcpExt" in ext and "TCPLostRetransmit" in ext["TcpExt"]
     irqs = parse_interrupts(fixture_text("proc", "interrupts.txt"))
-    assert irqs["24"][0] == [1, 0] and "ACPI:Ged" in irqs["24"][1]
+    assert irqs["24"][0] == {"0": 1, "1": 0} and "ACPI:Ged" in irqs["24"][1]
+    assert irqs["38"] == ({"0": 0, "1": 3365}, "PCI-MSIX-0000:00:03.0 1-edge virtio2-input.0")
+    assert irqs["ERR"] == ({"0": 0}, "")             # rows with one count keep it, no more
     nic = parse_interrupts("   CPU0 CPU1\n 40:  5 7  PCI-MSI 524288-edge  eth0-TxRx-0\n 41: 1 0 PCI-MSI x eth10\n")
-    assert irqs_of(nic, "eth0") == {"40": [5, 7]}
+    assert irqs_of(nic, "eth0") == {"40": {"0": 5, "1": 7}}
+
+
+def test_cpu_offline_recorded_real_files():
+    """Recorded with CPU 1 offlined on this VM: /proc/interrupts drops its
+    column, /proc/softirqs keeps every possible CPU, /proc/stat drops its line."""
+    irqs = parse_interrupts(fixture_text("proc", "interrupts_cpu1_offline.txt"))
+    assert irqs["39"] == ({"0": 4331}, "PCI-MSIX-0000:00:03.0 2-edge virtio2-output.0")
+    soft = net_softirqs(fixture_text("proc", "softirqs_cpu1_offline.txt"))
+    assert set(soft["NET_RX"]) == {"0", "1"}
+    stat_off = parse_proc_stat(fixture_text("proc", "stat_cpu1_offline.txt"))
+    assert set(stat_off) == {"all", "0"}
+    # across the hot-plug, only the CPU present in both reads counts
+    assert set(cpu_deltas(parse_proc_stat(fixture_text("proc", "stat.txt")), stat_off)) <= {"all", "0"}
+
+
+def test_net_softirqs_recorded():
+    soft = net_softirqs(fixture_text("proc", "softirqs.txt"))
+    assert set(soft) == {"NET_RX", "NET_TX"} and soft["NET_RX"]["0"] > 0 and set(soft["NET_TX"]) == {"0", "1"}
 
 
 def _cpu_samples(per_cpu_busy, state="softirq", seconds=4, tools=None):

@@ -152,14 +152,14 @@ def _counter_samples(samples: Iterable[Sample], metric: str, direction: str, hos
                   key=lambda x: x.t_start)
 
 
-def _covers(v: list[Sample], w0: float, w1: float, slack: float = 1e-3) -> bool:
+def covers(v: list[Sample], w0: float, w1: float, slack: float = 1e-3) -> bool:
     """Do consecutive counter samples cover [w0, w1] without gaps?"""
     if not v or v[0].t_start > w0 + slack or v[-1].t_end < w1 - slack:
         return False
     return all(b.t_start <= a.t_end + slack for a, b in zip(v, v[1:]))
 
 
-def _integrate(v: list[Sample], w0: float, w1: float) -> float:
+def integrate(v: list[Sample], w0: float, w1: float) -> float:
     return sum(x.value * _overlap(x.t_start, x.t_end, w0, w1) / (x.t_end - x.t_start) for x in v)
 
 
@@ -174,9 +174,9 @@ def wire_rate(samples: Iterable[Sample], *, direction: str, window: tuple[float,
     w0, w1 = window
     by = _counter_samples(samples, "if.bytes", direction, host)
     pk = _counter_samples(samples, "if.packets", direction, host)
-    if w1 <= w0 or not _covers(by, w0, w1) or not _covers(pk, w0, w1):
+    if w1 <= w0 or not covers(by, w0, w1) or not covers(pk, w0, w1):
         return None
-    nbytes, frames = _integrate(by, w0, w1), _integrate(pk, w0, w1)
+    nbytes, frames = integrate(by, w0, w1), integrate(pk, w0, w1)
     return WireRate(direction, window, nbytes, frames, uncounted_per_frame,
                     (nbytes + frames * uncounted_per_frame) * 8 / (w1 - w0))
 

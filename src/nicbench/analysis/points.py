@@ -15,6 +15,7 @@ from typing import Iterable, Mapping, Sequence
 
 from ..records import Sample, TrialRecord
 from . import linerate
+from .counters import Counters, counter_warnings, counters
 from .cpu import CpuUsage, cpu_usage, cpu_warnings, efficiency
 from .aggregate import (DirectionAggregate, NoSharedWindow, WireRate, aggregate, directions_in,
                         processes_with_data, timeline_problems, wire_rate)
@@ -80,6 +81,7 @@ class TrialResult:
     wire: Mapping[str, WireRate] = field(default_factory=dict)
     clients_used: int | None = None
     cpu: CpuUsage | None = None
+    counters: Counters | None = None
 
     @property
     def gbps(self) -> float | None:
@@ -122,6 +124,12 @@ class PointStats:
     cycles_per_byte: float | None = None     # estimated (nominal MHz), None when unknown
     busiest_cpu: str | None = None           # e.g. "1 97% softirq", the worst repeat
     cpu_warnings: tuple[str, ...] = ()
+    stack_retrans: float | None = None       # kernel TCP RetransSegs, all hosts, median over repeats
+    drops: float | None = None               # interface drops, all hosts and directions, median
+    net_rx_per_s: float | None = None        # NET_RX softirqs per second, all CPUs, median
+    net_rx_by_cpu: str | None = None         # how NET_RX spread over CPUs, e.g. "0 48%, 1 52%"
+    nic_irq_per_s: float | None = None       # the NIC's interrupts per second (None: it has none, e.g. veth)
+    net_warnings: tuple[str, ...] = ()
 
     @property
     def of_ceiling(self) -> float | None:
@@ -150,11 +158,14 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
         return r
     # CPU over the window the goodput was summed on (the longest if two directions)
     window = max((a.window for a in r.receiver.values()), key=lambda w: w[1] - w[0])
-    u = cpu_usage(samples, window)
-    if u is None:
-        return r
     from dataclasses import replace
-    return replace(r, cpu=u, warnings=tuple(r.warnings) + tuple(cpu_warnings(u)))
+    u = cpu_usage(samples, window)
+    if u is not None:
+        r = replace(r, cpu=u, warnings=tuple(r.warnings) + tuple(cpu_warnings(u)))
+    c = counters(samples, window)
+    if c is not None:
+        r = replace(r, counters=c, warnings=tuple(r.warnings) + tuple(counter_warnings(c)))
+    return r
 
 
 def _trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
@@ -269,8 +280,29 @@ def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None,
             statistics.median(wires) if wires else None,
             speed * ndir / 1e9 if speed else None,
             max(per_dir) if per_dir else None, max(per_wire) if per_wire else None,
-            *_cpu_stats([r for r in ok if r.cpu is not None], mhz)))
+            *_cpu_stats([r for r in ok if r.cpu is not None], mhz),
+            *_counter_stats([r.counters for r in ok if r.counters is not None])))
     return out
+
+
+def _counter_stats(cs: list[Counters]) -> tuple:
+    def med(vals):
+        vals = [v for v in vals if v is not None]
+        return statistics.median(vals) if vals else None
+    if not cs:
+        return (None,) * 5 + ((),)
+
+    def drops(c: Counters) -> float | None:
+        vals = [v for m in c.per_host.values() for k, v in m.items() if k.startswith("if.drops.")]
+        return sum(vals) if vals else None
+    rx = [sum(c.softirq_per_s.get("NET_RX", {}).values()) if c.softirq_per_s.get("NET_RX") else None for c in cs]
+    spread = None
+    last = cs[-1].softirq_per_s.get("NET_RX") or {}
+    if last and sum(last.values()) > 0:
+        spread = ", ".join(f"{cpu} {v / sum(last.values()) * 100:.0f}%" for cpu, v in sorted(last.items()))
+    irq = [sum(sum(v.values()) for v in c.irq_per_s.values()) if c.irq_per_s else None for c in cs]
+    return (med(c.total("tcp.retrans_segs") for c in cs), med(drops(c) for c in cs), med(rx), spread,
+            med(irq), tuple(sorted({w for c in cs for w in counter_warnings(c)})))
 
 
 def _cpu_stats(rs: list[TrialResult], mhz: float | None) -> tuple:

@@ -352,6 +352,11 @@ def lab_status(ctx: click.Context, name: str | None) -> None:
                        f"{'up' if h['link_up'] else 'DOWN'} mtu {h['mtu']}")
 
 
+from .facts import register as _register_facts  # noqa: E402 - commands kept in their own module
+
+_register_facts(cli)
+
+
 # ---------------------------------------------------------------- entry point
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)

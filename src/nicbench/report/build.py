@@ -8,7 +8,7 @@ from typing import Any
 
 from ..analysis.points import LinkInfo, PointStats, TrialResult, point_stats, trial_result
 from ..core.units import format_size
-from ..records import RunInfo
+from ..records import HostFacts, RunInfo
 from ..store.runs import RunReader
 
 EXPORT_SCHEMA = 1
@@ -22,6 +22,7 @@ class RunView:
     trials: list[TrialResult]
     points: list[PointStats]
     link: LinkInfo | None = None
+    facts: tuple[HostFacts, ...] = ()
 
     @property
     def failures(self) -> list[TrialResult]:
@@ -40,11 +41,12 @@ def load_run(run_dir: Path) -> RunView:
         for s in samples:
             by_trial.setdefault(s.trial_id, []).append(s)
         results = [trial_result(t, by_trial.get(t.spec.trial_id, []), trim, link) for t in r.trials()]
+        facts = tuple(r.facts())
     finally:
         r.close()
     cpu = info.meta.get("cpu") or {}
     mhz = cpu.get("mhz") if isinstance(cpu, dict) else None
-    return RunView(run_dir, info, meta, results, point_stats(results, link, mhz), link)
+    return RunView(run_dir, info, meta, results, point_stats(results, link, mhz), link, facts)
 
 
 def _r(x: float | None, nd: int = 3) -> float | None:
@@ -89,6 +91,28 @@ def table_rows(view: RunView) -> list[dict[str, Any]]:
             "wire_gbps": _r(p.wire_gbps),
             "wire_pct_of_link": _r(p.wire_gbps / p.link_gbps * 100 if p.wire_gbps and p.link_gbps else None, 1),
             "retransmits": p.retransmits,
+            "stack_retrans": _r(p.stack_retrans, 0),
+            "drops": _r(p.drops, 0),
+            "net_rx_softirq_per_s": _r(p.net_rx_per_s, 0),
+            "net_rx_by_cpu": p.net_rx_by_cpu,
+            "nic_irq_per_s": _r(p.nic_irq_per_s, 0),
+            "net_warnings": list(p.net_warnings),
             "errors": list(p.errors),
         })
     return rows
+
+
+def facts_section(view: RunView) -> dict[str, Any]:
+    """The report's host-facts tables and one note per fact that differs
+    between hosts of the same role."""
+    from ..hosts.factparse import differences, facts_table
+
+    hosts = list(view.facts)
+    notes = []
+    for role, keys in differences(hosts).items():
+        members = [h for h in hosts if h.role == role]
+        for k in keys:
+            vals = ", ".join(f"{h.host}={h.get(k).display() if h.get(k) else 'absent'}" for h in members)
+            notes.append(f"{role} hosts differ in {k}: {vals}")
+    return {"hosts": [{"host": h.host, "role": h.role} for h in hosts],
+            "summary": facts_table(hosts, summary=True), "all": facts_table(hosts), "notes": notes}

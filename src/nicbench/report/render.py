@@ -10,14 +10,15 @@ from typing import Any
 
 import jinja2
 
-from .build import EXPORT_SCHEMA, RunView, table_rows
+from .build import EXPORT_SCHEMA, RunView, facts_section, table_rows
 from .figures import cpu_figures, throughput_figures
 
 _CSV_COLS = ["point", "direction", "connections", "io_size", "io", "engine", "repeats_ok",
              "repeats_failed", "gbps_median", "gbps_min", "gbps_max", "gbps_stdev", "tx_gbps",
              "rx_gbps", "sender_gbps", "ceiling_gbps", "pct_of_ceiling", "max_pct_of_ceiling", "above_ceiling",
              "wire_gbps", "wire_pct_of_link", "wire_above_link", "cores_busy", "cpu_pct_of_machine",
-             "gbps_per_core", "cpu_s_per_gb", "cycles_per_byte_est", "busiest_cpu", "max_start_skew_ms", "retransmits"]
+             "gbps_per_core", "cpu_s_per_gb", "cycles_per_byte_est", "busiest_cpu", "max_start_skew_ms", "retransmits",
+             "stack_retrans", "drops", "net_rx_softirq_per_s", "net_rx_by_cpu", "nic_irq_per_s"]
 
 
 def export(view: RunView, rows: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
@@ -73,7 +74,8 @@ def cpu_sentence(view: RunView) -> str:
     mhz = (f"cycles per byte are estimated from the nominal {cpu['mhz']:.0f} MHz in /proc/cpuinfo "
            "(no hardware counters here)" if cpu.get("mhz") else "cycles per byte: unknown (no CPU frequency)")
     return (f"CPU: sampled from /proc/stat every 0.25 s over each point's window: {cpu.get('cpus')} CPUs, "
-            f"{scope}. Cores busy = user + nice + system + irq + softirq; {mhz}.")
+            f"{scope}. Cores busy = user + nice + system + irq + softirq; {mhz}. "
+            f"{cpu.get('nic_irq_note') or ''}")
 
 
 
@@ -98,7 +100,7 @@ def render(view: RunView, out: Path | None = None) -> Path:
         failures=view.failures, csv=csv_path.name, json=json_path.name,
         created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"),
         warnings=view.info.meta.get("warnings") or [], link=link_sentence(view), above=above,
-        over_link=over_link, cpu=cpu_sentence(view), has_cpu=any(r["cores_busy"] is not None for r in rows))
+        over_link=over_link, cpu=cpu_sentence(view), facts=facts_section(view), has_cpu=any(r["cores_busy"] is not None for r in rows))
     index = out / "index.html"
     index.write_text(html)
     return index

@@ -27,7 +27,9 @@ from ..lab import manager
 from ..lab.topology import LabSpec, make_spec
 from ..plan.matrix import trials as plan_trials
 from ..plan.model import Plan
-from ..records import RunInfo, Sample, TrialRecord, TrialSpec
+from ..hosts.facts import collect_quietly
+from ..hosts.transport import Transport
+from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from ..store.runs import RunWriter, new_run_id
 from .procnet import listening_ports
 from .tcp import TcpContext, detect_tool, layout, run_trial
@@ -70,7 +72,11 @@ def cpu_facts() -> dict:
     except (OSError, ValueError):
         pass
     return {"scope": "machine", "shared_by": "all lab hosts", "cpus": os.cpu_count(), "mhz": mhz,
-            "mhz_source": "/proc/cpuinfo 'cpu MHz' (nominal, no hardware counters)" if mhz else None}
+            "mhz_source": "/proc/cpuinfo 'cpu MHz' (nominal, no hardware counters)" if mhz else None,
+            "nic_irqs": {},
+            "nic_irq_note": "NIC interrupts: none to count, the lab's interfaces are veths (no IRQs); their "
+                            "receive and transmit work shows as NET_RX/NET_TX softirqs, counted per CPU from "
+                            "/proc/softirqs."}
 
 
 def _quietly(step) -> None:
@@ -182,6 +188,26 @@ def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
                       cpu_machine="machine"), warnings
 
 
+def gather_facts(hosts: list[tuple[Transport, str, list[str]]],
+                 tools: list[str]) -> list[tuple[HostFacts, str]]:
+    """Facts of every (transport, role, interfaces), each with its raw text.
+
+    A host whose facts cannot be read gets one fact saying why: facts explain
+    results, they never stop a run."""
+    return [collect_quietly(t, role, ifs, tools) for t, role, ifs in hosts]
+
+
+def store_facts(writer: RunWriter, collected: list[tuple[HostFacts, str]]) -> None:
+    raws = []
+    d = writer.run_dir / "raw" / "facts"
+    d.mkdir(parents=True, exist_ok=True)
+    for h, raw in collected:
+        path = d / f"{h.host}.txt"
+        path.write_text(raw)
+        raws.append(RawOutput("facts", h.host, h.role, "facts", "stdout", writer.rel(path)))
+    writer.write_facts([h for h, _ in collected], raws)
+
+
 def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink | None = None,
             keep_lab: bool = False) -> RunOutcome:
     progress = progress or NoProgress()
@@ -196,6 +222,12 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
         try:
             lab, owned = acquire_lab(spec)
             ctx, warnings = preflight(plan, lab)
+            tools = ["iperf3" if plan.study.engine == "iperf3" else "iperf", "ethtool"]
+            transports = lab.transports()
+            # the lab hosts (their namespaces: interfaces, namespaced sysctls) and
+            # the machine they share (host-wide sysctls, services, CPU)
+            facts = gather_facts([(transports[h], plan.hosts[h].role, ["eth0"]) for h in plan.hosts]
+                                 + [(LocalTransport("machine"), "machine", [])], tools)
             run_id = new_run_id(plan.name)
             info = RunInfo(run_id, plan.name, "tcp", time.time(), plan_text, "plan", __version__, {
                 "lab": spec.to_dict(), "server": plan.server, "clients": plan.clients,
@@ -211,6 +243,7 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                 "lab_reused": not owned, "pid": os.getpid()})
             writer = RunWriter.create(store, info)
             ctx.rel = writer.rel
+            store_facts(writer, facts)
             progress.begin(run_id, len(trial_list))
             for t in trial_list:
                 progress.trial_start(t)

@@ -29,7 +29,7 @@ from ..plan.model import TcpStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, ToolInfo
-from ..sampling.sampler import CounterSampler, CpuSampler, child_pids
+from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, child_pids
 from .procnet import listening, socket_inodes
 
 MODE = {"tx": "fwd", "rx": "rev", "bidir": "bidir"}
@@ -83,6 +83,7 @@ class TcpContext:
     cpu_transport: Transport | None = None   # reads /proc/stat of the machine the hosts run on
     cpu_machine: str = "machine"
     tcp_timestamps: dict[str, int | None] = field(default_factory=dict)   # host -> sysctl value
+    nic_irqs: dict[str, str] = field(default_factory=dict)   # IRQ -> label, counted per CPU (none on veth)
 
 
 def _wait_listening(t: Transport, proc: Process, port: int, deadline: float) -> None:
@@ -175,7 +176,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                   "engine_version": ctx.tool.version_str, "argv": {}}
     status, error = "ok", None
     samples: list[Sample] = []
-    sampler: CounterSampler | None = None
+    sampler: NetSampler | None = None
     cpu_sampler: CpuSampler | None = None
 
     def raw(host: str, role: str, name: str) -> tuple[Path, Path]:
@@ -233,13 +234,12 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
             proc.release()
         meta["released"] = t_release
         if ctx.ifname:
-            sampler = CounterSampler(srv_t, lambda: [p.pid for _, p in clis], host=ctx.server,
-                                     ifname=ctx.ifname, trial_id=spec.trial_id,
-                                     interval=min(s.interval, 0.5)).start()
+            sampler = NetSampler(_net_targets(ctx, servers, clis), trial_id=spec.trial_id,
+                                 interval=min(s.interval, 0.5)).start()
         if ctx.cpu_transport is not None:
             cpu_sampler = CpuSampler(ctx.cpu_transport, _tool_procs(ctx, servers, clis),
                                      machine=ctx.cpu_machine, trial_id=spec.trial_id,
-                                     interval=min(s.interval, 0.25)).start()
+                                     interval=min(s.interval, 0.25), nic_irqs=ctx.nic_irqs).start()
         # 4. wait for the clients; a hung point is stopped at its time limit
         end_by = time.monotonic() + limit
         for slot, proc in clis:
@@ -313,6 +313,16 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
     ended = time.time()
     meta["overhead_s"] = (ended - started) - (s.omit + s.duration)
     return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+
+
+def _net_targets(ctx: TcpContext, servers, clis) -> list[NetTarget]:
+    """The study server (seen through its engine clients) and every client host
+    (through the engine servers living in its namespace)."""
+    out = [NetTarget(ctx.server, ctx.transports[ctx.server], lambda: [p.pid for _, p in clis], ctx.ifname)]
+    for client in dict.fromkeys(sl.client for sl, _ in servers):
+        out.append(NetTarget(client, ctx.transports[client],
+                             lambda c=client: [p.pid for sl, p in servers if sl.client == c], ctx.ifname))
+    return out
 
 
 def _tool_procs(ctx: TcpContext, servers, clis):

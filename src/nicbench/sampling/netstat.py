@@ -35,26 +35,47 @@ def watched(counters: dict[str, dict[str, int]]) -> dict[str, int]:
     return {name: counters[p][k] for (p, k), name in WATCHED.items() if p in counters and k in counters[p]}
 
 
-def parse_interrupts(text: str) -> dict[str, tuple[list[int], str]]:
-    """IRQ -> (count per CPU, description) from /proc/interrupts."""
+def parse_interrupts(text: str) -> dict[str, tuple[dict[str, int], str]]:
+    """IRQ -> ({cpu: count}, description) from /proc/interrupts.
+
+    CPUs are named by the header (``CPU0 CPU1 ...`` -> "0", "1"): with a CPU
+    offline its column is gone from header and rows alike, so names, not
+    positions, say which CPU a count belongs to.  Rows with fewer counts than
+    the header (``ERR:``, ``MIS:``) keep what they have.  /proc/softirqs has
+    the same layout (``NET_RX: counts``, no description).
+    """
     lines = text.splitlines()
     if not lines:
         return {}
-    ncpu = len(lines[0].split())
+    cpus = [c[3:] if c.startswith("CPU") else c for c in lines[0].split()]
     out = {}
     for line in lines[1:]:
-        irq, _, rest = line.partition(":")
+        irq, sep, rest = line.partition(":")
+        if not sep:
+            continue
         f = rest.split()
-        counts = []
-        for x in f[:ncpu]:
+        counts: dict[str, int] = {}
+        for cpu, x in zip(cpus, f):
             if not x.isdigit():
                 break
-            counts.append(int(x))
+            counts[cpu] = int(x)
         out[irq.strip()] = (counts, " ".join(f[len(counts):]))
     return out
 
 
-def irqs_of(interrupts: dict[str, tuple[list[int], str]], ifname: str) -> dict[str, list[int]]:
-    """The IRQs whose description names the interface (``eth0-TxRx-0``, ``eth0``)."""
+def irqs_of(interrupts: dict[str, tuple[dict[str, int], str]], ifname: str) -> dict[str, dict[str, int]]:
+    """The IRQs whose description names the interface (``eth0-TxRx-0``, ``eth0``).
+    Drivers that name queues after the device (virtio: ``virtio2-input.0``)
+    are found through the device's msi_irqs instead (host facts)."""
     return {irq: c for irq, (c, desc) in interrupts.items()
             if any(tok == ifname or tok.startswith(ifname + "-") for tok in desc.split())}
+
+
+# softirqs a network stack spends its receive and transmit work in
+NET_SOFTIRQS = ("NET_RX", "NET_TX")
+
+
+def net_softirqs(text: str) -> dict[str, dict[str, int]]:
+    """``{"NET_RX": {cpu: count}, "NET_TX": {...}}`` from /proc/softirqs."""
+    rows = parse_interrupts(text)
+    return {k: rows[k][0] for k in NET_SOFTIRQS if k in rows}

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from ..hosts.transport import Transport
 from ..records import Sample, make_tags
 from .netdev import delta, parse_net_dev
+from .netstat import net_softirqs, parse_interrupts, parse_snmp, watched
 from .procstat import cpu_deltas, parse_pid_stat, parse_proc_stat
 
 # interface counters seen from the study server: tx = server sends = study "tx"
@@ -59,74 +61,143 @@ class PeriodicSampler:
         raise NotImplementedError
 
 
-class CounterSampler(PeriodicSampler):
-    def __init__(self, transport: Transport, pids: Callable[[], list[int]], *, host: str, ifname: str,
-                 trial_id: str, interval: float):
-        """``pids``: processes living in the host's network namespace (any one will do)."""
-        super().__init__(f"counters-{host}", interval)
-        self.t, self.pids, self.host, self.ifname = transport, pids, host, ifname
-        self.trial_id = trial_id
+@dataclass(frozen=True)
+class NetTarget:
+    """One host whose network counters are followed during a point.
 
-    def read(self) -> None:
-        """One read, stamped at its midpoint.  Through a process of the host's
-        namespace when one lives (a file read), else through the transport
-        (``cat`` inside the namespace: the last read, after the tools exit)."""
-        text = None
-        t0 = time.time()
-        for pid in self.pids():
+    ``pids``: processes living in the host's network namespace (any one
+    will do: /proc/PID/net/* is that namespace's view); ``ifname``: its
+    test interface.
+    """
+
+    host: str
+    transport: Transport
+    pids: Callable[[], list[int]]
+    ifname: str | None
+
+
+# /proc/PID/net files read per host per tick
+_NET_FILES = ("dev", "snmp", "netstat")
+
+
+class NetSampler(PeriodicSampler):
+    """Interface counters (bytes, packets, drops, errors) and protocol counters
+    (TCP retransmits, UDP and IP errors) of every host taking part."""
+
+    def __init__(self, targets: list[NetTarget], *, trial_id: str, interval: float):
+        super().__init__("net-counters", interval)
+        self.targets, self.trial_id = targets, trial_id
+
+    def _read_files(self, tg: NetTarget) -> dict[str, str] | None:
+        """The host's files through a live process of its namespace (a file
+        read), else through the transport (``cat`` inside the namespace: the
+        last read, after the tools exit).  ``dev`` must be readable; the
+        protocol files are read where they can be."""
+        for base in [f"/proc/{pid}/net" for pid in tg.pids()] + ["/proc/net"]:
             try:
-                text = self.t.read_text(f"/proc/{pid}/net/dev")
-                break
+                out = {"dev": tg.transport.read_text(f"{base}/dev")}
             except OSError:
                 continue      # that process has exited: try the next
-        if text is None:
+            for f in _NET_FILES[1:]:
+                try:
+                    out[f] = tg.transport.read_text(f"{base}/{f}")
+                except OSError:
+                    out[f] = ""
+            return out
+        return None
+
+    def read(self) -> None:
+        for tg in self.targets:
             t0 = time.time()
-            try:
-                text = self.t.read_text("/proc/net/dev")
-            except OSError:
-                return
-        ts = (t0 + time.time()) / 2
-        c = parse_net_dev(text).get(self.ifname)
-        if c is not None:
+            files = self._read_files(tg)
+            if files is None:
+                continue
+            ts = (t0 + time.time()) / 2
+            ifc = parse_net_dev(files["dev"]).get(tg.ifname) if tg.ifname else None
+            proto = watched(parse_snmp(files["snmp"]) | parse_snmp(files["netstat"]))
             with self._lock:
-                self.reads.append((ts, c.values))
+                self.reads.append((tg.host, tg.ifname, ts, ifc.values if ifc else None, proto))
 
     def samples(self) -> list[Sample]:
         with self._lock:
-            reads = sorted(self.reads, key=lambda r: r[0])
+            reads = list(self.reads)
+        by_host: dict[str, list] = {}
+        for r in sorted(reads, key=lambda r: r[2]):
+            by_host.setdefault(r[0], []).append(r)
         out = []
-        for (t0, a), (t1, b) in zip(reads, reads[1:]):
-            if t1 <= t0:
-                continue
-            for d in ("tx", "rx"):
-                for what, unit in (("bytes", "bytes"), ("packets", "packets")):
-                    v = delta(a.get(f"{d}_{what}", 0), b.get(f"{d}_{what}", 0))
-                    if v is None:
-                        continue
-                    out.append(Sample(self.trial_id, f"if.{what}", float(v), unit, t0, t1,  # type: ignore[arg-type]
-                                      make_tags(host=self.host, ifname=self.ifname, direction=DIRECTION[d])))
+        for host, rs in by_host.items():
+            for (_, ifname, t0, a, pa), (_, _, t1, b, pb) in zip(rs, rs[1:]):
+                if t1 <= t0:
+                    continue
+                if a is not None and b is not None:
+                    for d in ("tx", "rx"):
+                        tags = make_tags(host=host, ifname=ifname, direction=DIRECTION[d])
+                        for what, unit, keys in _IF_METRICS:
+                            v = _sum_delta(a, b, [f"{d}_{k}" for k in keys])
+                            if v is not None:
+                                out.append(Sample(self.trial_id, f"if.{what}", float(v), unit,  # type: ignore[arg-type]
+                                                  t0, t1, tags))
+                for name in pa.keys() & pb.keys():
+                    v = delta(pa[name], pb[name])
+                    if v is not None:
+                        out.append(Sample(self.trial_id, f"net.{name}", float(v), "count", t0, t1,
+                                          make_tags(host=host)))
         return out
 
 
+# metric, unit, the /proc/net/dev columns summed into it
+_IF_METRICS = (("bytes", "bytes", ("bytes",)), ("packets", "packets", ("packets",)),
+               ("drops", "packets", ("drop", "fifo")), ("errors", "count", ("errs",)))
+
+
+def _sum_delta(a: dict[str, int], b: dict[str, int], keys: list[str]) -> int | None:
+    total = 0
+    for k in keys:
+        if k not in a or k not in b:
+            continue              # old kernels lack some columns
+        d = delta(a[k], b[k])
+        if d is None:
+            return None
+        total += d
+    return total
+
+
 class CpuSampler(PeriodicSampler):
-    """Whole-machine per-CPU time (/proc/stat) and the tool processes' own CPU.
+    """Whole-machine per-CPU time (/proc/stat), NET_RX/NET_TX softirqs per CPU
+    (/proc/softirqs), the NIC's interrupts per CPU (/proc/interrupts, when
+    ``nic_irqs`` names any) and the tool processes' own CPU.
 
     ``procs`` returns the tool processes to follow: (pid, host, role, proc id).
-    A process that has exited simply stops producing reads.
+    A process that has exited simply stops producing reads.  ``nic_irqs``:
+    IRQ number -> label (``eth0:virtio2-input.0``); a lab's veths have none.
     """
 
     def __init__(self, transport: Transport, procs: Callable[[], list[tuple[int, str, str, str]]], *,
-                 machine: str, trial_id: str, interval: float):
+                 machine: str, trial_id: str, interval: float, nic_irqs: dict[str, str] | None = None):
         super().__init__(f"cpu-{machine}", interval)
         self.t, self.procs, self.machine, self.trial_id = transport, procs, machine, trial_id
+        self.nic_irqs = dict(nic_irqs or {})
         self.proc_reads: dict[tuple[str, str, str], list[tuple[float, float, float]]] = {}
+        self.irq_reads: list[tuple[float, dict[tuple[str, str], int]]] = []
 
     def read(self) -> None:
         t0 = time.time()
         stat = parse_proc_stat(self.t.read_text("/proc/stat"))
+        counts: dict[tuple[str, str], int] = {}
+        try:
+            for kind, per_cpu in net_softirqs(self.t.read_text("/proc/softirqs")).items():
+                counts.update({(f"softirq:{kind}", cpu): n for cpu, n in per_cpu.items()})
+            if self.nic_irqs:
+                rows = parse_interrupts(self.t.read_text("/proc/interrupts"))
+                for irq, label in self.nic_irqs.items():
+                    if irq in rows:
+                        counts.update({(f"irq:{label}", cpu): n for cpu, n in rows[irq][0].items()})
+        except OSError:
+            pass
         ts = (t0 + time.time()) / 2
         with self._lock:
             self.reads.append((ts, stat))
+            self.irq_reads.append((ts, counts))
         for pid, host, role, proc in self.procs():
             try:
                 p = parse_pid_stat(self.t.read_text(f"/proc/{pid}/stat"))
@@ -139,7 +210,19 @@ class CpuSampler(PeriodicSampler):
         with self._lock:
             reads = sorted(self.reads, key=lambda r: r[0])
             procs = {k: list(v) for k, v in self.proc_reads.items()}
+            irqs = sorted(self.irq_reads, key=lambda r: r[0])
         out = []
+        for (t0, a), (t1, b) in zip(irqs, irqs[1:]):
+            if t1 <= t0:
+                continue
+            for (what, cpu) in a.keys() & b.keys():
+                # the kernel keeps both per-CPU counts in unsigned int
+                d = delta(a[(what, cpu)], b[(what, cpu)], bits=32)
+                if d is None:
+                    continue
+                kind, _, name = what.partition(":")
+                out.append(Sample(self.trial_id, f"{kind}.count", float(d), "count", t0, t1,
+                                  make_tags(host=self.machine, cpu=cpu, **{"kind" if kind == "softirq" else "irq": name})))
         for (t0, a), (t1, b) in zip(reads, reads[1:]):
             if t1 <= t0:
                 continue

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..core.errors import StoreError
-from ..records import RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
+from ..records import Fact, HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from .schema import migrate
 
 DB = "results.sqlite"
@@ -95,6 +95,17 @@ class RunWriter:
                 "INSERT INTO raw_outputs VALUES (?,?,?,?,?,?)",
                 [(r.trial_id, r.host, r.role, r.tool, r.stream, r.path) for r in raws])
 
+    def write_facts(self, hosts: Iterable[HostFacts], raws: Iterable[RawOutput] = ()) -> None:
+        """Host facts as collected before the first point (one transaction)."""
+        with self.db:
+            for h in hosts:
+                self.db.executemany(
+                    "INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?,?)",
+                    [(h.host, h.role, h.collected, f.key, None if f.value is None else json.dumps(f.value),
+                      f.unknown, f.source) for f in h.facts])
+            self.db.executemany("INSERT INTO raw_outputs VALUES (?,?,?,?,?,?)",
+                                [(r.trial_id, r.host, r.role, r.tool, r.stream, r.path) for r in raws])
+
     def finish(self, status: str, **meta: object) -> None:
         self.set_meta(status=status, finished=time.time(), **meta)
         self.db.close()
@@ -142,6 +153,18 @@ class RunReader:
             args.append(metric)
         return [Sample(r[0], r[1], r[2], r[3], r[4], r[5], tuple(sorted(json.loads(r[6]).items())))
                 for r in self.db.execute(q, args)]
+
+    def facts(self) -> list[HostFacts]:
+        """Every host's facts, in the order they were written (empty for runs
+        made before facts were recorded)."""
+        hosts: dict[str, HostFacts] = {}
+        rows: dict[str, list[Fact]] = {}
+        for host, role, collected, key, value, unknown, source in self.db.execute(
+                "SELECT host, role, collected, key, value, unknown, source FROM facts ORDER BY rowid"):
+            hosts.setdefault(host, HostFacts(host, role, collected, ()))
+            rows.setdefault(host, []).append(
+                Fact(key, None if value is None else json.loads(value), unknown, source))
+        return [HostFacts(h.host, h.role, h.collected, tuple(rows[h.host])) for h in hosts.values()]
 
     def raw_outputs(self) -> list[RawOutput]:
         return [RawOutput(*r) for r in self.db.execute(

@@ -10,7 +10,7 @@ import sqlite3
 
 from ..core.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -32,7 +32,15 @@ CREATE TABLE raw_outputs (
 );
 """
 
-MIGRATIONS: list[str] = [_V1]   # MIGRATIONS[n] takes version n to n+1
+# v2: host facts, one row per (host, key); value is JSON, NULL when unknown
+_V2 = """
+CREATE TABLE facts (
+    host TEXT NOT NULL, role TEXT NOT NULL, collected REAL NOT NULL, key TEXT NOT NULL,
+    value TEXT, unknown TEXT, source TEXT NOT NULL, PRIMARY KEY (host, key)
+);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2]   # MIGRATIONS[n] takes version n to n+1
 
 
 def migrate(db: sqlite3.Connection, path: str) -> int:
