@@ -97,17 +97,25 @@ def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_r
     store_dir = store or (Path(env_store) if env_store else Path(p.output.dir))
     prog = TerminalProgress(p.study.trim) if not ctx.obj.get("json") else None
     outcome = execute(p, text, store=store_dir, progress=prog, keep_lab=keep_lab)
-    report = None if no_report else render(load_run(outcome.run_dir))
+    view = load_run(outcome.run_dir)
+    report = None if no_report else render(view)
+    # the analysis has the last word: a point whose tools succeeded can still be
+    # rejected (a window too short to trust, a process without receiver data)
+    rejected = [t for t in view.trials if t.status != "ok" and t.error and t.problems]
+    failed = sum(t.status != "ok" for t in view.trials)
+    ok = len(view.trials) - failed
     data = {"run_id": outcome.run_id, "run_dir": str(outcome.run_dir), "status": outcome.status,
-            "points_ok": outcome.ok, "points_failed": outcome.failed,
+            "points_ok": ok, "points_failed": failed, "rejected_by_analysis": len(rejected),
             "report": str(report) if report else None, "warnings": list(outcome.warnings)}
-    lines = [f"run {outcome.run_id}: {outcome.ok} points ok, {outcome.failed} failed"]
+    lines = [f"run {outcome.run_id}: {ok} points ok, {failed} failed"
+             + (f" ({len(rejected)} rejected by the analysis)" if rejected else "")]
+    lines += [f"rejected: {t.point}: {t.error}" for t in rejected]
     lines += [f"warning: {w}" for w in outcome.warnings]
     if report:
         lines.append(f"report: {report}")
     _emit(ctx, data, "\n".join(lines))
-    if outcome.failed:
-        raise PointsFailed(f"{outcome.failed} point(s) failed; the others are stored and reported",
+    if failed:
+        raise PointsFailed(f"{failed} point(s) failed; the others are stored and reported",
                            where=str(outcome.run_dir), hint="see 'Failed points' in the report")
 
 
