@@ -151,3 +151,12 @@ def test_facts_command_bad_host_is_one_line(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode in (2, 4) and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
     assert "hint:" in out.stderr
+
+
+def test_the_servers_nic_irqs_come_from_its_facts():
+    from nicbench.run.session import nic_irqs
+    real = facts("local_virtio.txt", host="srv", role="server")
+    veth = facts("netns_veth.txt", host="srv", role="server")
+    assert nic_irqs([(real, "")], "srv", "eth0") == {"37": "eth0:virtio2-config", "38": "eth0:virtio2-input.0",
+                                                     "39": "eth0:virtio2-output.0"}
+    assert nic_irqs([(veth, "")], "srv", "eth0") == {}

@@ -197,6 +197,17 @@ def gather_facts(hosts: list[tuple[Transport, str, list[str]]],
     return [collect_quietly(t, role, ifs, tools) for t, role, ifs in hosts]
 
 
+def nic_irqs(collected: list[tuple[HostFacts, str]], host: str, ifname: str | None) -> dict[str, str]:
+    """IRQ -> label of the study server's test interface, from its facts (a
+    lab veth has none: the dict is empty and only softirqs are counted)."""
+    for h, _ in collected:
+        if h.host == host and ifname:
+            irqs = h.value(f"if.{ifname}.irqs")
+            if isinstance(irqs, list):
+                return {str(x).split(":", 1)[0]: f"{ifname}:{str(x).split(':', 1)[-1]}" for x in irqs}
+    return {}
+
+
 def store_facts(writer: RunWriter, collected: list[tuple[HostFacts, str]]) -> None:
     raws = []
     d = writer.run_dir / "raw" / "facts"
@@ -228,6 +239,7 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
             # the machine they share (host-wide sysctls, services, CPU)
             facts = gather_facts([(transports[h], plan.hosts[h].role, ["eth0"]) for h in plan.hosts]
                                  + [(LocalTransport("machine"), "machine", [])], tools)
+            ctx.nic_irqs = nic_irqs(facts, plan.server, ctx.ifname)
             run_id = new_run_id(plan.name)
             info = RunInfo(run_id, plan.name, "tcp", time.time(), plan_text, "plan", __version__, {
                 "lab": spec.to_dict(), "server": plan.server, "clients": plan.clients,
