@@ -82,6 +82,7 @@ class TrialResult:
     clients_used: int | None = None
     cpu: CpuUsage | None = None
     counters: Counters | None = None
+    tool_cpus: Mapping[str, object] = field(default_factory=dict)   # tool -> {"allowed", "seen"} CPUs
 
     @property
     def gbps(self) -> float | None:
@@ -225,7 +226,8 @@ def _trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
                        receiver if not problems else {}, sender if not problems else {},
                        meta.get("start_skew_s"), meta.get("overhead_s"), retr, tuple(problems),
                        tuple(meta.get("warnings") or ()), wire,
-                       len({x["client"] for x in meta.get("layout") or []}) or None)
+                       len({x["client"] for x in meta.get("layout") or []}) or None,
+                       tool_cpus=dict(meta.get("tool_cpus") or {}))
 
 
 def _stats(values: list[float]) -> tuple[float | None, float | None, float | None, float | None]:

@@ -75,9 +75,12 @@ def cli(ctx: click.Context, debug: bool) -> None:
 @store_option
 @click.option("--keep-lab", is_flag=True, help="Leave the lab this run builds in place afterwards.")
 @click.option("--no-report", is_flag=True, help="Store results but do not render the report.")
+@click.option("--host-wide", is_flag=True, help="With a plan's tuning: also apply host-wide settings "
+              "(governor, services, IRQs, init-namespace sysctls) to this machine; restored afterwards.")
 @json_option
 @click.pass_context
-def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_report: bool) -> None:
+def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_report: bool,
+        host_wide: bool) -> None:
     """Run PLAN (a .toml file) on the embedded lab and write its report.
 
     The lab is built for the run and removed afterwards, unless one with the
@@ -96,7 +99,7 @@ def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_r
     env_store = os.environ.get("NICBENCH_STORE")
     store_dir = store or (Path(env_store) if env_store else Path(p.output.dir))
     prog = TerminalProgress(p.study.trim) if not ctx.obj.get("json") else None
-    outcome = execute(p, text, store=store_dir, progress=prog, keep_lab=keep_lab)
+    outcome = execute(p, text, store=store_dir, progress=prog, keep_lab=keep_lab, host_wide=host_wide)
     view = load_run(outcome.run_dir)
     report = None if no_report else render(view)
     # the analysis has the last word: a point whose tools succeeded can still be
@@ -360,9 +363,11 @@ def lab_status(ctx: click.Context, name: str | None) -> None:
                        f"{'up' if h['link_up'] else 'DOWN'} mtu {h['mtu']}")
 
 
-from .facts import register as _register_facts  # noqa: E402 - commands kept in their own module
+from .facts import register as _register_facts  # noqa: E402 - commands kept in their own modules
+from .tune import register as _register_tune  # noqa: E402
 
 _register_facts(cli)
+_register_tune(cli)
 
 
 # ---------------------------------------------------------------- entry point

@@ -13,6 +13,7 @@ import re
 from typing import Callable, Iterable
 
 from ..records import Fact, FactValue, HostFacts
+from ..tools.ethtool import adaptive, blocks, colon_lines, features
 
 _SECTION = "@@nicbench-section "
 _RC = "@@nicbench-rc "
@@ -100,15 +101,6 @@ def _kv_lines(text: str) -> dict[str, str]:
     return out
 
 
-def _colon_lines(text: str) -> dict[str, str]:
-    out = {}
-    for line in text.splitlines():
-        k, sep, v = line.partition(":")
-        if sep:
-            out[k.strip()] = v.strip()
-    return out
-
-
 # ---- one parser per section ----------------------------------------------
 
 def _uname(f: _Facts, text: str, rc: int | None) -> None:
@@ -137,14 +129,14 @@ def _lscpu(f: _Facts, text: str, rc: int | None) -> dict[str, str]:
                     walk(it.get("children") or [])
             walk(json.loads(text).get("lscpu", []))
         except (json.JSONDecodeError, AttributeError):
-            fields = _colon_lines(text)          # an lscpu without -J prints "Field: value"
+            fields = colon_lines(text)          # an lscpu without -J prints "Field: value"
     return fields
 
 
 def _cpu(f: _Facts, secs: dict[str, tuple[str, int | None]]) -> None:
     lt, lrc = secs.get("lscpu", ("", None))
     ls = _lscpu(f, lt, lrc)
-    ci = _colon_lines(secs.get("cpuinfo", ("", None))[0])
+    ci = colon_lines(secs.get("cpuinfo", ("", None))[0])
     src = "lscpu" if ls else "/proc/cpuinfo"
     model = ls.get("Model name") or ci.get("model name") or ci.get("Hardware")
     f.add("cpu.model", model, src, "neither lscpu nor /proc/cpuinfo names the CPU model")
@@ -166,7 +158,7 @@ def _cpu(f: _Facts, secs: dict[str, tuple[str, int | None]]) -> None:
 
 
 def _meminfo(f: _Facts, text: str, rc: int | None) -> None:
-    m = _colon_lines(text)
+    m = colon_lines(text)
     total = m.get("MemTotal", "").split()
     f.add("mem.total_bytes", int(total[0]) * 1024 if total and total[0].isdigit() else None, "/proc/meminfo",
           _failure(text, rc, "/proc/meminfo"))
@@ -308,7 +300,7 @@ def _ethtool_i(f: _Facts, i: str, text: str, rc: int | None) -> None:
         for k in ("driver", "driver_version", "firmware"):
             f.unknown(p + k, _failure(text, rc, "ethtool -i"), "ethtool -i")
         return
-    kv = _colon_lines(text)
+    kv = colon_lines(text)
     f.add(p + "driver", kv.get("driver"), "ethtool -i")
     f.add(p + "driver_version", kv.get("version"), "ethtool -i", "the driver reports no version")
     f.add(p + "firmware", kv.get("firmware-version"), "ethtool -i", "the driver reports no firmware version")
@@ -320,29 +312,8 @@ def _ethtool_k(f: _Facts, i: str, text: str, rc: int | None) -> None:
     if rc != 0:
         f.unknown(p[:-1], _failure(text, rc, "ethtool -k"), "ethtool -k")
         return
-    for line in text.splitlines():
-        if not line or line[0].isspace() or line.startswith("Features for"):
-            continue                                   # sub-features are indented: top level only
-        k, sep, v = line.partition(":")
-        if sep and v.strip():
-            f.add(p + k.strip(), v.strip(), "ethtool -k")
-
-
-def _ethtool_blocks(text: str) -> tuple[dict[str, str], dict[str, str]]:
-    """(maximums, current) of ``ethtool -g``/``-l`` output."""
-    mx: dict[str, str] = {}
-    cur: dict[str, str] = {}
-    target = None
-    for line in text.splitlines():
-        if line.startswith("Pre-set maximums"):
-            target = mx
-        elif line.startswith("Current hardware settings"):
-            target = cur
-        elif target is not None:
-            k, sep, v = line.partition(":")
-            if sep:
-                target[k.strip()] = v.strip()
-    return mx, cur
+    for k, v in features(text).items():
+        f.add(p + k, v, "ethtool -k")
 
 
 def _ring_or_channels(f: _Facts, i: str, text: str, rc: int | None, kind: str, flag: str,
@@ -351,7 +322,7 @@ def _ring_or_channels(f: _Facts, i: str, text: str, rc: int | None, kind: str, f
     if rc != 0:
         f.unknown(p[:-1], _failure(text, rc, f"ethtool {flag}"), f"ethtool {flag}")
         return
-    mx, cur = _ethtool_blocks(text)
+    mx, cur = blocks(text)
     for name in names:
         key = name.lower().replace(" ", "_")
         c, m = cur.get(name), mx.get(name)
@@ -365,10 +336,9 @@ def _ethtool_c(f: _Facts, i: str, text: str, rc: int | None) -> None:
     if rc != 0:
         f.unknown(p[:-1], _failure(text, rc, "ethtool -c"), "ethtool -c")
         return
-    m = re.search(r"Adaptive RX:\s*(\S+)\s+TX:\s*(\S+)", text)
-    if m:
-        f.add(p + "adaptive", {"rx": m.group(1), "tx": m.group(2)}, "ethtool -c")
-    kv = _colon_lines(text)
+    if adaptive(text):
+        f.add(p + "adaptive", adaptive(text), "ethtool -c")
+    kv = colon_lines(text)
     for k in ("rx-usecs", "rx-frames", "tx-usecs", "tx-frames"):
         if kv.get(k) and kv[k] != "n/a":
             f.add(p + k, _num(kv[k]), "ethtool -c")

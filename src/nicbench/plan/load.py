@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ..core.errors import InputError
 from .model import Plan
+
+M = TypeVar("M", bound=BaseModel)
 
 _HINTS = {
     "extra_forbidden": "check the spelling; see examples/*.toml for every key",
@@ -34,9 +36,9 @@ def _loc_text(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+def _model_at(loc: tuple[Any, ...], root: type[BaseModel] = Plan) -> type[BaseModel] | None:
     """The model class whose field list applies at ``loc`` (for 'allowed keys')."""
-    model: type[BaseModel] | None = Plan
+    model: type[BaseModel] | None = root
     skip_key = False
     for part in loc:
         if model is None:
@@ -50,6 +52,8 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
         ann = field.annotation
         args = getattr(ann, "__args__", ()) or ()
         nxt = None
+        if isinstance(part, str) and part not in model.model_fields:
+            return model
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             nxt = ann
         elif getattr(ann, "__origin__", None) is dict and args and isinstance(args[-1], type) \
@@ -63,13 +67,13 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     return model
 
 
-def _format(err: dict[str, Any]) -> tuple[str, str, str | None]:
+def _format(err: dict[str, Any], root: type[BaseModel] = Plan) -> tuple[str, str, str | None]:
     loc = tuple(err.get("loc", ()))
     typ = err.get("type", "")
     msg = str(err.get("msg", "invalid"))
     hint = _HINTS.get(typ)
     if typ == "extra_forbidden":
-        parent = _model_at(loc[:-1])
+        parent = _model_at(loc[:-1], root)
         allowed = ", ".join(parent.model_fields) if parent else "?"
         msg = f"unknown key {loc[-1]!r}; allowed here: {allowed}"
     elif msg.startswith("Value error, "):
@@ -84,11 +88,17 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"not valid TOML: {e}", where=source,
                          hint="strings need quotes, e.g. io_sizes = [\"4K\", \"64K\"]") from None
+    return validate(Plan, data, source)
+
+
+def validate(model: type[M], data: Any, source: str) -> M:
+    """``model`` from parsed TOML; the first problem as one :class:`InputError`
+    naming ``source`` and the key path (plans, tuning profiles)."""
     try:
-        return Plan.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as e:
         errors = e.errors()
-        where, msg, hint = _format(errors[0])
+        where, msg, hint = _format(errors[0], model)
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise InputError(msg + more, where=f"{source}: {where}" if where else source, hint=hint) from None
 

@@ -14,6 +14,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field,
 
 from ..analysis.linerate import ModelError, parse_speed
 from ..core.units import UnitError, parse_size
+from ..tuning.profile import Profile
 
 HOST_NAME = r"^[a-z][a-z0-9]{0,7}$"
 LAB_NAME = r"^[a-z0-9]{1,8}$"
@@ -161,6 +162,9 @@ class Plan(Strict):
     hosts: dict[Annotated[str, Field(pattern=HOST_NAME)], Host]
     study: TcpStudy
     output: Output = Field(default_factory=Output)
+    tuning: str | None = Field(None, description="a tuning profile applied before the first point, "
+                                                 "restored after the last")
+    profiles: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")], Profile] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _roles(self) -> "Plan":
@@ -170,6 +174,13 @@ class Plan(Strict):
             raise ValueError(f"exactly one host needs role = \"server\", found {len(servers)}")
         if not clients:
             raise ValueError("at least one host needs role = \"client\"")
+        if "machine" in self.hosts:
+            raise ValueError("'machine' names the lab's own machine in facts and tuning: pick another host name")
+        if self.tuning is not None:
+            from ..tuning.profile import shipped
+            if self.tuning not in self.profiles and self.tuning not in shipped():
+                raise ValueError(f"tuning = {self.tuning!r} is neither a shipped profile ({', '.join(shipped())}) "
+                                 "nor defined under [profiles]")
         if len(self.hosts) > 13:
             raise ValueError("the embedded lab holds at most 13 hosts")
         for c in self.study.clients or []:

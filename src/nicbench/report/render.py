@@ -36,7 +36,8 @@ def export(view: RunView, rows: list[dict[str, Any]], out: Path) -> tuple[Path, 
            "trials": [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
                        "error": t.error, "gbps": t.gbps,
                        "window_s": {d: a.seconds for d, a in t.receiver.items()},
-                       "start_skew_s": t.start_skew_s, "overhead_s": t.overhead_s}
+                       "start_skew_s": t.start_skew_s, "overhead_s": t.overhead_s,
+                       "tool_cpus": dict(t.tool_cpus)}
                       for t in view.trials]}
     json_path.write_text(json.dumps(doc, indent=1))
     return csv_path, json_path
@@ -79,6 +80,18 @@ def cpu_sentence(view: RunView) -> str:
 
 
 
+def pinned_tools(view: RunView) -> list[str]:
+    """Where the tools could and did run, over all trials (one line per tool)."""
+    seen: dict[str, tuple[str | None, set]] = {}
+    for t in view.trials:
+        for tool, where in t.tool_cpus.items():
+            if isinstance(where, dict):
+                allowed, s = seen.get(tool, (where.get("allowed"), set()))
+                seen[tool] = (allowed, s | set(where.get("seen") or []))
+    return [f"{tool}: allowed CPUs {a or '?'}, ran on {', '.join(map(str, sorted(s))) or '?'}"
+            for tool, (a, s) in sorted(seen.items())]
+
+
 def render(view: RunView, out: Path | None = None) -> Path:
     """Render the report into ``out`` (default ``<run>/report``); returns index.html."""
     out = out or view.run_dir / "report"
@@ -100,7 +113,8 @@ def render(view: RunView, out: Path | None = None) -> Path:
         failures=view.failures, csv=csv_path.name, json=json_path.name,
         created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"),
         warnings=view.info.meta.get("warnings") or [], link=link_sentence(view), above=above,
-        over_link=over_link, cpu=cpu_sentence(view), facts=facts_section(view), has_cpu=any(r["cores_busy"] is not None for r in rows))
+        over_link=over_link, cpu=cpu_sentence(view), facts=facts_section(view),
+        tuning=view.info.meta.get("tuning"), pinned=pinned_tools(view), has_cpu=any(r["cores_busy"] is not None for r in rows))
     index = out / "index.html"
     index.write_text(html)
     return index

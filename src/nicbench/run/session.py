@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterator, Protocol
 
 from .. import __version__
-from ..core.errors import Interrupted, LabError, PreflightError, tail
+from ..core.errors import Interrupted, LabError, NicbenchError, PreflightError, tail
 from ..hosts.transport import LocalTransport
 from ..lab import manager
 from ..lab.topology import LabSpec, make_spec
@@ -31,6 +31,11 @@ from ..hosts.facts import collect_quietly
 from ..hosts.transport import Transport
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from ..store.runs import RunWriter, new_run_id
+from ..tuning.engine import Target
+from ..tuning.engine import apply as tune_apply
+from ..tuning.engine import audit as tune_audit
+from ..tuning.engine import restore as tune_restore
+from ..tuning.profile import load as load_profile
 from .procnet import listening_ports
 from .tcp import TcpContext, detect_tool, layout, run_trial
 
@@ -219,8 +224,32 @@ def store_facts(writer: RunWriter, collected: list[tuple[HostFacts, str]]) -> No
     writer.write_facts([h for h, _ in collected], raws)
 
 
+def tuning_targets(plan: Plan, lab: manager.Lab, facts: list[tuple[HostFacts, str]]):
+    """The plan's tuning profile and the lab hosts it applies to."""
+    profile = load_profile(str(plan.tuning), dict(plan.profiles))
+    by_host = {h.host: h for h, _ in facts}
+    return profile, [Target(h, plan.hosts[h].role, lab.transport(h), f"lab-{lab.spec.name}-{h}", "eth0",
+                            by_host.get(h), lab=True) for h in plan.hosts]
+
+
+def untune(targets: list[Target], host_wide: bool) -> None:
+    """Restore every target (and the machine, if host-wide settings were applied)."""
+    groups = [(t.transport, t.restore_id) for t in targets]
+    if host_wide:
+        groups.append((LocalTransport("machine"), "machine"))
+    errors = []
+    for tr, rid in groups:
+        try:
+            tune_restore(tr, rid)
+        except NicbenchError as e:
+            errors.append(e.one_line())
+    if errors:
+        raise LabError("tuning not fully restored: " + "; ".join(errors), where="tuning",
+                       hint="run 'nicbench tune restore' (the restore files are kept)")
+
+
 def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink | None = None,
-            keep_lab: bool = False) -> RunOutcome:
+            keep_lab: bool = False, host_wide: bool = False) -> RunOutcome:
     progress = progress or NoProgress()
     manager.require_root()
     spec = lab_spec(plan)
@@ -228,6 +257,7 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
     writer: RunWriter | None = None
     ok = failed = 0
     status = "failed"
+    tuned: list[Target] = []
     with sigterm_as_interrupt():
         lab, owned = None, False
         try:
@@ -237,8 +267,26 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
             transports = lab.transports()
             # the lab hosts (their namespaces: interfaces, namespaced sysctls) and
             # the machine they share (host-wide sysctls, services, CPU)
-            facts = gather_facts([(transports[h], plan.hosts[h].role, ["eth0"]) for h in plan.hosts]
-                                 + [(LocalTransport("machine"), "machine", [])], tools)
+            fact_hosts = ([(transports[h], plan.hosts[h].role, ["eth0"]) for h in plan.hosts]
+                          + [(LocalTransport("machine"), "machine", [])])
+            facts = gather_facts(fact_hosts, tools)
+            tuning = None
+            if plan.tuning:
+                profile, targets = tuning_targets(plan, lab, facts)
+                restorable = not profile.audit_only
+                if restorable:
+                    tuned = targets     # before the first change: a Ctrl-C mid-apply still restores
+                result = (tune_apply if restorable else tune_audit)(profile, targets, host_wide=host_wide)
+                ctx.pin = result.pin
+                warnings += [f"tuning: {r.host} {r.setting} did not take: {r.note}"
+                             for r in result.rows if r.status == "failed"]
+                tuning = {"profile": plan.tuning, "host_wide": host_wide, "applied": restorable,
+                          "rows": [r.to_dict() for r in result.rows], "pinning": result.pin_cpus}
+                facts = gather_facts(fact_hosts, tools)     # the state the points run in
+                for h, _ in facts:                          # the ceiling must use the tuned value
+                    ts = h.value("sysctl.net.ipv4.tcp_timestamps")
+                    if h.host in ctx.tcp_timestamps and isinstance(ts, int):
+                        ctx.tcp_timestamps[h.host] = ts
             ctx.nic_irqs = nic_irqs(facts, plan.server, ctx.ifname)
             run_id = new_run_id(plan.name)
             info = RunInfo(run_id, plan.name, "tcp", time.time(), plan_text, "plan", __version__, {
@@ -251,7 +299,7 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                          # with GSO on, a veth counts 64 KB super-packets, not frames
                          "counters_count_frames": spec.shaped,
                          "tcp_timestamps": ctx.tcp_timestamps},
-                "cpu": cpu_facts(),
+                "cpu": cpu_facts(), "tuning": tuning,
                 "lab_reused": not owned, "pid": os.getpid()})
             writer = RunWriter.create(store, info)
             ctx.rel = writer.rel
@@ -283,6 +331,8 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                     _quietly(lambda: writer.finish(status, ok=ok, failed=failed))
                 if lab is not None:
                     _quietly(lab.tracker.kill_all)
+                    if tuned:
+                        _quietly(lambda: untune(tuned, host_wide))
                     if owned and not keep_lab:
                         manager.down(spec.name)
             finally:

@@ -84,6 +84,7 @@ class TcpContext:
     cpu_machine: str = "machine"
     tcp_timestamps: dict[str, int | None] = field(default_factory=dict)   # host -> sysctl value
     nic_irqs: dict[str, str] = field(default_factory=dict)   # IRQ -> label, counted per CPU (none on veth)
+    pin: dict[str, list[str]] = field(default_factory=dict)  # host -> argv prefix (taskset/numactl) from tuning
 
 
 def _wait_listening(t: Transport, proc: Process, port: int, deadline: float) -> None:
@@ -195,6 +196,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                     iperf2.server_argv(port=slot.port, interval=s.interval, io_size=io,
                                        lifetime=iperf2.lifetime(s.duration, s.omit, s.timeout_margin),
                                        window=s.window))
+            argv = ctx.pin.get(slot.client, []) + argv
             out, err = raw(slot.client, "engine-server", f"{slot.client}-server-{slot.port}")
             servers.append((slot, t.spawn(argv, stdout=out, stderr=err)))
             meta["argv"][f"{slot.client}:server:{slot.port}"] = argv
@@ -215,6 +217,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                                           omit=s.omit, interval=s.interval, io_size=io,
                                           streams=slot.streams, mode=mode, no_delay=s.no_delay,
                                           window=s.window, congestion=s.congestion)
+            argv = ctx.pin.get(ctx.server, []) + argv
             out, err = raw(ctx.server, "engine-client", f"{slot.client}-client-{slot.port}")
             clis.append((slot, srv_t.spawn(argv, stdout=out, stderr=err, gated=True)))
             meta["argv"][f"{ctx.server}:client:{slot.client}:{slot.port}"] = argv
@@ -280,6 +283,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
         if cpu_sampler is not None:
             counter_samples += cpu_sampler.stop()
             meta["sampler_cpu_s"] = cpu_sampler.cpu_seconds
+            meta["tool_cpus"] = {" ".join(k): v for k, v in cpu_sampler.proc_cpus.items()}
         for _, proc in clis + servers:
             if proc.poll() is None:
                 proc.stop(0.5)

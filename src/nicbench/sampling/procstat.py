@@ -59,6 +59,7 @@ class ProcCpu:
     comm: str
     utime: float              # seconds
     stime: float              # seconds
+    processor: int | None = None   # the CPU it last ran on (field 39)
 
 
 def parse_pid_stat(text: str) -> ProcCpu:
@@ -66,5 +67,15 @@ def parse_pid_stat(text: str) -> ProcCpu:
     head, _, rest = text.rpartition(")")
     pid_s, _, comm = head.partition(" (")
     f = rest.split()
-    # rest starts at field 3 (state); utime and stime are fields 14 and 15
-    return ProcCpu(int(pid_s), comm, int(f[11]) / USER_HZ, int(f[12]) / USER_HZ)
+    # rest starts at field 3 (state); utime and stime are fields 14 and 15,
+    # the CPU it last ran on field 39 (absent before Linux 2.2.8)
+    return ProcCpu(int(pid_s), comm, int(f[11]) / USER_HZ, int(f[12]) / USER_HZ,
+                   int(f[36]) if len(f) > 36 and f[36].lstrip("-").isdigit() else None)
+
+
+def cpus_allowed(status_text: str) -> str | None:
+    """``Cpus_allowed_list`` of /proc/PID/status: the CPUs a process may run on."""
+    for line in status_text.splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split(":", 1)[1].strip()
+    return None

@@ -16,7 +16,7 @@ from ..hosts.transport import Transport
 from ..records import Sample, make_tags
 from .netdev import delta, parse_net_dev
 from .netstat import net_softirqs, parse_interrupts, parse_snmp, watched
-from .procstat import cpu_deltas, parse_pid_stat, parse_proc_stat
+from .procstat import cpu_deltas, cpus_allowed, parse_pid_stat, parse_proc_stat
 
 # interface counters seen from the study server: tx = server sends = study "tx"
 DIRECTION = {"tx": "tx", "rx": "rx"}
@@ -162,6 +162,10 @@ def _sum_delta(a: dict[str, int], b: dict[str, int], keys: list[str]) -> int | N
     return total
 
 
+# what runs in a tool's PID before it execs the tool (pinning wrappers, the gate shim)
+LAUNCHERS = frozenset({"taskset", "numactl", "bash", "sh"})
+
+
 class CpuSampler(PeriodicSampler):
     """Whole-machine per-CPU time (/proc/stat), NET_RX/NET_TX softirqs per CPU
     (/proc/softirqs), the NIC's interrupts per CPU (/proc/interrupts, when
@@ -179,6 +183,8 @@ class CpuSampler(PeriodicSampler):
         self.nic_irqs = dict(nic_irqs or {})
         self.proc_reads: dict[tuple[str, str, str], list[tuple[float, float, float]]] = {}
         self.irq_reads: list[tuple[float, dict[tuple[str, str], int]]] = []
+        # (host, role, proc) -> {"allowed": "0-1", "seen": [0, 1]}: where each tool could and did run
+        self.proc_cpus: dict[tuple[str, str, str], dict] = {}
 
     def read(self) -> None:
         t0 = time.time()
@@ -203,8 +209,20 @@ class CpuSampler(PeriodicSampler):
                 p = parse_pid_stat(self.t.read_text(f"/proc/{pid}/stat"))
             except (OSError, ValueError, IndexError):
                 continue
+            if p.comm in LAUNCHERS:
+                continue          # not yet exec'd into the tool: its CPUs and time are the launcher's
+            key = (host, role, proc)
             with self._lock:
-                self.proc_reads.setdefault((host, role, proc), []).append((time.time(), p.utime, p.stime))
+                self.proc_reads.setdefault(key, []).append((time.time(), p.utime, p.stime))
+            where = self.proc_cpus.get(key)
+            if where is None:
+                try:
+                    allowed = cpus_allowed(self.t.read_text(f"/proc/{pid}/status"))
+                except OSError:
+                    allowed = None
+                where = self.proc_cpus[key] = {"allowed": allowed, "seen": []}
+            if p.processor is not None and p.processor not in where["seen"]:
+                where["seen"].append(p.processor)
 
     def samples(self) -> list[Sample]:
         with self._lock:

@@ -1,0 +1,173 @@
+"""``nicbench tune``: audit, apply and restore tuning profiles."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from ..core.errors import InputError, LabError
+
+_STYLE = {"ok": "green", "applied": "green", "restored": "green", "differs": "yellow", "warn": "yellow",
+          "host-wide": "cyan", "unsupported": "dim", "unknown": "dim", "note": "cyan", "failed": "bold red"}
+
+
+def _profile(name: str, plan: Path | None):
+    from ..plan.load import load_plan
+    from ..tuning.profile import load
+
+    user = load_plan(plan)[0].profiles if plan else None
+    return load(name, user)
+
+
+def targets_for(hosts: tuple[str, ...], lab_name: str | None, ifname: str | None):
+    """Tune targets with fresh facts: lab hosts (default: every host of the lab) or ``local``."""
+    from ..hosts.facts import collect
+    from ..hosts.transport import LocalTransport
+    from ..lab import manager
+    from ..tuning.engine import Target
+
+    out = []
+    if hosts == ("local",):
+        t = LocalTransport("local")
+        facts = collect(t, "local", [ifname] if ifname else [], ())[0]
+        return [Target("local", "local", t, "local", ifname, facts, lab=False)]
+    labs = manager.all_labs()
+    name = lab_name or (labs[0] if len(labs) == 1 else None)
+    if name is None:
+        raise InputError("which lab? " + (f"labs up: {', '.join(labs)}" if labs else "no lab is up"),
+                         where="--lab", hint="give --lab NAME, 'nicbench lab up' one, or tune 'local'")
+    lab = manager.load(name)
+    if lab is None:
+        raise LabError(f"no lab {name!r}", where="--lab", hint="nicbench lab status lists the labs")
+    names = list(hosts) or [h.name for h in lab.spec.hosts]
+    for h in names:
+        try:
+            spec = lab.spec.host(h)
+        except KeyError:
+            raise InputError(f"lab {name} has no host {h!r}", where="HOSTS",
+                             hint=f"hosts: {', '.join(x.name for x in lab.spec.hosts)}") from None
+        t = lab.transport(h)
+        i = ifname or "eth0"
+        out.append(Target(h, spec.role, t, f"lab-{name}-{h}", i, collect(t, spec.role, [i], ())[0], lab=True))
+    return out
+
+
+def show(rows, title: str) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=title, header_style="bold")
+    for c in ("host", "setting", "current", "wanted", "status", "note"):
+        table.add_column(c, overflow="fold")
+    for r in rows:
+        st = _STYLE.get(r.status, "")
+        table.add_row(r.host, escape(r.setting), escape(str(r.current if r.current is not None else "—")),
+                      escape(str(r.wanted if r.wanted is not None else "")),
+                      f"[{st}]{r.status}[/]" if st else r.status, escape(r.note))
+    Console(width=160).print(table)
+
+
+def _common(f):
+    f = click.option("--lab", "lab_name", default=None, help="The lab whose hosts to tune (default: the only one up).")(f)
+    f = click.option("--if", "ifname", default=None, help="The test interface (default: eth0 in the lab).")(f)
+    f = click.option("--plan", type=click.Path(path_type=Path), default=None,
+                     help="A plan whose [profiles.*] define user profiles.")(f)
+    f = click.option("--host-wide", is_flag=True,
+                     help="In the lab, also apply host-wide settings (governor, services, IRQs) to the machine.")(f)
+    f = click.option("--json", "json_", is_flag=True, help="Machine-readable output on stdout.")(f)
+    return click.argument("hosts", nargs=-1)(f)
+
+
+@click.group("tune")
+def tune() -> None:
+    """Tuning as data: audit a host against a profile, apply it, restore it."""
+
+
+@tune.command("profiles")
+def profiles() -> None:
+    """List the profiles shipped with nicbench."""
+    from ..tuning.profile import load, shipped
+
+    for n in shipped():
+        p = load(n)
+        click.echo(f"{n:<12} {len(p.settings):>2} settings{'  (audit only)' if p.audit_only else ''}  {p.description}")
+
+
+@tune.command("audit")
+@click.option("--profile", "profile_name", default="stock", show_default=True, help="Profile to audit against.")
+@_common
+@click.pass_context
+def audit_cmd(ctx, profile_name, hosts, lab_name, ifname, plan, host_wide, json_) -> None:
+    """Show setting | current | wanted | status per host, plus checks that explain results.
+
+    Only reads: nothing on any host is changed.
+    """
+    from ..tuning.engine import audit
+
+    prof = _profile(profile_name, plan)
+    result = audit(prof, targets_for(hosts, lab_name, ifname), host_wide=host_wide)
+    if json_ or (ctx.obj or {}).get("json"):
+        click.echo(json.dumps({"profile": profile_name, "rows": [r.to_dict() for r in result.rows],
+                               "pinning": result.pin_cpus}, indent=1))
+        return
+    show(result.rows, f"tuning audit: profile {profile_name}")
+
+
+@tune.command("apply")
+@click.option("--profile", "profile_name", required=True, help="Profile to apply.")
+@click.option("--step-delay", type=float, default=0.0, hidden=True, help="Pause after each change (tests).")
+@_common
+@click.pass_context
+def apply_cmd(ctx, profile_name, step_delay, hosts, lab_name, ifname, plan, host_wide, json_) -> None:
+    """Apply a profile: prior values are saved on each host before its first
+    change; each change is read back.  'nicbench tune restore' undoes it."""
+    from ..tuning.engine import apply
+
+    prof = _profile(profile_name, plan)
+    result = apply(prof, targets_for(hosts, lab_name, ifname), host_wide=host_wide,
+                   step=(lambda: time.sleep(step_delay)) if step_delay else None)
+    failed = [r for r in result.rows if r.status == "failed"]
+    if json_ or (ctx.obj or {}).get("json"):
+        click.echo(json.dumps({"profile": profile_name, "rows": [r.to_dict() for r in result.rows]}, indent=1))
+    else:
+        show(result.rows, f"tuning applied: profile {profile_name}")
+    if failed:
+        from ..core.errors import ToolError
+        raise ToolError(f"{len(failed)} setting(s) did not take: " + "; ".join(f"{r.host} {r.setting}: {r.note}"
+                                                                         for r in failed),
+                        hint="'nicbench tune restore' puts back what was changed")
+
+
+@tune.command("restore")
+@click.option("--json", "json_", is_flag=True, help="Machine-readable output on stdout.")
+@click.pass_context
+def restore_cmd(ctx, json_) -> None:
+    """Put back every setting nicbench changed on this machine and its lab
+    hosts, from the restore files (also after a crash or power loss)."""
+    from ..tuning.engine import forget, pending, restore, transport_from
+
+    rows, notes = [], []
+    for rid, doc in pending():
+        t = transport_from(doc, rid) if doc else None
+        if t is None:
+            forget(rid)
+            notes.append(f"{rid}: its namespace is gone, and its settings with it")
+            continue
+        rows += restore(t, rid)
+    if json_ or (ctx.obj or {}).get("json"):
+        click.echo(json.dumps({"rows": [r.to_dict() for r in rows], "notes": notes}, indent=1))
+        return
+    for n in notes:
+        click.echo(n)
+    if rows:
+        show(rows, "tuning restored")
+    elif not notes:
+        click.echo("nothing to restore")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(tune)

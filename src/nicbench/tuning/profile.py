@@ -1,0 +1,184 @@
+"""Tuning profiles: declared settings, validated before anything is touched.
+
+A profile is data (TOML), shipped in ``tuning/profiles/`` or written in a
+plan under ``[profiles.NAME]``.  Each setting has a ``kind``:
+
+- ``sysctl``: ``key`` and ``value`` (``net.core.rmem_max = 16777216``);
+- ``governor``: the CPU frequency governor for every CPU;
+- ``service``: ``name`` and ``state = "stopped" | "running"`` (irqbalance, firewalld);
+- ``tuned``: a tuned profile (``network-throughput``);
+- ``irq_affinity``: ``policy = "nic-node"``: the NIC's queue IRQs onto the
+  cores of its NUMA node, one queue per core (what t4_perftune.sh does);
+- ``pinning``: the traffic tools run on ``cpus = "0-3"`` or, with
+  ``policy = "nic-node"``, on the NIC's node, launched by ``numactl`` or
+  ``taskset`` (seed 000's ``numactl -N n -m n``);
+- ``ethtool``: ``feature = "ring" | "channels" | "coalesce" | "offload"`` with
+  ``params`` (``{ rx = "max", tx = "max" }``, ``{ gro = "on" }``).
+
+Unknown kinds, keys or values of the wrong type are refused by the schema,
+so a typo fails before any host is changed.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from importlib import resources
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..core.errors import InputError
+
+SYSCTL_KEY = r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$"
+CPU_LIST = r"^\d+(-\d+)?(,\d+(-\d+)?)*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Sysctl(_Strict):
+    kind: Literal["sysctl"]
+    key: str = Field(pattern=SYSCTL_KEY)
+    value: Union[int, str]
+
+    @field_validator("value")
+    @classmethod
+    def _plain(cls, v: int | str) -> int | str:
+        if isinstance(v, str) and (not v.strip() or "\n" in v):
+            raise ValueError("a sysctl value is one line of text or a number")
+        return v
+
+
+class Governor(_Strict):
+    kind: Literal["governor"]
+    value: Literal["performance", "powersave", "ondemand", "schedutil", "conservative", "userspace"]
+
+
+class Service(_Strict):
+    kind: Literal["service"]
+    name: str = Field(pattern=r"^[A-Za-z0-9@._-]{1,64}$")
+    state: Literal["stopped", "running"]
+
+
+class Tuned(_Strict):
+    kind: Literal["tuned"]
+    profile: str = Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")
+
+
+class IrqAffinity(_Strict):
+    kind: Literal["irq_affinity"]
+    policy: Literal["nic-node"] = "nic-node"
+
+
+class Pinning(_Strict):
+    kind: Literal["pinning"]
+    policy: Literal["nic-node", "cpus"] = "nic-node"
+    cpus: str | None = Field(None, pattern=CPU_LIST)
+    command: Literal["numactl", "taskset"] = "taskset"
+
+    @field_validator("cpus")
+    @classmethod
+    def _ranges(cls, v: str | None) -> str | None:
+        if v is not None:
+            for part in v.split(","):
+                a, _, b = part.partition("-")
+                if b and int(b) < int(a):
+                    raise ValueError(f"CPU range {part!r} runs backwards")
+        return v
+
+
+ETHTOOL_PARAMS = {
+    "ring": {"rx", "tx", "rx-jumbo", "rx-mini"},
+    "channels": {"rx", "tx", "other", "combined"},
+    "coalesce": {"adaptive-rx", "adaptive-tx", "rx-usecs", "rx-frames", "tx-usecs", "tx-frames"},
+    "offload": {"gro", "gso", "tso", "lro", "sg", "rx", "tx", "rxhash", "ntuple", "rx-gro-list",
+                "rx-udp-gro-forwarding"},
+}
+
+
+class Ethtool(_Strict):
+    kind: Literal["ethtool"]
+    feature: Literal["ring", "channels", "coalesce", "offload"]
+    params: dict[str, Union[int, str]]
+
+    @field_validator("params")
+    @classmethod
+    def _known(cls, v: dict[str, int | str], info) -> dict[str, int | str]:
+        feature = info.data.get("feature")
+        if not v:
+            raise ValueError("give at least one parameter")
+        allowed = ETHTOOL_PARAMS.get(str(feature), set())
+        for k, x in v.items():
+            if k not in allowed:
+                raise ValueError(f"{feature} has no parameter {k!r}; allowed: {', '.join(sorted(allowed))}")
+            if feature == "offload" or k.startswith("adaptive"):
+                if x not in ("on", "off"):
+                    raise ValueError(f"{k} takes \"on\" or \"off\", not {x!r}")
+            elif not (isinstance(x, int) and x >= 0 or x == "max"):
+                raise ValueError(f"{k} takes a whole number or \"max\", not {x!r}")
+        return v
+
+
+Setting = Annotated[Union[Sysctl, Governor, Service, Tuned, IrqAffinity, Pinning, Ethtool],
+                    Field(discriminator="kind")]
+
+
+class Profile(_Strict):
+    """A named set of settings.  ``audit_only``: never applied (the stock profile)."""
+
+    description: str = ""
+    audit_only: bool = False
+    settings: list[Setting] = Field(default_factory=list)
+
+    @field_validator("settings")
+    @classmethod
+    def _unique(cls, v: list) -> list:
+        seen = set()
+        for s in v:
+            ident = setting_id(s)
+            if ident in seen:
+                raise ValueError(f"setting {ident} is given twice")
+            seen.add(ident)
+        if sum(isinstance(s, Pinning) for s in v) > 1:
+            raise ValueError("one pinning setting per profile")
+        return v
+
+    @property
+    def pinning(self) -> Pinning | None:
+        return next((s for s in self.settings if isinstance(s, Pinning)), None)
+
+
+def setting_id(s: BaseModel) -> str:
+    """How a setting is named in tables and restore files."""
+    if isinstance(s, Sysctl):
+        return f"sysctl {s.key}"
+    if isinstance(s, Service):
+        return f"service {s.name}"
+    if isinstance(s, Ethtool):
+        return f"ethtool {s.feature}"
+    return str(getattr(s, "kind"))
+
+
+def shipped() -> list[str]:
+    """Names of the profiles that come with nicbench."""
+    d = resources.files("nicbench.tuning") / "profiles"
+    return sorted(p.name[:-5] for p in d.iterdir() if p.name.endswith(".toml"))
+
+
+def load(name: str, user: dict[str, Profile] | None = None) -> Profile:
+    """A profile by name: the plan's own first, then the shipped ones."""
+    from ..plan.load import validate
+
+    if user and name in user:
+        return user[name]
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,40}", name) or name not in shipped():
+        raise InputError(f"no tuning profile {name!r}", where="tuning",
+                         hint=f"shipped profiles: {', '.join(shipped())}; or define [profiles.{name}] in the plan")
+    path = resources.files("nicbench.tuning") / "profiles" / f"{name}.toml"
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"not valid TOML: {e}", where=f"profile {name}") from None
+    return validate(Profile, data, f"profile {name}")

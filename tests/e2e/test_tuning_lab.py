@@ -1,0 +1,235 @@
+"""Tuning applied to and restored from real lab hosts (root)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import plan_text
+from nicbench.core.errors import InputError
+from nicbench.hosts.facts import collect
+from nicbench.lab import manager
+from nicbench.lab.topology import make_spec
+from nicbench.plan import parse_plan
+from nicbench.report.build import load_run
+from nicbench.report.render import render
+from nicbench.run.session import execute, lab_spec
+from nicbench.tuning import engine
+from nicbench.tuning.engine import Target
+from nicbench.tuning.profile import Profile
+
+pytestmark = pytest.mark.lab
+
+PROFILE = """
+[profiles.t]
+[[profiles.t.settings]]
+kind = "sysctl"
+key = "net.ipv4.tcp_timestamps"
+value = 0
+[[profiles.t.settings]]
+kind = "sysctl"
+key = "net.core.optmem_max"
+value = 524288
+[[profiles.t.settings]]
+kind = "sysctl"
+key = "net.ipv4.tcp_no_such_knob"
+value = 1
+[[profiles.t.settings]]
+kind = "ethtool"
+feature = "offload"
+params = { gro = "on" }
+[[profiles.t.settings]]
+kind = "ethtool"
+feature = "channels"
+params = { rx = "max" }
+"""
+WATCHED = ["/proc/sys/net/ipv4/tcp_timestamps", "/proc/sys/net/core/optmem_max"]
+
+
+@pytest.fixture
+def lab(tmp_path, monkeypatch):
+    monkeypatch.setenv("NICBENCH_RESTORE_DIR", str(tmp_path / "restore"))
+    spec = make_spec("e2et", [("srv", "server"), ("c1", "client")], 1500)
+    manager.down(spec.name)
+    lab = manager.up(spec)
+    yield lab
+    manager.down(spec.name)
+
+
+def profile() -> Profile:
+    return parse_plan(plan_text("t", "e2et", clients=1) + PROFILE).profiles["t"]
+
+
+def targets(lab) -> list[Target]:
+    out = []
+    for h in ("srv", "c1"):
+        t = lab.transport(h)
+        out.append(Target(h, lab.spec.host(h).role, t, f"lab-e2et-{h}", "eth0", collect(t, "x", ["eth0"], ())[0],
+                          lab=True))
+    return out
+
+
+def state(lab) -> dict:
+    """Everything the profile touches, on every lab host."""
+    out = {}
+    for h in ("srv", "c1"):
+        t = lab.transport(h)
+        for p in WATCHED:
+            out[(h, p)] = t.read_text(p).strip()
+        out[(h, "gro")] = [ln for ln in t.run(["ethtool", "-k", "eth0"]).stdout.splitlines()
+                           if ln.startswith("generic-receive-offload")][0]
+        out[(h, "channels")] = t.run(["ethtool", "-l", "eth0"]).stdout
+    return out
+
+
+def test_audit_changes_nothing(lab, tmp_path):
+    before = state(lab)
+    sysctls = subprocess.run(["ip", "netns", "exec", lab.spec.host("srv").netns, "sysctl", "net"],
+                             capture_output=True, text=True).stdout
+    rows = engine.audit(profile(), targets(lab)).rows
+    assert state(lab) == before
+    assert subprocess.run(["ip", "netns", "exec", lab.spec.host("srv").netns, "sysctl", "net"],
+                          capture_output=True, text=True).stdout == sysctls
+    assert not (tmp_path / "restore").exists() or not list((tmp_path / "restore").iterdir())
+    by = {(r.host, r.setting): r for r in rows}
+    assert by[("srv", "sysctl net.ipv4.tcp_timestamps")].status == "differs"
+    assert by[("srv", "sysctl net.ipv4.tcp_no_such_knob")].status == "unsupported"
+
+
+def test_apply_restore_round_trip_and_restore_twice(lab, tmp_path):
+    before = state(lab)
+    rows = engine.apply(profile(), targets(lab)).rows
+    by = {(r.host, r.setting): r for r in rows}
+    assert by[("srv", "sysctl net.ipv4.tcp_timestamps")].status == "applied"
+    assert by[("c1", "ethtool eth0 offload gro")].status == "applied"
+    assert by[("srv", "ethtool eth0 channels rx")].wanted == "2"          # "max" read from the driver
+    assert by[("srv", "sysctl net.ipv4.tcp_no_such_knob")].status == "unsupported"   # reported, not fatal
+    assert lab.transport("srv").read_text(WATCHED[0]).strip() == "0"
+    assert "generic-receive-offload: on" in state(lab)[("c1", "gro")]
+    # apply again: the restore file keeps the original priors
+    engine.apply(profile(), targets(lab))
+    for t in targets(lab):
+        restored = engine.restore(t.transport, t.restore_id)
+        assert restored and all(r.status == "restored" for r in restored)
+    assert state(lab) == before
+    assert all(engine.restore(t.transport, t.restore_id) == [] for t in targets(lab))   # harmless
+    assert state(lab) == before
+
+
+def test_killed_between_two_changes_then_tune_restore(lab, tmp_path):
+    plan = tmp_path / "p.toml"
+    plan.write_text(plan_text("t", "e2et", clients=1) + PROFILE)
+    before = state(lab)
+    env = dict(os.environ, NICBENCH_RESTORE_DIR=str(tmp_path / "restore"))
+    cmd = [sys.executable, "-m", "nicbench.cli.main", "tune", "apply", "--profile", "t", "--plan", str(plan),
+           "--lab", "e2et", "--step-delay", "5", "srv"]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    srv = lab.transport("srv")
+    deadline = time.monotonic() + 20
+    while srv.read_text(WATCHED[0]).strip() != "0":       # the first change is made...
+        assert time.monotonic() < deadline and p.poll() is None
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGKILL)                      # ...and the process dies before the second
+    p.wait()
+    assert srv.read_text(WATCHED[1]).strip() == before[("srv", WATCHED[1])]
+    assert (tmp_path / "restore" / "lab-e2et-srv.json").exists()
+    r = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "tune", "restore"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert state(lab) == before
+    assert not (tmp_path / "restore" / "lab-e2et-srv.json").exists()
+
+
+def test_bad_profile_for_the_hosts_changes_nothing(lab, tmp_path):
+    before = state(lab)
+    bad = parse_plan(plan_text("t", "e2et", clients=1) + PROFILE +
+                     '[[profiles.t.settings]]\nkind = "pinning"\npolicy = "cpus"\ncpus = "0-63"\n').profiles["t"]
+    with pytest.raises(InputError) as e:
+        engine.apply(bad, targets(lab))
+    assert "names CPU" in e.value.one_line() and "nothing was changed" in e.value.one_line()
+    nic = parse_plan(plan_text("t", "e2et", clients=1) + '[profiles.t]\n[[profiles.t.settings]]\n'
+                     'kind = "irq_affinity"\n').profiles["t"]
+    ts = [Target(t.host, t.role, t.transport, t.restore_id, "eth9",
+                 collect(t.transport, "x", ["eth9"], ())[0], lab=True) for t in targets(lab)]
+    with pytest.raises(InputError) as e:
+        engine.apply(nic, ts)
+    assert "no interface eth9" in e.value.one_line()
+    assert state(lab) == before and not (tmp_path / "restore").exists()
+
+
+def test_host_wide_settings_only_with_the_flag(lab, tmp_path):
+    p = parse_plan(plan_text("t", "e2et", clients=1) + '[profiles.t]\n[[profiles.t.settings]]\n'
+                   'kind = "sysctl"\nkey = "net.core.netdev_max_backlog"\nvalue = 2345\n').profiles["t"]
+    orig = Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip()
+    [row] = [r for r in engine.apply(p, targets(lab)).rows if r.scope != "check"]
+    assert row.host == "machine" and row.status == "host-wide"
+    assert Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() == orig
+    try:
+        [row] = [r for r in engine.apply(p, targets(lab), host_wide=True).rows if r.scope != "check"]
+        assert row.status == "applied"
+        assert Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() == "2345"
+    finally:
+        from nicbench.hosts.transport import LocalTransport
+        engine.restore(LocalTransport("machine"), "machine")
+    assert Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() == orig
+
+
+def test_a_plan_applies_tuning_pins_tools_records_and_restores(tmp_path, monkeypatch):
+    monkeypatch.setenv("NICBENCH_RESTORE_DIR", str(tmp_path / "restore"))
+    text = ('tuning = "t"\n' + plan_text("tuned", "e2eu", clients=1, connections=(2,), duration=2, omit=1)
+            + PROFILE + '[[profiles.t.settings]]\nkind = "pinning"\npolicy = "cpus"\ncpus = "1"\n')
+    plan = parse_plan(text)
+    lab = manager.up(lab_spec(plan))
+    try:
+        srv = lab.transport("srv")
+        before = srv.read_text(WATCHED[0]).strip()
+        out = execute(plan, text, store=tmp_path)          # reuses the lab: restoring is visible
+        assert srv.read_text(WATCHED[0]).strip() == before
+    finally:
+        manager.down("e2eu")
+    view = load_run(out.run_dir)
+    [t] = view.trials
+    assert t.status == "ok", t.error
+    tuning = view.info.meta["tuning"]
+    by = {(r["host"], r["setting"]): r for r in tuning["rows"]}
+    assert by[("srv", "sysctl net.ipv4.tcp_timestamps")]["status"] == "applied"
+    assert tuning["pinning"] == {"srv": "1", "c1": "1"}
+    assert t.tool_cpus and all(w["allowed"] == "1" and w["seen"] == [1] for w in t.tool_cpus.values())
+    # the points ran with timestamps off: the facts recorded say so, and the ceiling uses it
+    assert {h.host: h.value("sysctl.net.ipv4.tcp_timestamps") for h in view.facts if h.host != "machine"} == \
+        {"srv": 0, "c1": 0}
+    assert view.link.timestamps is False
+    page = render(view).read_text()
+    assert "Profile <b>t</b> applied" in page and "allowed CPUs 1, ran on 1" in page
+    assert not list((tmp_path / "restore").glob("*.json"))
+
+
+def test_ctrl_c_mid_run_restores_host_wide_tuning(tmp_path):
+    from helpers import nicbench
+    orig = Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip()
+    plan = tmp_path / "long.toml"
+    plan.write_text('tuning = "t"\n' + plan_text("long", "e2ev", clients=1, duration=30, omit=0)
+                    + '[profiles.t]\n[[profiles.t.settings]]\nkind = "sysctl"\n'
+                      'key = "net.core.netdev_max_backlog"\nvalue = 3456\n')
+    env_dir = tmp_path / "restore"
+    os.environ["NICBENCH_RESTORE_DIR"] = str(env_dir)
+    try:
+        p = nicbench("run", plan, "--store", tmp_path / "store", "--host-wide")
+        deadline = time.time() + 30
+        while Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() != "3456":
+            assert time.time() < deadline and p.poll() is None
+            time.sleep(0.1)
+        time.sleep(1.0)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+    finally:
+        os.environ.pop("NICBENCH_RESTORE_DIR")
+    assert p.returncode == 130, err
+    assert Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() == orig
+    assert not list(env_dir.glob("*.json"))

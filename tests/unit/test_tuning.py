@@ -1,0 +1,105 @@
+"""Tuning profiles as data: validation, the NIC IRQ policy, checks (no root needed)."""
+
+import pytest
+
+from conftest import fixture_text
+from nicbench.core.errors import InputError
+from nicbench.hosts.factparse import parse_facts
+from nicbench.hosts.fake import FakeTransport, Script
+from nicbench.plan import parse_plan
+from nicbench.plan.load import validate
+from nicbench.tuning import knobs
+from nicbench.tuning.engine import Target, audit, check_profile
+from nicbench.tuning.profile import Profile, load, shipped
+
+from helpers_plan import PLAN
+
+
+def prof(text: str) -> Profile:
+    import tomllib
+    return validate(Profile, tomllib.loads(text), "p.toml")
+
+
+def test_shipped_profiles_load_and_the_stock_one_only_audits():
+    assert {"stock", "throughput"} <= set(shipped())
+    assert load("stock").audit_only and not load("throughput").audit_only
+    kinds = {s.kind for s in load("throughput").settings}
+    assert kinds == {"sysctl", "service", "governor", "tuned", "irq_affinity", "pinning"}
+
+
+@pytest.mark.parametrize("text, where, what", [
+    ('[[settings]]\nkind = "sysctrl"\nkey = "a.b"\nvalue = 1\n', "settings[0]", "sysctrl"),
+    ('[[settings]]\nkind = "sysctl"\nkey = "a.b"\nvalue = [1]\n', "settings[0].sysctl.value", ""),
+    ('[[settings]]\nkind = "governor"\nvalue = "turbo"\n', "settings[0].governor.value", "performance"),
+    ('[[settings]]\nkind = "ethtool"\nfeature = "ring"\nparams = { rx = "big" }\n', "params", "max"),
+    ('[[settings]]\nkind = "ethtool"\nfeature = "offload"\nparams = { tso = 1 }\n', "params", "on"),
+    ('[[settings]]\nkind = "pinning"\ncpus = "3-1"\n', "cpus", "backwards"),
+    ('[[settings]]\nkind = "service"\nname = "irqbalance"\nstate = "paused"\n', "state", "stopped"),
+    ('[[settings]]\nkind = "sysctl"\nkey = "a.b"\nvalue = 1\n[[settings]]\nkind = "sysctl"\nkey = "a.b"\nvalue = 2\n',
+     "settings", "twice"),
+])
+def test_bad_profiles_are_one_line_errors_naming_the_field(text, where, what):
+    with pytest.raises(InputError) as e:
+        prof(text)
+    line = e.value.one_line()
+    assert "\n" not in line and "p.toml" in line and where in line and what in line
+
+
+def test_plan_names_a_profile_that_exists():
+    with pytest.raises(InputError) as e:
+        parse_plan('tuning = "fast"\n' + PLAN, "x.toml")
+    assert "neither a shipped profile" in e.value.one_line()
+    p = parse_plan('tuning = "mine"\n' + PLAN + '[profiles.mine]\n[[profiles.mine.settings]]\n'
+                          'kind = "sysctl"\nkey = "net.ipv4.tcp_timestamps"\nvalue = 0\n', "x.toml")
+    assert load("mine", dict(p.profiles)).settings[0].key == "net.ipv4.tcp_timestamps"
+    with pytest.raises(InputError) as e:
+        parse_plan(PLAN + '[profiles.mine]\n[[profiles.mine.settings]]\nkind = "bogus"\n', "x.toml")
+    assert "profiles.mine.settings[0]" in e.value.one_line()
+
+
+def test_cpu_lists_compare_as_sets():
+    assert knobs.cpu_set("0-3,8") == {0, 1, 2, 3, 8} and knobs.cpu_set("x") is None
+    assert knobs.same("irq:38", "0-1", "0,1") and not knobs.same("irq:38", "0", "1")
+    assert knobs.same("sysctl:net.ipv4.tcp_rmem", "4096\t131072  6291456", "4096 131072 6291456")
+
+
+def _virtio(host="srv", ifname="eth0", cpus_files=None):
+    facts = parse_facts(fixture_text("facts", "local_virtio.txt"), host=host, role="server", collected=0)
+    files = cpus_files or {"/proc/irq/37/smp_affinity_list": "0-1", "/proc/irq/38/smp_affinity_list": "0-1",
+                           "/proc/irq/39/smp_affinity_list": "0-1"}
+    t = FakeTransport(host, responder=lambda argv: Script(stdout="/usr/bin/taskset\n"), files=files)
+    return Target(host, "server", t, host, ifname, facts, lab=False)
+
+
+def test_irq_policy_puts_one_queue_per_core_of_the_nics_cpus():
+    """Recorded virtio NIC: node -1, local CPUs 0-1; its config IRQ is not a queue."""
+    p = prof('[[settings]]\nkind = "irq_affinity"\n[[settings]]\nkind = "pinning"\npolicy = "nic-node"\n')
+    rows = {r.setting: r for r in audit(p, [_virtio()]).rows}
+    assert rows["irq 38 (virtio2-input.0)"].wanted == "0" and rows["irq 38 (virtio2-input.0)"].status == "differs"
+    assert rows["irq 39 (virtio2-output.0)"].wanted == "1"
+    assert not any("virtio2-config" in s for s in rows)
+    assert rows["pinning"].wanted == "0-1" and "local CPUs" in rows["pinning"].note
+    shared = rows["check: eth0 IRQs on the tools' cores"]
+    assert shared.status == "note" and "virtio2-input.0" in str(shared.current)
+    assert rows["check: eth0 NUMA node"].status == "unknown"
+
+
+def test_irq_policy_on_a_virtual_interface_is_unsupported_not_an_error():
+    facts = parse_facts(fixture_text("facts", "netns_veth.txt"), host="c1", role="client", collected=0)
+    t = Target("c1", "client", FakeTransport("c1"), "c1", "eth0", facts, lab=False)
+    [row, *_] = audit(prof('[[settings]]\nkind = "irq_affinity"\n'), [t]).rows
+    assert row.status == "unsupported" and "no queue IRQs" in row.note
+
+
+def test_profile_problems_are_raised_before_anything_changes():
+    facts = parse_facts(fixture_text("facts", "netns_veth.txt"), host="c1", role="client", collected=0)
+    t = FakeTransport("c1")
+    bad_if = Target("c1", "client", t, "c1", "eth9", facts, lab=False)
+    with pytest.raises(InputError) as e:
+        check_profile(prof('[[settings]]\nkind = "irq_affinity"\n'), [bad_if])
+    assert "no interface eth9" in e.value.one_line()
+    with pytest.raises(InputError) as e:
+        audit(prof('[[settings]]\nkind = "pinning"\npolicy = "cpus"\ncpus = "0-7"\n'),
+              [Target("c1", "client", t, "c1", "eth0", facts)])
+    assert "names CPU 2, but the host has 2" in e.value.one_line()
+    assert t.commands == []                                     # not even a read was made
