@@ -225,11 +225,30 @@ def store_facts(writer: RunWriter, collected: list[tuple[HostFacts, str]]) -> No
 
 
 def tuning_targets(plan: Plan, lab: manager.Lab, facts: list[tuple[HostFacts, str]]):
-    """The plan's tuning profile and the lab hosts it applies to."""
-    profile = load_profile(str(plan.tuning), dict(plan.profiles))
+    """The plan's tuning profile (without one, the stock profile, which only
+    audits: every run records the tuning state it ran in) and the lab hosts."""
+    profile = load_profile(plan.tuning or "stock", dict(plan.profiles))
     by_host = {h.host: h for h, _ in facts}
     return profile, [Target(h, plan.hosts[h].role, lab.transport(h), f"lab-{lab.spec.name}-{h}", "eth0",
                             by_host.get(h), lab=True) for h in plan.hosts]
+
+
+def tune_for_run(plan: Plan, profile, targets: list[Target], ctx: TcpContext, facts, fact_hosts,
+                 tools: list[str], host_wide: bool):
+    """Apply (or only audit) the run's profile; the record of it, and the facts
+    the points run with (collected again when something was changed)."""
+    apply_it = not profile.audit_only
+    result = (tune_apply if apply_it else tune_audit)(profile, targets, host_wide=host_wide)
+    ctx.pin = result.pin
+    if apply_it:
+        facts = gather_facts(fact_hosts, tools)
+        for h, _ in facts:                  # the ceiling must use the tuned value
+            ts = h.value("sysctl.net.ipv4.tcp_timestamps")
+            if h.host in ctx.tcp_timestamps and isinstance(ts, int):
+                ctx.tcp_timestamps[h.host] = ts
+    return {"profile": plan.tuning or "stock", "host_wide": host_wide, "applied": apply_it,
+            "from_plan": bool(plan.tuning), "rows": [r.to_dict() for r in result.rows],
+            "pinning": result.pin_cpus}, facts
 
 
 def untune(targets: list[Target], host_wide: bool) -> None:
@@ -270,23 +289,12 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
             fact_hosts = ([(transports[h], plan.hosts[h].role, ["eth0"]) for h in plan.hosts]
                           + [(LocalTransport("machine"), "machine", [])])
             facts = gather_facts(fact_hosts, tools)
-            tuning = None
-            if plan.tuning:
-                profile, targets = tuning_targets(plan, lab, facts)
-                restorable = not profile.audit_only
-                if restorable:
-                    tuned = targets     # before the first change: a Ctrl-C mid-apply still restores
-                result = (tune_apply if restorable else tune_audit)(profile, targets, host_wide=host_wide)
-                ctx.pin = result.pin
-                warnings += [f"tuning: {r.host} {r.setting} did not take: {r.note}"
-                             for r in result.rows if r.status == "failed"]
-                tuning = {"profile": plan.tuning, "host_wide": host_wide, "applied": restorable,
-                          "rows": [r.to_dict() for r in result.rows], "pinning": result.pin_cpus}
-                facts = gather_facts(fact_hosts, tools)     # the state the points run in
-                for h, _ in facts:                          # the ceiling must use the tuned value
-                    ts = h.value("sysctl.net.ipv4.tcp_timestamps")
-                    if h.host in ctx.tcp_timestamps and isinstance(ts, int):
-                        ctx.tcp_timestamps[h.host] = ts
+            profile, targets = tuning_targets(plan, lab, facts)
+            if not profile.audit_only:
+                tuned = targets         # before the first change: a Ctrl-C mid-apply still restores
+            tuning, facts = tune_for_run(plan, profile, targets, ctx, facts, fact_hosts, tools, host_wide)
+            warnings += [f"tuning: {r['host']} {r['setting']} did not take: {r['note']}"
+                         for r in tuning["rows"] if r["status"] == "failed"]
             ctx.nic_irqs = nic_irqs(facts, plan.server, ctx.ifname)
             run_id = new_run_id(plan.name)
             info = RunInfo(run_id, plan.name, "tcp", time.time(), plan_text, "plan", __version__, {
