@@ -58,3 +58,18 @@ def test_shaped_link_reaches_its_ceiling_and_no_more(tmp_path):
     finally:
         manager.down(lab_name)
     assert namespaces(lab_name) == []
+
+
+def test_iperf2_timeline_is_placed_inside_the_sampled_span(tmp_path):
+    """iperf 2.1.8 stamps its CSV one interval late; placed right, its window
+    is covered by the CPU and counter samples (no CPU, no wire rate otherwise)."""
+    text = plan_text("shaped2", "e2es2", engine="iperf2", clients=1, directions=("tx", "rx"),
+                     io_sizes=("128K",), connections=(1,), duration=3, omit=1, speed="1G")
+    view = load_run(execute(parse_plan(text), text, store=tmp_path).run_dir)
+    assert namespaces("e2es2") == []
+    for t in view.trials:
+        assert t.status == "ok", t.error
+        assert t.cpu is not None and t.counters is not None and t.wire, t.point
+        assert not any("past the process's exit" in w for w in t.warnings)
+    for p in view.points:
+        assert 0.95 <= p.of_ceiling <= 1.005 and p.wire_gbps / p.link_gbps == pytest.approx(1.0, abs=0.03)

@@ -86,3 +86,22 @@ def test_finished_flows_counts_summary_lines():
     assert iperf2.finished_flows(fixture_text("iperf2", "2.1.8", "server_fd.csv"), 1.0) == 2
     text = fixture_text("iperf2", "2.1.8", "server_tx_p2.csv").splitlines()
     assert iperf2.finished_flows("\n".join(text[:6]), 1.0) == 0   # intervals only: still running
+
+
+def test_2_1_8_stamps_are_one_interval_late_and_are_corrected():
+    """Recorded with the process's own start and end times around it: the raw
+    stamps put the last interval past the process's exit; one reporting
+    interval earlier they fit inside its life."""
+    import json
+    from nicbench.tools.base import ToolInfo
+    when = json.loads(fixture_text("iperf2", "2.1.8", "client_loopback_i0.5_stamps.json"))
+    text = fixture_text("iperf2", "2.1.8", "client_loopback_i0.5_stamps.csv")
+    raw = iperf2.parse(text, role="client", server_port=5999, interval=0.5)
+    assert max(i.abs_start + i.end - i.start for i in raw.intervals) > when["process_end"] + 0.4
+    assert iperf2.stamps_late(iperf2.info_from("iperf version 2.1.8 (12 August 2022) pthreads"))
+    fixed = iperf2.parse(text, role="client", server_port=5999, interval=0.5, stamp_lag=0.5)
+    first = min(i.abs_start for i in fixed.intervals)
+    last = max(i.abs_start + i.end - i.start for i in fixed.intervals)
+    assert when["process_start"] < first < when["process_start"] + 0.05
+    assert last < when["process_end"]
+    assert not iperf2.stamps_late(ToolInfo("iperf", (2, 2, 0), "2.2.0", frozenset()))

@@ -371,6 +371,9 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
     samples: list[Sample] = []
     s = ctx.study
     meta["test_starts"], meta["anchors"] = {}, {}
+    lag = s.interval if engine == "iperf2" and iperf2.stamps_late(ctx.tool) else 0.0
+    if lag:
+        meta["iperf2_stamp_lag_s"] = lag
     for slot, proc in clis:
         text = _read(proc.stdout_path)
         key = f"{slot.client}:{slot.port}"
@@ -397,15 +400,24 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
             if not text.strip():
                 raise _tool_error(f"iperf to {slot.client}:{slot.port} printed nothing: "
                                   f"{tail(_read(proc.stderr_path)) or 'no error text'}", ctx.server)
-            rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval)
+            rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
+                                stamp_lag=lag)
             samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             totals[key] = dict(rep2.totals)
             firsts = [i.abs_start for i in rep2.intervals if i.abs_start is not None]
             meta["test_starts"][key], meta["anchors"][key] = (min(firsts) if firsts else None), "wall clock"
+            # the CSV's wall clock must end before the process did
+            last = max((i.abs_start + i.end - i.start for i in rep2.intervals if i.abs_start is not None),
+                       default=None)
+            if last is not None and ends.get(key) is not None and last > ends[key] + 0.05:
+                meta.setdefault("warnings", []).append(
+                    f"iperf2 to {key}: its CSV stamps run {last - ends[key]:.3f}s past the process's exit: "
+                    "intervals are placed late (a stamp quirk of this iperf version)")
     if engine == "iperf2":   # receiver side of the fwd flow lives in the server's CSV
         for slot, proc in servers:
             text = _read(proc.stdout_path)
-            rep2 = iperf2.parse(text, role="server", omit=s.omit, server_port=slot.port, interval=s.interval)
+            rep2 = iperf2.parse(text, role="server", omit=s.omit, server_port=slot.port, interval=s.interval,
+                                stamp_lag=lag)
             samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             for k, v in rep2.totals.items():
                 totals.setdefault(f"{slot.client}:{slot.port}", {}).setdefault(k, v)
