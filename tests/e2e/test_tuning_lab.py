@@ -233,3 +233,17 @@ def test_ctrl_c_mid_run_restores_host_wide_tuning(tmp_path):
     assert p.returncode == 130, err
     assert Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() == orig
     assert not list(env_dir.glob("*.json"))
+
+
+def test_a_run_refuses_to_stack_on_tuning_already_in_force(lab, tmp_path):
+    from nicbench.core.errors import PreflightError
+    before = state(lab)
+    engine.apply(profile(), targets(lab))
+    text = 'tuning = "t"\n' + plan_text("t", "e2et", clients=1) + PROFILE
+    with pytest.raises(PreflightError) as e:
+        execute(parse_plan(text), text, store=tmp_path / "store")
+    assert "tune restore" in e.value.one_line()
+    assert lab.transport("srv").read_text(WATCHED[0]).strip() == "0"        # the earlier tuning is untouched
+    for t in targets(lab):
+        engine.restore(t.transport, t.restore_id)
+    assert state(lab) == before

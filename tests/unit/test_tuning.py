@@ -103,3 +103,36 @@ def test_profile_problems_are_raised_before_anything_changes():
               [Target("c1", "client", t, "c1", "eth0", facts)])
     assert "names CPU 2, but the host has 2" in e.value.one_line()
     assert t.commands == []                                     # not even a read was made
+
+
+@pytest.mark.parametrize("text, what", [
+    ('[[settings]]\nkind = "pinning"\npolicy = "cpus"\n', "needs cpus"),
+    ('[[settings]]\nkind = "pinning"\npolicy = "nic-node"\ncpus = "1"\n', "only for policy"),
+    ('[[settings]]\nkind = "ethtool"\nfeature = "ring"\nparams = { rx = true }\n', "params.rx"),
+])
+def test_settings_that_would_silently_do_nothing_are_refused(text, what):
+    with pytest.raises(InputError) as e:
+        prof(text)
+    assert what in e.value.one_line()
+
+
+def test_a_renumbered_irq_is_left_alone_on_restore():
+    from nicbench.tuning.engine import _vanished
+    t = FakeTransport("h", files={"/proc/interrupts": fixture_text("proc", "interrupts.txt")})
+    assert _vanished(t, "irq:38", "irq 38 (virtio2-input.0)", "0-1") is None
+    assert "no longer virtio2-output.0" in _vanished(t, "irq:38", "irq 38 (virtio2-output.0)", "0-1")
+    assert "gone" in _vanished(t, "sysctl:net.x", "sysctl net.x", None)
+
+
+def test_damaged_restore_files_are_reported_and_kept(tmp_path, monkeypatch):
+    from nicbench.tuning import engine
+    monkeypatch.setenv("NICBENCH_RESTORE_DIR", str(tmp_path))
+    (tmp_path / "machine.json").write_text("{not json")
+    [(rid, doc)] = engine.pending()
+    assert rid == "machine" and doc is engine.DAMAGED
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "tune", "restore"], capture_output=True,
+                       text=True, env={**__import__("os").environ, "NICBENCH_RESTORE_DIR": str(tmp_path)})
+    assert r.returncode == 5 and "damaged" in r.stderr and r.stderr.count("\n") == 1
+    assert (tmp_path / "machine.json").exists()

@@ -33,7 +33,8 @@ def targets_for(hosts: tuple[str, ...], lab_name: str | None, ifname: str | None
     if hosts == ("local",):
         t = LocalTransport("local")
         facts = collect(t, "local", [ifname] if ifname else [], ())[0]
-        return [Target("local", "local", t, "local", ifname, facts, lab=False)]
+        # "machine": the same restore file as a lab's host-wide settings, so priors never stack
+        return [Target("local", "local", t, "machine", ifname, facts, lab=False)]
     labs = manager.all_labs()
     name = lab_name or (labs[0] if len(labs) == 1 else None)
     if name is None:
@@ -148,25 +149,35 @@ def apply_cmd(ctx, profile_name, step_delay, hosts, lab_name, ifname, plan, host
 def restore_cmd(ctx, json_) -> None:
     """Put back every setting nicbench changed on this machine and its lab
     hosts, from the restore files (also after a crash or power loss)."""
-    from ..tuning.engine import forget, pending, restore, transport_from
+    from ..core.errors import NicbenchError, ToolError
+    from ..tuning.engine import DAMAGED, forget, pending, restore, restore_dir, transport_from
 
-    rows, notes = [], []
+    rows, notes, errors = [], [], []
     for rid, doc in pending():
-        t = transport_from(doc, rid) if doc else None
-        if t is None:
-            forget(rid)
-            notes.append(f"{rid}: its namespace is gone, and its settings with it")
+        if doc is DAMAGED:
+            errors.append(f"{rid}: the restore file in {restore_dir()} is damaged; it is kept")
             continue
-        rows += restore(t, rid)
+        try:
+            t = transport_from(doc, rid)
+            if t is None:
+                forget(rid)
+                notes.append(f"{rid}: its namespace is gone, and its settings with it")
+                continue
+            rows += restore(t, rid)
+        except NicbenchError as e:               # one host's failure must not stop the others
+            errors.append(e.one_line().removeprefix("nicbench: "))
     if json_ or (ctx.obj or {}).get("json"):
-        click.echo(json.dumps({"rows": [r.to_dict() for r in rows], "notes": notes}, indent=1))
-        return
-    for n in notes:
-        click.echo(n)
-    if rows:
-        show(rows, "tuning restored")
-    elif not notes:
-        click.echo("nothing to restore")
+        click.echo(json.dumps({"rows": [r.to_dict() for r in rows], "notes": notes, "errors": errors}, indent=1))
+    else:
+        for n in notes:
+            click.echo(n)
+        if rows:
+            show(rows, "tuning restored")
+        elif not notes and not errors:
+            click.echo("nothing to restore")
+    if errors:
+        raise ToolError("; ".join(errors), where="tune restore",
+                        hint="fix what is named and run 'nicbench tune restore' again; the files are kept")
 
 
 def register(group: click.Group) -> None:

@@ -76,8 +76,13 @@ nic() { i=$1; d=/sys/class/net/$i
   printf 'busdev\t%s\n' "$p"
   kv $p/numa_node $p/local_cpulist $p/current_link_speed $p/max_link_speed $p/current_link_width $p/max_link_width
   for q in $p/msi_irqs/*; do [ -e "$q" ] && printf 'msi\t%s\n' "${q##*/}"; done; true; }
-irqs() { i=$1; list=$(grep -E "[[:space:]]$i([-_:][^[:space:]]*)?\$" /proc/interrupts | cut -d: -f1)
-  d=; [ -e /sys/class/net/$i/device ] && d=$(readlink -f /sys/class/net/$i/device 2>/dev/null)
+irqs() { i=$1; list=; d=
+  # a virtual interface has no IRQs: a name match in the machine-wide /proc/interrupts
+  # would be another device's (the machine's own eth0 seen from a lab namespace)
+  [ -e /sys/class/net/$i/device ] || return 0
+  e=$(printf '%s' "$i" | sed 's/[.]/[.]/g')
+  list=$(grep -E "[[:space:]]$e([-_:][^[:space:]]*)?\$" /proc/interrupts | cut -d: -f1)
+  d=$(readlink -f /sys/class/net/$i/device 2>/dev/null)
   while [ -n "$d" ] && [ "$d" != /sys ] && [ ! -d "$d/msi_irqs" ]; do d=${d%/*}; done
   [ -n "$d" ] && [ -d "$d/msi_irqs" ] && list="$list $(ls $d/msi_irqs)"
   for q in $(printf '%s\n' $list | sort -un); do

@@ -31,7 +31,7 @@ from ..hosts.facts import collect_quietly
 from ..hosts.transport import Transport
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from ..store.runs import RunWriter, new_run_id
-from ..tuning.engine import Target
+from ..tuning.engine import Target, in_force
 from ..tuning.engine import apply as tune_apply
 from ..tuning.engine import audit as tune_audit
 from ..tuning.engine import restore as tune_restore
@@ -291,6 +291,11 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
             facts = gather_facts(fact_hosts, tools)
             profile, targets = tuning_targets(plan, lab, facts)
             if not profile.audit_only:
+                left = in_force(targets, host_wide)
+                if left:
+                    raise PreflightError(f"tuning from an earlier 'nicbench tune apply' is in force ({', '.join(left)}): "
+                                         "this run would stack on it and undo it at its end", where="tuning",
+                                         hint="nicbench tune restore, then run again")
                 tuned = targets         # before the first change: a Ctrl-C mid-apply still restores
             tuning, facts = tune_for_run(plan, profile, targets, ctx, facts, fact_hosts, tools, host_wide)
             warnings += [f"tuning: {r['host']} {r['setting']} did not take: {r['note']}"
@@ -335,14 +340,21 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
             signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
             try:
                 _quietly(progress.end)
-                if writer is not None:
-                    _quietly(lambda: writer.finish(status, ok=ok, failed=failed))
+                untune_error: list[str] = []
                 if lab is not None:
                     _quietly(lab.tracker.kill_all)
                     if tuned:
-                        _quietly(lambda: untune(tuned, host_wide))
-                    if owned and not keep_lab:
-                        manager.down(spec.name)
+                        try:
+                            untune(tuned, host_wide)
+                        except Exception as e:  # noqa: BLE001 - recorded with the run, and the lab still goes
+                            untune_error.append(str(e))
+                            print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}",
+                                  file=sys.stderr)
+                if writer is not None:
+                    _quietly(lambda: writer.finish(status, ok=ok, failed=failed,
+                                                   **({"untune_error": untune_error[0]} if untune_error else {})))
+                if lab is not None and owned and not keep_lab:
+                    manager.down(spec.name)
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
     return RunOutcome(run_id, writer.run_dir, status, ok, failed, tuple(warnings))

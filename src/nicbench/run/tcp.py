@@ -283,7 +283,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
         if cpu_sampler is not None:
             counter_samples += cpu_sampler.stop()
             meta["sampler_cpu_s"] = cpu_sampler.cpu_seconds
-            meta["tool_cpus"] = {" ".join(k): v for k, v in cpu_sampler.proc_cpus.items()}
+            meta["tool_cpus"] = cpu_sampler.tool_cpus()
         for _, proc in clis + servers:
             if proc.poll() is None:
                 proc.stop(0.5)

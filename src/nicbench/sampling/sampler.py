@@ -186,6 +186,10 @@ class CpuSampler(PeriodicSampler):
         # (host, role, proc) -> {"allowed": "0-1", "seen": [0, 1]}: where each tool could and did run
         self.proc_cpus: dict[tuple[str, str, str], dict] = {}
 
+    def tool_cpus(self) -> dict[str, dict]:
+        with self._lock:
+            return {" ".join(k): {"allowed": v["allowed"], "seen": sorted(v["seen"])} for k, v in self.proc_cpus.items()}
+
     def read(self) -> None:
         t0 = time.time()
         stat = parse_proc_stat(self.t.read_text("/proc/stat"))
@@ -214,15 +218,17 @@ class CpuSampler(PeriodicSampler):
             key = (host, role, proc)
             with self._lock:
                 self.proc_reads.setdefault(key, []).append((time.time(), p.utime, p.stime))
-            where = self.proc_cpus.get(key)
-            if where is None:
+            if key not in self.proc_cpus:
                 try:
                     allowed = cpus_allowed(self.t.read_text(f"/proc/{pid}/status"))
                 except OSError:
                     allowed = None
-                where = self.proc_cpus[key] = {"allowed": allowed, "seen": []}
-            if p.processor is not None and p.processor not in where["seen"]:
-                where["seen"].append(p.processor)
+                with self._lock:
+                    self.proc_cpus.setdefault(key, {"allowed": allowed, "seen": []})
+            with self._lock:
+                where = self.proc_cpus[key]
+                if p.processor is not None and p.processor not in where["seen"]:
+                    where["seen"].append(p.processor)
 
     def samples(self) -> list[Sample]:
         with self._lock:

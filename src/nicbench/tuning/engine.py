@@ -78,6 +78,13 @@ class Plan:
     pin_cpus: dict[str, str] = field(default_factory=dict)      # host -> CPU list the tools get
 
 
+def in_force(targets: Sequence[Target], host_wide: bool) -> list[str]:
+    """Restore files already present for these targets: tuning from an earlier
+    'tune apply' a run must neither stack on nor undo."""
+    ids = [t.restore_id for t in targets] + (["machine"] if host_wide else [])
+    return [i for i in ids if os.path.exists(_restore_path(i))]
+
+
 def restore_dir() -> str:
     return os.environ.get("NICBENCH_RESTORE_DIR", "/var/lib/nicbench/restore")
 
@@ -355,7 +362,8 @@ def write_restore(t: Transport, restore_id: str, doc: dict) -> None:
               timeout=30)
     if r.returncode != 0:
         raise StoreError(f"cannot write restore file: {tail(r.stderr)}", where=f"{t.host}:{path}",
-                         hint="nothing was changed; make the directory writable")
+                         hint="nothing on this host was changed; hosts tuned before it are undone by "
+                              "'nicbench tune restore'")
 
 
 def _remove_restore(t: Transport, restore_id: str) -> None:
@@ -404,7 +412,8 @@ def apply(profile: Profile, targets: Sequence[Target], *, machine: Transport | N
         for r in g.rows:
             doc["items"].setdefault(r.key, {"prior": r.current, "setting": r.setting})
         write_restore(g.transport, g.restore_id, doc)          # before the first change
-        for r in g.rows:
+        # tuned and services first: a tuned profile rewrites sysctls and governors itself
+        for r in sorted(g.rows, key=lambda r: 0 if r.key == "tuned" or r.key.startswith("service:") else 1):
             try:
                 knobs.write(g.transport, r.key, str(r.wanted))
                 back = knobs.read(g.transport, r.key)
@@ -415,6 +424,15 @@ def apply(profile: Profile, targets: Sequence[Target], *, machine: Transport | N
                 outcome[(r.host, r.key)] = replace(r, status="failed", note=e.message)
             if step is not None:
                 step()
+        # read everything back once more: a later change (tuned, a driver reset by
+        # ethtool -L) may have undone an earlier one
+        for r in g.rows:
+            done = outcome.get((r.host, r.key))
+            if done is not None and done.status == "applied":
+                now = knobs.read(g.transport, r.key)
+                if not knobs.same(r.key, now, r.wanted):
+                    outcome[(r.host, r.key)] = replace(done, current=now, status="failed",
+                                                       note=f"changed again by a later setting: reads {now!r}")
     plan.rows = [outcome.get((r.host, r.key), r) for r in plan.rows]
     return plan
 
@@ -427,17 +445,23 @@ def restore(t: Transport, restore_id: str) -> list[Row]:
     rows, failed = [], []
     for key, item in doc.get("items", {}).items():
         prior = item.get("prior")
+        setting = item.get("setting", key)
         try:
-            if prior is not None and not knobs.same(key, knobs.read(t, key), prior):
+            now = knobs.read(t, key)
+            gone = _vanished(t, key, setting, now)
+            if gone:
+                rows.append(Row(t.host, setting, key, None, prior, "gone", gone))
+                continue
+            if prior is not None and not knobs.same(key, now, prior):
                 knobs.write(t, key, str(prior))
             back = knobs.read(t, key)
             ok = prior is None or knobs.same(key, back, prior)
-            rows.append(Row(t.host, item.get("setting", key), key, back, prior, "restored" if ok else "failed",
+            rows.append(Row(t.host, setting, key, back, prior, "restored" if ok else "failed",
                             "" if ok else f"reads back {back!r}"))
             if not ok:
                 failed.append(key)
         except NicbenchError as e:
-            rows.append(Row(t.host, item.get("setting", key), key, None, prior, "failed", e.message))
+            rows.append(Row(t.host, setting, key, None, prior, "failed", e.message))
             failed.append(key)
     if failed:
         raise ToolError(f"could not restore {', '.join(failed)}", where=t.host,
@@ -445,6 +469,27 @@ def restore(t: Transport, restore_id: str) -> list[Row]:
                              "'nicbench tune restore' again")
     _remove_restore(t, restore_id)
     return rows
+
+
+def _vanished(t: Transport, key: str, setting: str, now: str | None) -> str | None:
+    """Why a setting cannot be restored because what it was set on is gone
+    (an IRQ renumbered after a reboot or driver reload, an interface
+    removed, a CPU offlined), or None."""
+    if now is None:
+        return "no longer on this host (its device, CPU or interface is gone): nothing to restore"
+    m = re.match(r"irq (\d+) \((.+)\)$", setting)
+    if key.startswith("irq:") and m:
+        try:
+            line = next((ln for ln in t.read_text("/proc/interrupts").splitlines()
+                         if ln.split(":", 1)[0].strip() == m.group(1)), "")
+        except OSError:
+            line = ""
+        if m.group(2) not in line.split():
+            return f"IRQ {m.group(1)} is no longer {m.group(2)} (renumbered after a reboot or reload): left alone"
+    return None
+
+
+DAMAGED = {"damaged": True}
 
 
 def pending(directory: str | None = None) -> list[tuple[str, dict]]:
@@ -461,7 +506,7 @@ def pending(directory: str | None = None) -> list[tuple[str, dict]]:
                 with open(os.path.join(d, n)) as fh:
                     out.append((n[:-5], json.load(fh)))
             except (OSError, json.JSONDecodeError):
-                out.append((n[:-5], {}))
+                out.append((n[:-5], DAMAGED))      # kept: it may be the only record of the priors
     return out
 
 
@@ -474,7 +519,10 @@ def transport_from(doc: dict, restore_id: str) -> Transport | None:
         if tr.get("netns") not in existing_namespaces():
             return None
         return NetnsTransport(str(tr.get("host")), str(tr["netns"]))
-    return LocalTransport(str(tr.get("host") or restore_id))
+    if tr.get("kind") == "local":
+        return LocalTransport(str(tr.get("host") or restore_id))
+    raise StoreError(f"restore file {restore_id} was written for a {tr.get('kind')!r} host, which this command "
+                     "cannot reach", where=_restore_path(restore_id), hint="restore it from where it was applied")
 
 
 def forget(restore_id: str) -> None:

@@ -88,8 +88,12 @@ def read(t: Transport, key: str) -> str | None:
         r = t.run(["sh", "-c", "command -v tuned-adm >/dev/null || exit 127; tuned-adm active"], timeout=15)
         if r.returncode == 127:
             return None
-        m = re.search(r"Current active profile:\s*(\S+)", r.stdout)
-        return m.group(1) if m else "none"
+        m = re.search(r"Current active profile:\s*(\S.*)", r.stdout)
+        if m:
+            return m.group(1).strip()          # a merged profile is "a b": keep all of it
+        if "no current active profile" in (r.stdout + r.stderr).lower():
+            return "none"
+        return None                            # tuned-adm failed: not known, never guessed
     if kind == "ethtool":
         ifname, feature, param = rest.split(":")
         try:
@@ -140,7 +144,7 @@ def write(t: Transport, key: str, value: str) -> None:
     elif kind == "service":
         r = t.run(["systemctl", "stop" if value == "stopped" else "start", rest], timeout=60)
     elif kind == "tuned":
-        r = t.run(["tuned-adm", "profile", value], timeout=60)
+        r = t.run(["tuned-adm", "off"] if value == "none" else ["tuned-adm", "profile", *value.split()], timeout=60)
     elif kind == "ethtool":
         ifname, feature, param = rest.split(":")
         r = t.run(["ethtool", _FLAGS[feature][1], ifname, param, value], timeout=15)

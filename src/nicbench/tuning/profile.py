@@ -26,7 +26,7 @@ import tomllib
 from importlib import resources
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from ..core.errors import InputError
 
@@ -78,6 +78,14 @@ class Pinning(_Strict):
     cpus: str | None = Field(None, pattern=CPU_LIST)
     command: Literal["numactl", "taskset"] = "taskset"
 
+    @model_validator(mode="after")
+    def _policy_and_cpus(self) -> "Pinning":
+        if self.policy == "cpus" and not self.cpus:
+            raise ValueError('policy = "cpus" needs cpus = "0-3" (a CPU list)')
+        if self.policy == "nic-node" and self.cpus:
+            raise ValueError('cpus is only for policy = "cpus"; "nic-node" finds the CPUs itself')
+        return self
+
     @field_validator("cpus")
     @classmethod
     def _ranges(cls, v: str | None) -> str | None:
@@ -101,7 +109,7 @@ ETHTOOL_PARAMS = {
 class Ethtool(_Strict):
     kind: Literal["ethtool"]
     feature: Literal["ring", "channels", "coalesce", "offload"]
-    params: dict[str, Union[int, str]]
+    params: dict[str, Union[StrictInt, str]]      # strict: TOML true is not 1
 
     @field_validator("params")
     @classmethod
@@ -113,10 +121,13 @@ class Ethtool(_Strict):
         for k, x in v.items():
             if k not in allowed:
                 raise ValueError(f"{feature} has no parameter {k!r}; allowed: {', '.join(sorted(allowed))}")
+            if isinstance(x, bool):
+                want = '"on" or "off"' if feature == "offload" or k.startswith("adaptive") else 'a number or "max"'
+                raise ValueError(f"{k} takes {want}, not true/false")
             if feature == "offload" or k.startswith("adaptive"):
                 if x not in ("on", "off"):
                     raise ValueError(f"{k} takes \"on\" or \"off\", not {x!r}")
-            elif not (isinstance(x, int) and x >= 0 or x == "max"):
+            elif not (isinstance(x, int) and not isinstance(x, bool) and x >= 0 or x == "max"):
                 raise ValueError(f"{k} takes a whole number or \"max\", not {x!r}")
         return v
 
