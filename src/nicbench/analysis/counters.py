@@ -83,7 +83,8 @@ def counter_warnings(c: Counters) -> list[str]:
                 out.append(f"{host} dropped {n:.0f} packets on {d}: "
                            + ("the ring or backlog overflowed; raise rings (ethtool -G) or "
                               "net.core.netdev_max_backlog" if d == "rx" else
-                              "the queue overflowed; raise txqueuelen or the ring (ethtool -G)"))
+                              "the device queue overflowed; raise txqueuelen or the ring (ethtool -G); "
+                              "on a veth, the peer's backlog did (net.core.netdev_max_backlog)"))
             e = m.get(f"if.errors.{d}", 0.0)
             if e >= 1:
                 out.append(f"{host} counted {e:.0f} interface {d} errors: check cabling/optics and "
