@@ -104,9 +104,10 @@ def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_r
     report = None if no_report else render(view)
     # the analysis has the last word: a point whose tools succeeded can still be
     # rejected (a window too short to trust, a process without receiver data)
-    rejected = [t for t in view.trials if t.status != "ok" and t.error and t.problems]
-    failed = sum(t.status != "ok" for t in view.trials)
-    ok = len(view.trials) - failed
+    trials = list(view.https_trials) or view.trials
+    rejected = [t for t in trials if t.status != "ok" and t.error and getattr(t, "problems", ())]
+    failed = sum(t.status != "ok" for t in trials)
+    ok = len(trials) - failed
     data = {"run_id": outcome.run_id, "run_dir": str(outcome.run_dir), "status": outcome.status,
             "points_ok": ok, "points_failed": failed, "rejected_by_analysis": len(rejected),
             "report": str(report) if report else None, "warnings": list(outcome.warnings)}
@@ -182,7 +183,7 @@ def check(ctx: click.Context, plan: Path) -> None:
     p, _ = load_plan(plan)
     ts = trials(p)
     s = p.study
-    secs = len(ts) * (s.omit + s.duration)
+    secs = len(ts) * (getattr(s, "omit", 0) + s.duration)
     _emit(ctx, {"plan": p.name, "trials": len(ts), "measured_seconds": secs,
                 "points": sorted({t.point for t in ts})},
           f"{p.name}: valid; {len(ts)} trials, at least {secs:g} s of traffic")

@@ -37,7 +37,11 @@ class TerminalProgress:
     def trial_end(self, rec: TrialRecord, samples: list[Sample]) -> None:
         if self._p is None:
             return
-        if rec.status == "ok":
+        http = [s for s in samples if s.metric == "http.bytes" and s.t_end > s.t_start]
+        if rec.status == "ok" and http:
+            g = sum(s.value * 8 / (s.t_end - s.t_start) for s in http) / 1e9
+            self._last = f"last: {rec.spec.point} {g:.2f} Gbps (application)"
+        elif rec.status == "ok":
             try:
                 g = sum(aggregate(samples, direction=d, trim=self.trim).gbps for d in directions_in(samples))
                 self._last = f"last: {rec.spec.point} {g:.2f} Gbps"

@@ -67,13 +67,52 @@ def _model_at(loc: tuple[Any, ...], root: type[BaseModel] = Plan) -> type[BaseMo
     return model
 
 
+def _untag(loc: tuple[Any, ...], root: type[BaseModel]) -> tuple[tuple[Any, ...], type[BaseModel] | None]:
+    """Drop the tag pydantic puts after a tagged union's field (``study.tcp.x``
+    -> ``study.x``); the model the rest of ``loc`` is about."""
+    out: list[Any] = []
+    model: type[BaseModel] | None = root
+    i = 0
+    while i < len(loc):
+        part = loc[i]
+        out.append(part)
+        field = model.model_fields.get(str(part)) if model else None
+        model = None
+        if field is not None:
+            members = [a for a in _flat_args(field.annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
+            if len(members) > 1 and i + 1 < len(loc):
+                tagged = next((m for m in members if _kind_of(m) == loc[i + 1]), None)
+                if tagged is not None:
+                    model, i = tagged, i + 1
+            elif members:
+                model = members[0]
+        i += 1
+    return tuple(out), model
+
+
+def _flat_args(ann: Any) -> list[Any]:
+    args = list(getattr(ann, "__args__", ()) or ())
+    out = []
+    for a in args:
+        inner = getattr(a, "__origin__", None)
+        out += _flat_args(a) if inner is not None and getattr(a, "__args__", None) and not isinstance(a, type)             else [a]
+    return out or [ann]
+
+
+def _kind_of(model: type[BaseModel]) -> str | None:
+    f = model.model_fields.get("kind")
+    args = getattr(f.annotation, "__args__", ()) if f else ()
+    return str(args[0]) if args else None
+
+
 def _format(err: dict[str, Any], root: type[BaseModel] = Plan) -> tuple[str, str, str | None]:
-    loc = tuple(err.get("loc", ()))
+    loc, _ = _untag(tuple(err.get("loc", ())), root)
     typ = err.get("type", "")
     msg = str(err.get("msg", "invalid"))
     hint = _HINTS.get(typ)
     if typ == "extra_forbidden":
-        parent = _model_at(loc[:-1], root)
+        _, parent = _untag(tuple(err.get("loc", ()))[:-1], root)
+        parent = parent or _model_at(loc[:-1], root)
         allowed = ", ".join(parent.model_fields) if parent else "?"
         msg = f"unknown key {loc[-1]!r}; allowed here: {allowed}"
     elif msg.startswith("Value error, "):

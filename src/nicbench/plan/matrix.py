@@ -6,7 +6,7 @@ import itertools
 
 from ..core.units import format_size
 from ..records import TrialSpec
-from .model import Plan
+from .model import HttpsStudy, Plan
 
 
 def point_key(direction: str, connections: int, io_size: int) -> str:
@@ -21,6 +21,8 @@ def trials(plan: Plan) -> list[TrialSpec]:
     repeats each point back to back.
     """
     s = plan.study
+    if isinstance(s, HttpsStudy):
+        return _https_trials(s)
     matrix = list(itertools.product(s.directions, s.connections, s.io_sizes))
     if s.order == "interleaved":
         order = [(r, m) for r in range(s.repeats) for m in matrix]
@@ -35,3 +37,19 @@ def trials(plan: Plan) -> list[TrialSpec]:
                     "engine": s.engine, "duration": s.duration, "omit": s.omit},
         ))
     return out
+
+
+def _ordered(matrix: list, repeats: int, order: str) -> list[tuple[int, object]]:
+    if order == "interleaved":
+        return [(r, m) for r in range(repeats) for m in matrix]
+    return [(r, m) for m in matrix for r in range(repeats)]
+
+
+def _https_trials(s: HttpsStudy) -> list[TrialSpec]:
+    """``https/c40`` and, for the baseline, ``http/c40``: scheme x connections."""
+    matrix = list(itertools.product(s.schemes, s.connections))
+    return [TrialSpec(trial_id=f"t{i + 1:04d}", index=i, study="https", point=f"{scheme}/c{conns}", repeat=rep,
+                      params={"scheme": scheme, "connections": conns, "duration": s.duration,
+                              "file_size": s.file_size, "tls": ",".join(s.tls_versions) if scheme == "https" else None,
+                              "direction": "tx", "engine": "wrk"})
+            for i, (rep, (scheme, conns)) in enumerate(_ordered(matrix, s.repeats, s.order))]  # type: ignore[misc]

@@ -7,9 +7,9 @@ binary (``"4K"`` = 4096 B), durations are seconds.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field,
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag,
                       field_validator, model_validator)
 
 from ..analysis.linerate import ModelError, parse_speed
@@ -150,6 +150,64 @@ class TcpStudy(Strict):
         return self
 
 
+class HttpsStudy(Strict):
+    """HTTPS bulk throughput with nginx and wrk (seed 001).
+
+    nginx serves one payload file of ``file_size`` from the study server over
+    TLS (and plain HTTP for the ``"http"`` baseline); wrk on every client host
+    fetches it over keep-alive connections for ``duration`` seconds.
+    ``connections`` counts all clients together (the seed: 10..100).
+    """
+
+    kind: Literal["https"]
+    clients: list[str] | None = Field(None, description="client hosts to use (default: all)")
+    schemes: list[Literal["https", "http"]] = Field(default_factory=lambda: ["https"], min_length=1)
+    connections: list[Annotated[int, Field(ge=1, le=10000)]] = Field(default_factory=lambda: [10], min_length=1)
+    threads: int = Field(2, ge=1, le=64, description="wrk threads per client (at most its connections)")
+    duration: int = Field(10, ge=1, le=3600, description="seconds each wrk runs (whole seconds)")
+    file_size: Size = Field(64 * 1024 * 1024, description="the payload file (seed: 2G)")
+    tls_versions: list[Literal["1.2", "1.3"]] = Field(default_factory=lambda: ["1.3"], min_length=1)
+    ciphers: str = Field("HIGH:!aNULL:!MD5", pattern=r"^[A-Za-z0-9:!+@_.-]{1,200}$")
+    ciphersuites: str | None = Field(None, pattern=r"^[A-Z0-9_:]{1,200}$")
+    ktls: bool = Field(True, description="ask OpenSSL for kernel TLS (ssl_conf_command Options KTLS)")
+    workers: Literal["auto"] | Annotated[int, Field(ge=1, le=256)] = "auto"
+    repeats: int = Field(1, ge=1, le=100)
+    order: Literal["interleaved", "sequential"] = "interleaved"
+    https_port: int = Field(443, ge=1, le=65535)
+    http_port: int = Field(80, ge=1, le=65535)
+    timeout_margin: float = Field(15.0, ge=1, le=600, description="extra seconds before a point is declared hung")
+
+    @field_validator("schemes", "connections", "tls_versions")
+    @classmethod
+    def _unique(cls, v: list) -> list:
+        if len(set(v)) != len(v):
+            raise ValueError("values must not repeat")
+        return v
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "HttpsStudy":
+        if self.file_size < 1024:
+            raise ValueError("study.file_size: at least 1K, or every request is mostly headers")
+        if self.https_port == self.http_port:
+            raise ValueError("study.https_port and study.http_port must differ")
+        return self
+
+    # shared with the TCP study, for the run's progress and trimming
+    trim: float = 0.0
+
+
+def _study_kind(v: object) -> str:
+    """``kind`` picks the study; a plan without it is a TCP study."""
+    if isinstance(v, dict):
+        return str(v.get("kind", "tcp"))
+    return str(getattr(v, "kind", "tcp"))
+
+
+Study = Annotated[Union[Annotated[TcpStudy, Tag("tcp")], Annotated[HttpsStudy, Tag("https")]],
+                  Discriminator(_study_kind, custom_error_type="study_kind",
+                                custom_error_message='study.kind must be "tcp" or "https"')]
+
+
 class Output(Strict):
     dir: str = "nicbench-runs"
 
@@ -160,7 +218,7 @@ class Plan(Strict):
     lab: Lab = Field(default_factory=Lab)
     link: Link = Field(default_factory=Link)
     hosts: dict[Annotated[str, Field(pattern=HOST_NAME)], Host]
-    study: TcpStudy
+    study: Study
     output: Output = Field(default_factory=Output)
     tuning: str | None = Field(None, description="a tuning profile applied before the first point, "
                                                  "restored after the last")
@@ -183,6 +241,12 @@ class Plan(Strict):
                                  "nor defined under [profiles]")
         if len(self.hosts) > 13:
             raise ValueError("the embedded lab holds at most 13 hosts")
+        if isinstance(self.study, HttpsStudy):
+            n = len(self.study.clients or clients)
+            few = [c for c in self.study.connections if c < n]
+            if few:
+                raise ValueError(f"study.connections = {few[0]} is fewer than the {n} clients: every client "
+                                 "needs at least one connection")
         for c in self.study.clients or []:
             if c not in self.hosts:
                 raise ValueError(f"study.clients names host {c!r}, which is not in [hosts] "

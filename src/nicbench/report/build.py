@@ -23,6 +23,8 @@ class RunView:
     points: list[PointStats]
     link: LinkInfo | None = None
     facts: tuple[HostFacts, ...] = ()
+    https_trials: tuple = ()                 # HTTPS studies: HttpsTrial / HttpsPoint instead of the TCP ones
+    https_points: tuple = ()
 
     @property
     def failures(self) -> list[TrialResult]:
@@ -40,8 +42,14 @@ def load_run(run_dir: Path) -> RunView:
         by_trial: dict[str, list] = {}
         for s in samples:
             by_trial.setdefault(s.trial_id, []).append(s)
-        results = [trial_result(t, by_trial.get(t.spec.trial_id, []), trim, link) for t in r.trials()]
         facts = tuple(r.facts())
+        if info.study == "https":
+            from ..analysis.https import https_points, https_trial
+            hts = tuple(https_trial(t, by_trial.get(t.spec.trial_id, []), link) for t in r.trials())
+            clients = info.meta.get("clients")
+            pts = tuple(https_points(hts, link, len(clients) if isinstance(clients, list) else None))
+            return RunView(run_dir, info, r.meta(), [], [], link, facts, hts, pts)
+        results = [trial_result(t, by_trial.get(t.spec.trial_id, []), trim, link) for t in r.trials()]
     finally:
         r.close()
     cpu = info.meta.get("cpu") or {}
@@ -116,3 +124,16 @@ def facts_section(view: RunView) -> dict[str, Any]:
             notes.append(f"{role} hosts differ in {k}: {vals}")
     return {"hosts": [{"host": h.host, "role": h.role} for h in hosts],
             "summary": facts_table(hosts, summary=True), "all": facts_table(hosts), "notes": notes}
+
+
+def https_rows(view: RunView) -> list[dict[str, Any]]:
+    """One row per HTTPS point: the seed 001 table and the exports."""
+    return [{"point": p.point, "scheme": p.scheme, "connections": p.connections, "repeats_ok": p.n_ok,
+             "repeats_failed": p.n_failed, "app_gbps": _r(p.app_gbps), "app_min": _r(p.app_min),
+             "app_max": _r(p.app_max), "wire_gbps": _r(p.wire_gbps), "ceiling_gbps": _r(p.ceiling_gbps),
+             "pct_of_ceiling": _r(p.of_ceiling * 100 if p.of_ceiling else None, 1),
+             "cpu_pct_of_machine": _r(p.cpu_pct, 1), "cores_busy": _r(p.cores_busy, 2),
+             "nginx_cores": _r(p.nginx_cores, 2), "wrk_cores": _r(p.wrk_cores, 2),
+             "gbps_per_core": _r(p.gbps_per_core), "requests": p.requests, "socket_errors": p.socket_errors,
+             "bad_status": p.bad_status, "ktls": "; ".join(p.ktls), "errors": list(p.errors),
+             "warnings": list(p.warnings)} for p in view.https_points]

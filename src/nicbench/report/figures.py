@@ -103,3 +103,43 @@ def cpu_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[P
         ax.set_title(f"{title}: {TITLES.get(direction, direction)}: throughput and CPU", fontsize=10)
         paths.append(_save(fig, out_dir, f"cpu-{direction}"))
     return paths
+
+
+def https_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[Path]:
+    """Seed 001's figure, one per scheme: application and wire Gbps (bars) and
+    server CPU % (line) against connections, with the line-rate ceiling."""
+    paths = []
+    for scheme in ("https", "http"):
+        pts = sorted((r for r in rows if r["scheme"] == scheme and r["app_gbps"] is not None),
+                     key=lambda r: r["connections"])
+        if not pts:
+            continue
+        xs = list(range(len(pts)))
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(pts) + 3), 4.2), dpi=110)
+        w = 0.38
+        ax.bar([x - w / 2 for x in xs], [r["app_gbps"] for r in pts], w, color="#4c72b0",
+               label="application (Gbps)")
+        if any(r["wire_gbps"] for r in pts):
+            ax.bar([x + w / 2 for x in xs], [r["wire_gbps"] or 0 for r in pts], w, color="#55a868",
+                   label="wire (Gbps)")
+        ceil = [r["ceiling_gbps"] for r in pts if r["ceiling_gbps"]]
+        if ceil:
+            ax.axhline(max(ceil), color="#888", ls="--", lw=1, label=f"ceiling {max(ceil):.2f} Gbps")
+        ax.set_xticks(xs)
+        ax.set_xticklabels([str(r["connections"]) for r in pts])
+        ax.set_xlabel("connections (all clients)")
+        ax.set_ylabel("Gbps")
+        if any(r["cpu_pct_of_machine"] is not None for r in pts):
+            ax2 = ax.twinx()
+            ax2.plot(xs, [r["cpu_pct_of_machine"] for r in pts], "o-", color="#c44e52", label="CPU % of machine")
+            ax2.set_ylim(0, 105)
+            ax2.set_ylabel("CPU %")
+            h2, l2 = ax2.get_legend_handles_labels()
+        else:
+            h2, l2 = [], []
+        h1, l1 = ax.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4,
+                  frameon=False)
+        ax.set_title(f"{title}: {scheme.upper()} throughput and CPU vs connections", fontsize=10)
+        paths.append(_save(fig, out_dir, f"https-{scheme}"))
+    return paths

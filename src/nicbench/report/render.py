@@ -92,10 +92,46 @@ def pinned_tools(view: RunView) -> list[str]:
             for tool, (a, s) in sorted(seen.items())]
 
 
+def render_https(view: RunView, out: Path) -> Path:
+    """Seed 001's report: application vs wire Gbps and CPU vs connections, the table, kTLS evidence."""
+    from .build import https_rows
+    from .figures import https_figures
+    rows = https_rows(view)
+    figs = https_figures(rows, out, view.info.name)
+    cols = ["point", "scheme", "connections", "repeats_ok", "repeats_failed", "app_gbps", "app_min", "app_max",
+            "wire_gbps", "ceiling_gbps", "pct_of_ceiling", "cpu_pct_of_machine", "cores_busy", "nginx_cores",
+            "wrk_cores", "gbps_per_core", "requests", "socket_errors", "bad_status", "ktls"]
+    with open(out / "points.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    (out / "points.json").write_text(json.dumps({
+        "schema": EXPORT_SCHEMA, "run_id": view.info.run_id, "name": view.info.name, "study": "https",
+        "units": {"app_gbps": "10^9 bit/s read by wrk (bodies + headers)", "wire_gbps": "10^9 bit/s on the wire"},
+        "points": rows,
+        "trials": [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
+                    "error": t.error, "app_gbps": t.app_gbps, "wire_gbps": t.wire_gbps, "ktls": t.ktls,
+                    "wrk": dict(t.wrk)} for t in view.https_trials]}, indent=1))
+    env = jinja2.Environment(loader=jinja2.PackageLoader("nicbench.report", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    failures = [t for t in view.https_trials if t.status != "ok"]
+    html = env.get_template("https.html.j2").render(
+        info=view.info, meta=view.meta, rows=rows, figures=[p.name for p in figs], failures=failures,
+        csv="points.csv", json="points.json", link=link_sentence(view),
+        created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"),
+        warnings=view.info.meta.get("warnings") or [],
+        ktls=sorted({k for t in view.https_trials if t.ktls and t.ktls != "n/a (plain HTTP)" for k in [t.ktls]}))
+    index = out / "index.html"
+    index.write_text(html)
+    return index
+
+
 def render(view: RunView, out: Path | None = None) -> Path:
     """Render the report into ``out`` (default ``<run>/report``); returns index.html."""
     out = out or view.run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
+    if view.info.study == "https":
+        return render_https(view, out)
     rows = table_rows(view)
     lab = view.info.meta.get("lab") or {}
     mtu = lab.get("mtu") if isinstance(lab, dict) else None

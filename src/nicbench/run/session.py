@@ -37,7 +37,8 @@ from ..tuning.engine import audit as tune_audit
 from ..tuning.engine import restore as tune_restore
 from ..tuning.profile import load as load_profile
 from .procnet import listening_ports
-from .tcp import TcpContext, detect_tool, layout, run_trial
+from .study import study_run
+from .tcp import TcpContext, detect_tool, layout
 
 
 class ProgressSink(Protocol):
@@ -277,12 +278,13 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
     ok = failed = 0
     status = "failed"
     tuned: list[Target] = []
+    started = None
     with sigterm_as_interrupt():
         lab, owned = None, False
         try:
             lab, owned = acquire_lab(spec)
-            ctx, warnings = preflight(plan, lab)
-            tools = ["iperf3" if plan.study.engine == "iperf3" else "iperf", "ethtool"]
+            study = study_run(plan, lab)
+            ctx, warnings, tools = study.ctx, study.warnings, study.tools
             transports = lab.transports()
             # the lab hosts (their namespaces: interfaces, namespaced sysctls) and
             # the machine they share (host-wide sysctls, services, CPU)
@@ -302,11 +304,9 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                          for r in tuning["rows"] if r["status"] == "failed"]
             ctx.nic_irqs = nic_irqs(facts, plan.server, ctx.ifname)
             run_id = new_run_id(plan.name)
-            info = RunInfo(run_id, plan.name, "tcp", time.time(), plan_text, "plan", __version__, {
-                "lab": spec.to_dict(), "server": plan.server, "clients": plan.clients,
-                "engine": plan.study.engine, "engine_version": ctx.tool.version_str,
-                "engine_features": sorted(ctx.tool.features), "skip_rx_copy_used": ctx.skip_rx_copy,
-                "trim": plan.study.trim, "kernel": platform.release(), "warnings": warnings,
+            info = RunInfo(run_id, plan.name, study.kind, time.time(), plan_text, "plan", __version__, {
+                "lab": spec.to_dict(), "server": plan.server, "clients": plan.clients, **study.meta(),
+                "kernel": platform.release(), "warnings": warnings,
                 "link": {"mtu": spec.mtu, "speed_bps": spec.speed_bps, "client_speed_bps": spec.client_speed_bps,
                          "ip": 4, "shaped": spec.shaped,
                          # with GSO on, a veth counts 64 KB super-packets, not frames
@@ -317,10 +317,12 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
             writer = RunWriter.create(store, info)
             ctx.rel = writer.rel
             store_facts(writer, facts)
+            started = study
+            writer.write_raws(study.start(writer.raw_dir(study.kind)))
             progress.begin(run_id, len(trial_list))
             for t in trial_list:
                 progress.trial_start(t)
-                rec, samples, raws = run_trial(ctx, t, writer.raw_dir(t.trial_id), plan.clients)
+                rec, samples, raws = study.trial(t, writer.raw_dir(t.trial_id))
                 writer.write_trial(rec, samples, raws)
                 ok += rec.status == "ok"
                 failed += rec.status == "failed"
@@ -341,6 +343,8 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
             try:
                 _quietly(progress.end)
                 untune_error: list[str] = []
+                if started is not None and writer is not None:
+                    _quietly(lambda: writer.write_raws(started.stop(writer.raw_dir(started.kind))))
                 if lab is not None:
                     _quietly(lab.tracker.kill_all)
                     if tuned:

@@ -106,6 +106,12 @@ class RunWriter:
             self.db.executemany("INSERT INTO raw_outputs VALUES (?,?,?,?,?,?)",
                                 [(r.trial_id, r.host, r.role, r.tool, r.stream, r.path) for r in raws])
 
+    def write_raws(self, raws: Iterable[RawOutput]) -> None:
+        """Raw outputs that belong to the run rather than one trial (a server's log)."""
+        with self.db:
+            self.db.executemany("INSERT INTO raw_outputs VALUES (?,?,?,?,?,?)",
+                                [(r.trial_id, r.host, r.role, r.tool, r.stream, r.path) for r in raws])
+
     def finish(self, status: str, **meta: object) -> None:
         self.set_meta(status=status, finished=time.time(), **meta)
         self.db.close()

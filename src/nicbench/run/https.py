@@ -1,0 +1,355 @@
+"""The HTTPS study (seed 001): nginx on the server, wrk on every client.
+
+nginx is started once for the study -- a generated configuration, a
+self-signed certificate and a payload file in a private prefix on the server
+host, in the foreground under nicbench, with its own pid and logs -- checked
+with ``nginx -t`` first, and stopped after the last point.  Each point starts
+one wrk per client behind the same start barrier as the TCP study, samples
+CPU and counters on every host, and reads the kernel's TLS counters before
+and after, so the report says whether kTLS was used from evidence.
+
+Measured per point: application bytes (wrk: bodies and headers it read) over
+each wrk's run, wire bytes from the server's counters over the same span,
+CPU of the machine and of nginx's workers and wrk.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..core.errors import NicbenchError, PreflightError, ToolError, tail
+from ..hosts.transport import Process, Transport, parse_gate_stamp
+from ..plan.model import HttpsStudy
+from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, child_pids
+from ..tools import ktls, nginx, wrk
+from .procnet import listening, listening_ports
+
+PAYLOAD = "payload.bin"
+
+
+@dataclass
+class HttpsContext:
+    study: HttpsStudy
+    server: str
+    clients: list[str]
+    transports: dict[str, Transport]
+    addresses: dict[str, str]
+    versions: dict[str, str]
+    ktls_kernel: bool
+    rel: Callable[[Path], str] = str
+    warnings: list[str] = field(default_factory=list)
+    ifname: str | None = "eth0"
+    cpu_transport: Transport | None = None
+    cpu_machine: str = "machine"
+    tcp_timestamps: dict[str, int | None] = field(default_factory=dict)
+    nic_irqs: dict[str, str] = field(default_factory=dict)
+    pin: dict[str, list[str]] = field(default_factory=dict)
+    prefix: str | None = None
+    nginx: Process | None = None
+    log_offset: int = 0
+
+
+def _version(t: Transport, argv: list[str], name: str, hint: str) -> str:
+    try:
+        r = t.run(argv, timeout=10)
+    except PreflightError:
+        raise PreflightError(f"{name} is not installed", where=t.host, hint=hint) from None
+    text = (r.stdout + r.stderr).strip()
+    from ..tools.base import parse_version
+    v = parse_version(text)
+    if not v:
+        raise PreflightError(f"{name}: cannot read a version from {tail(text)!r}", where=t.host)
+    return ".".join(map(str, v))
+
+
+def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str]) -> tuple[HttpsContext, list[str]]:
+    s: HttpsStudy = plan.study
+    problems, warnings = [], []
+    versions: dict[str, str] = {}
+    srv = transports[plan.server]
+    install = "apt-get install nginx-light wrk openssl (the set-up command in README.md does it)"
+    for name, argv in (("nginx", ["nginx", "-v"]), ("openssl", ["openssl", "version"])):
+        try:
+            versions[name] = _version(srv, argv, name, install)
+        except PreflightError as e:
+            problems.append(f"{plan.server}: {e.message}")
+    for c in plan.clients:
+        try:
+            versions["wrk"] = _version(transports[c], ["wrk", "-v"], "wrk", install)
+        except PreflightError as e:
+            problems.append(f"{c}: {e.message}")
+        r = srv.run(["ping", "-c", "1", "-W", "2", "-n", "-q", addresses[c]], timeout=10)
+        if r.returncode != 0:
+            problems.append(f"{plan.server} cannot reach {c} ({addresses[c]})")
+    busy: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            busy |= listening_ports(srv.read_text(table))
+        except OSError:
+            pass
+    for port in (s.https_port, s.http_port):
+        if port in busy:
+            problems.append(f"{plan.server}: port {port} already in use")
+    if problems:
+        raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
+    try:
+        srv.read_text("/proc/net/tls_stat")
+        has_tls = True
+    except OSError:
+        has_tls = False
+    if s.ktls and "https" in s.schemes and not has_tls:
+        warnings.append("kTLS asked for, but this kernel has no TLS (/proc/net/tls_stat is absent): OpenSSL "
+                        "falls back to userspace TLS, and the report says so")
+    ts = {}
+    for h in [plan.server, *plan.clients]:
+        try:
+            ts[h] = int(transports[h].read_text("/proc/sys/net/ipv4/tcp_timestamps").strip())
+        except (OSError, ValueError):
+            ts[h] = None
+    from ..hosts.transport import LocalTransport
+    return HttpsContext(s, plan.server, list(plan.clients), dict(transports), addresses, versions, has_tls,
+                        warnings=warnings, tcp_timestamps=ts, cpu_transport=LocalTransport("machine")), warnings
+
+
+def _sh(t: Transport, script: str, *args: str, input: str | None = None, what: str, timeout: float = 60) -> str:
+    r = t.run(["sh", "-c", script, "nicbench", *args], input=input, timeout=timeout)
+    if r.returncode != 0:
+        raise ToolError(f"{what} failed: {tail(r.stderr) or tail(r.stdout) or f'exit {r.returncode}'}", where=t.host)
+    return r.stdout
+
+
+def start(ctx: HttpsContext, raw_dir: Path) -> list[RawOutput]:
+    """nginx up on the server host, or a ToolError with nginx's own line."""
+    s = ctx.study
+    t = ctx.transports[ctx.server]
+    ctx.prefix = _sh(t, "mktemp -d /tmp/nicbench-nginx.XXXXXX", what="making nginx's prefix").strip()
+    p = ctx.prefix
+    conf = nginx.render(nginx.NginxConf(p, ctx.addresses[ctx.server], s.https_port, s.http_port,
+                                        workers=str(s.workers), tls_versions=tuple(s.tls_versions),
+                                        ciphers=s.ciphers, ciphersuites=s.ciphersuites, ktls=s.ktls))
+    # workers run as nobody: the prefix and the docroot must be readable by them
+    _sh(t, 'mkdir -p "$1/logs" "$1/tmp" "$1/www" && chmod 755 "$1" "$1/www" && cat > "$1/nginx.conf"', p,
+        input=conf, what="writing nginx.conf")
+    _sh(t, 'openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 '
+           '-subj /CN=nicbench -keyout "$1/key.pem" -out "$1/cert.pem"', p, what="making the certificate")
+    _sh(t, 'head -c "$2" /dev/urandom > "$1/www/$3"', p, str(s.file_size), PAYLOAD,
+        what=f"writing the {s.file_size}-byte payload", timeout=600)
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    (raw_dir / "nginx.conf").write_text(conf)
+    r = t.run(nginx.test_argv(p), timeout=30)
+    if r.returncode != 0:
+        raise ToolError(f"nginx -t: {nginx.first_error(r.stderr) or tail(r.stderr)}", where=ctx.server,
+                        hint="the generated configuration is in the run's raw/nginx/nginx.conf")
+    out, err = raw_dir / "nginx.out", raw_dir / "nginx.err"
+    ctx.nginx = t.spawn(ctx.pin.get(ctx.server, []) + nginx.argv(p), stdout=out, stderr=err)
+    deadline = time.monotonic() + 10
+    while True:
+        rc = ctx.nginx.poll()
+        if rc is not None:
+            text = _read(err) + "\n" + _log(t, p)
+            msg = nginx.first_error(text) or tail(text) or f"exited {rc}"
+            hint = ("another process holds the port: pick study.https_port/http_port or stop it"
+                    if "in use" in msg else None)
+            raise ToolError(f"nginx failed to start: {msg}", where=ctx.server, hint=hint)
+        try:
+            ports = set(listening(t.read_text(f"/proc/{ctx.nginx.pid}/net/tcp")))
+        except OSError:
+            ports = set()
+        if {s.https_port, s.http_port} <= ports:
+            break
+        if time.monotonic() > deadline:
+            raise ToolError("nginx is not listening after 10 s", where=ctx.server)
+        time.sleep(0.02)
+    return [RawOutput("nginx", ctx.server, "server", "nginx", "stdout", ctx.rel(out)),
+            RawOutput("nginx", ctx.server, "server", "nginx", "stderr", ctx.rel(err))]
+
+
+def stop(ctx: HttpsContext, raw_dir: Path) -> list[RawOutput]:
+    """Stop nginx, keep its error log with the run, remove its prefix."""
+    raws: list[RawOutput] = []
+    t = ctx.transports[ctx.server]
+    if ctx.nginx is not None and ctx.nginx.poll() is None:
+        ctx.nginx.stop(grace=5.0, sig=signal.SIGQUIT)       # graceful: workers finish, then exit
+    if ctx.prefix:
+        log = _log(t, ctx.prefix)
+        if log:
+            raw_dir.mkdir(parents=True, exist_ok=True)
+            (raw_dir / "error.log").write_text(log)
+            raws.append(RawOutput("nginx", ctx.server, "server", "nginx", "stderr", ctx.rel(raw_dir / "error.log")))
+        if ctx.prefix.startswith("/tmp/nicbench-nginx."):
+            t.run(["rm", "-rf", "--one-file-system", ctx.prefix], timeout=60)
+        ctx.prefix = None
+    return raws
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _log(t: Transport, prefix: str) -> str:
+    try:
+        return t.read_text(f"{prefix}/logs/error.log")
+    except OSError:
+        return ""
+
+
+def shares(connections: int, clients: list[str]) -> list[tuple[str, int]]:
+    n = len(clients)
+    return [(c, connections // n + (1 if i < connections % n else 0)) for i, c in enumerate(clients)]
+
+
+def _tls_stat(ctx: HttpsContext) -> dict[str, int] | None:
+    if not ctx.ktls_kernel or ctx.nginx is None:
+        return None
+    try:
+        return ktls.parse_tls_stat(ctx.transports[ctx.server].read_text(f"/proc/{ctx.nginx.pid}/net/tls_stat"))
+    except OSError:
+        return None
+
+
+def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+    s = ctx.study
+    scheme, conns = str(spec.params["scheme"]), int(spec.params["connections"])
+    port = s.https_port if scheme == "https" else s.http_port
+    url = f"{scheme}://{ctx.addresses[ctx.server]}:{port}/{PAYLOAD}"
+    started = time.time()
+    meta: dict = {"url": url, "engine": "wrk", "server": ctx.server, "argv": {}, "layout": []}
+    raws: list[RawOutput] = []
+    procs: list[tuple[str, Process]] = []
+    status, error = "ok", None
+    net: NetSampler | None = None
+    cpu: CpuSampler | None = None
+    samples: list[Sample] = []
+    before = _tls_stat(ctx)
+    try:
+        if ctx.nginx is None or ctx.nginx.poll() is not None:
+            raise ToolError("nginx is not running", where=ctx.server,
+                            hint="its error log is in the run's raw/nginx/")
+        for client, n in shares(conns, ctx.clients):
+            argv = ctx.pin.get(client, []) + wrk.client_argv(url, threads=min(s.threads, n), connections=n,
+                                                               duration=s.duration, timeout=s.duration + 5)
+            out, err = raw_dir / f"{client}-wrk.out", raw_dir / f"{client}-wrk.err"
+            raws += [RawOutput(spec.trial_id, client, "client", "wrk", "stdout", ctx.rel(out)),
+                     RawOutput(spec.trial_id, client, "client", "wrk", "stderr", ctx.rel(err))]
+            procs.append((client, ctx.transports[client].spawn(argv, stdout=out, stderr=err, gated=True)))
+            meta["argv"][client] = argv
+            meta["layout"].append({"client": client, "connections": n, "threads": min(s.threads, n)})
+        ready_by = time.monotonic() + 5
+        while not all(p.is_ready() for _, p in procs):
+            if time.monotonic() > ready_by:
+                raise ToolError("wrk processes not ready at the start barrier after 5 s", where="clients")
+            time.sleep(0.002)
+        # samplers first: the window starts at the first wrk's start, so their
+        # first read must come before it
+        net = NetSampler(_net_targets(ctx, procs), trial_id=spec.trial_id, interval=0.5)
+        net.read()
+        net.start()
+        if ctx.cpu_transport is not None:
+            cpu = CpuSampler(ctx.cpu_transport, _tool_procs(ctx, procs), machine=ctx.cpu_machine,
+                             trial_id=spec.trial_id, interval=0.25, nic_irqs=ctx.nic_irqs)
+            cpu.read()
+            cpu.start()
+        meta["released"] = time.time()
+        for _, p in procs:
+            p.release()
+        end_by = time.monotonic() + s.duration + s.timeout_margin
+        for client, p in procs:
+            if p.wait(end_by - time.monotonic()) is None:
+                raise ToolError(f"wrk on {client} still running after {s.duration + s.timeout_margin:g}s",
+                                where=client, hint="the server stopped answering; raise study.timeout_margin "
+                                                   "if the host is only slow")
+        net.read()
+        if cpu is not None:
+            cpu.read()
+    except KeyboardInterrupt:
+        status, error = "interrupted", "interrupted by the user"
+    except NicbenchError as e:
+        status, error = "failed", e.one_line().removeprefix("nicbench: ")
+    finally:
+        counters = net.stop() if net is not None else []
+        if cpu is not None:
+            counters += cpu.stop()
+            meta["tool_cpus"] = cpu.tool_cpus()
+        for _, p in procs:
+            if p.poll() is None:
+                p.stop(0.5)
+    after = _tls_stat(ctx)
+    meta["tls_stat"] = {"before": before, "after": after}
+    meta["ktls"] = ktls.verdict(scheme, before, after)
+    results: dict[str, dict] = {}
+    if status == "ok":
+        try:
+            for client, p in procs:
+                res = wrk.parse(_read(p.stdout_path), _read(p.stderr_path))
+                t0 = parse_gate_stamp(_read(p.stderr_path))
+                if t0 is None:
+                    raise ToolError("the start gate recorded no time", where=client)
+                tags = make_tags(host=client, scheme=scheme, side="receiver", direction="tx")
+                samples += [Sample(spec.trial_id, "http.bytes", float(res.bytes), "bytes", t0, t0 + res.duration_s, tags),
+                            Sample(spec.trial_id, "http.requests", float(res.requests), "count", t0,
+                                   t0 + res.duration_s, tags),
+                            Sample(spec.trial_id, "http.socket_errors", float(res.socket_errors), "count", t0,
+                                   t0 + res.duration_s, tags),
+                            Sample(spec.trial_id, "http.bad_status", float(res.bad_status), "count", t0,
+                                   t0 + res.duration_s, tags)]
+                results[client] = {"gbps": res.gbps, "requests": res.requests, "errors": res.errors,
+                                   "latency_us": res.latency_us, "percentiles_us": res.percentiles_us}
+                if res.requests == 0:
+                    raise ToolError(f"wrk on {client} completed no request in {res.duration_s:.1f}s "
+                                    f"(file of {s.file_size} bytes)", where=client,
+                                    hint="a smaller study.file_size or a longer duration")
+        except NicbenchError as e:
+            status, error = "failed", e.one_line().removeprefix("nicbench: ")
+    meta["wrk"] = results
+    bad = {c: r["errors"] for c, r in results.items() if any(r["errors"].values())}
+    if bad:
+        meta.setdefault("warnings", []).append(
+            "wrk counted errors (their bytes are in its total): " + "; ".join(
+                f"{c}: " + ", ".join(f"{k} {v}" for k, v in e.items() if v) for c, e in bad.items()))
+    log = _log(ctx.transports[ctx.server], ctx.prefix) if ctx.prefix else ""
+    limits = [ln.message for ln in nginx.parse_error_log(log[ctx.log_offset:]) if ln.is_limit]
+    ctx.log_offset = len(log)
+    if limits:
+        meta.setdefault("warnings", []).append(f"nginx hit a limit: {limits[0]} ({len(limits)} lines)")
+    samples += counters
+    ended = time.time()
+    meta["overhead_s"] = (ended - started) - s.duration
+    return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+
+
+def _net_targets(ctx: HttpsContext, procs) -> list[NetTarget]:
+    nginx_pid = ctx.nginx.pid if ctx.nginx is not None else None
+    out = [NetTarget(ctx.server, ctx.transports[ctx.server], lambda: [nginx_pid] if nginx_pid else [], ctx.ifname)]
+    for client, p in procs:
+        out.append(NetTarget(client, ctx.transports[client], lambda p=p: [p.pid], ctx.ifname))
+    return out
+
+
+def _tool_procs(ctx: HttpsContext, procs):
+    """nginx's workers (children of the master) and each client's wrk (the child of its gate shim)."""
+    found: dict[int, int] = {}
+
+    def list_() -> list[tuple[int, str, str, str]]:
+        out = []
+        if ctx.nginx is not None and ctx.cpu_transport is not None:
+            out.append((ctx.nginx.pid, ctx.server, "nginx", "master"))
+            out += [(w, ctx.server, "nginx", f"worker {i}")
+                    for i, w in enumerate(child_pids(ctx.cpu_transport, ctx.nginx.pid))]
+        for client, p in procs:
+            if p.pid not in found and ctx.cpu_transport is not None:
+                kids = child_pids(ctx.cpu_transport, p.pid)
+                if kids:
+                    found[p.pid] = kids[0]
+            if p.pid in found:
+                out.append((found[p.pid], client, "wrk", client))
+        return out
+    return list_
+

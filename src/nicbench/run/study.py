@@ -1,0 +1,85 @@
+"""One interface over the studies, so a session runs any of them the same way.
+
+Each study knows its preflight, what it starts before the first point and
+stops after the last (nginx for HTTPS; nothing for TCP), how to run one
+trial, and what it adds to the run's meta.  The session owns everything
+else: the lab, facts, tuning, the store, clean-up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from ..plan.model import HttpsStudy, Plan
+from ..records import RawOutput, Sample, TrialRecord, TrialSpec
+
+
+class StudyRun(Protocol):
+    kind: str
+    ctx: object          # carries rel, pin, nic_irqs, tcp_timestamps, ifname for the session
+    warnings: list[str]
+    tools: list[str]     # whose versions the host facts record
+
+    def meta(self) -> dict: ...
+    def start(self, raw_dir: Path) -> list[RawOutput]: ...
+    def trial(self, spec: TrialSpec, raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]: ...
+    def stop(self, raw_dir: Path) -> list[RawOutput]: ...
+
+
+class TcpRun:
+    kind = "tcp"
+
+    def __init__(self, plan: Plan, lab) -> None:
+        from .session import preflight
+        self.plan = plan
+        self.ctx, self.warnings = preflight(plan, lab)
+        self.tools = ["iperf3" if plan.study.engine == "iperf3" else "iperf", "ethtool"]
+
+    def meta(self) -> dict:
+        c, s = self.ctx, self.plan.study
+        return {"engine": s.engine, "engine_version": c.tool.version_str,
+                "engine_features": sorted(c.tool.features), "skip_rx_copy_used": c.skip_rx_copy, "trim": s.trim}
+
+    def start(self, raw_dir: Path) -> list[RawOutput]:
+        return []
+
+    def trial(self, spec, raw_dir):
+        from .tcp import run_trial
+        return run_trial(self.ctx, spec, raw_dir, self.plan.clients)
+
+    def stop(self, raw_dir: Path) -> list[RawOutput]:
+        return []
+
+
+class HttpsRun:
+    kind = "https"
+
+    def __init__(self, plan: Plan, lab) -> None:
+        from . import https
+        self.plan = plan
+        self.ctx, self.warnings = https.preflight(plan, lab.transports(), {h.name: h.ip for h in lab.spec.hosts})
+        self.tools = ["nginx", "wrk", "ethtool"]
+
+    def meta(self) -> dict:
+        s: HttpsStudy = self.plan.study  # type: ignore[assignment]
+        return {"engine": "nginx + wrk", "engine_version": f"nginx {self.ctx.versions.get('nginx')}, "
+                f"wrk {self.ctx.versions.get('wrk')}, OpenSSL {self.ctx.versions.get('openssl')}",
+                "versions": self.ctx.versions, "ktls_requested": s.ktls, "ktls_kernel": self.ctx.ktls_kernel,
+                "tls_versions": s.tls_versions, "file_size": s.file_size, "trim": 0.0}
+
+    def start(self, raw_dir: Path) -> list[RawOutput]:
+        from .https import start
+        return start(self.ctx, raw_dir)
+
+    def trial(self, spec, raw_dir):
+        from .https import run_trial
+        return run_trial(self.ctx, spec, raw_dir)
+
+    def stop(self, raw_dir: Path) -> list[RawOutput]:
+        from .https import stop
+        return stop(self.ctx, raw_dir)
+
+
+def study_run(plan: Plan, lab) -> StudyRun:
+    return HttpsRun(plan, lab) if isinstance(plan.study, HttpsStudy) else TcpRun(plan, lab)

@@ -1,0 +1,77 @@
+"""wrk as the HTTPS study's client: argv and the structured result of its done() hook.
+
+wrk's own text is for people; nicbench runs it with ``wrk.lua`` (shipped next to
+this module), whose ``done()`` prints one JSON object between markers.  wrk
+counts every byte it read -- headers, bodies, partial bodies cut at the end,
+and error responses -- so non-2xx/3xx responses and socket errors are
+reported separately and a point with them is flagged, never silently summed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+
+from ..core.errors import ToolError, tail
+
+BEGIN, END = "nicbench-wrk-begin", "nicbench-wrk-end"
+
+
+def lua_script() -> str:
+    return str(resources.files("nicbench.tools") / "wrk.lua")
+
+
+def client_argv(url: str, *, threads: int, connections: int, duration: float, timeout: float,
+                script: str | None = None) -> list[str]:
+    """``wrk -t T -c C -d Ns --timeout Ns -s wrk.lua URL`` (wrk wants whole seconds)."""
+    return ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{int(round(duration))}s",
+            "--timeout", f"{int(max(1, round(timeout)))}s", "-s", script or lua_script(), url]
+
+
+@dataclass(frozen=True)
+class WrkResult:
+    duration_s: float
+    requests: int
+    bytes: int
+    errors: dict[str, int]
+    latency_us: dict[str, float]
+    percentiles_us: dict[str, int]
+
+    @property
+    def socket_errors(self) -> int:
+        return sum(v for k, v in self.errors.items() if k != "status")
+
+    @property
+    def bad_status(self) -> int:
+        return self.errors.get("status", 0)
+
+    @property
+    def gbps(self) -> float:
+        return self.bytes * 8 / self.duration_s / 1e9 if self.duration_s > 0 else 0.0
+
+
+def parse(stdout: str, stderr: str = "") -> WrkResult:
+    """The JSON block of wrk.lua's done(); a run that never got there (wrk
+    exits at start when the first connection fails) is a ToolError with
+    wrk's own words."""
+    if BEGIN not in stdout or END not in stdout:
+        why = tail(stderr) or tail(stdout) or "no output"
+        hint = ("the server is not listening there: did nginx start?" if "unable to connect" in why
+                else "wrk was stopped before its done() hook ran")
+        raise ToolError(f"wrk printed no result: {why}", hint=hint)
+    block = stdout.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    try:
+        d = json.loads(block)
+    except json.JSONDecodeError as e:
+        raise ToolError(f"wrk result block is not JSON: {e}: {block[:120]!r}") from None
+    lat = d.get("latency_us", {})
+    return WrkResult(d["duration_us"] / 1e6, int(d["requests"]), int(d["bytes"]),
+                     {k: int(v) for k, v in d.get("errors", {}).items()},
+                     {k: float(lat[k]) for k in ("min", "max", "mean", "stdev") if k in lat},
+                     {k: int(v) for k, v in (lat.get("percentiles") or {}).items()})
+
+
+def info_from(text: str):
+    from .base import ToolInfo, parse_version
+    return ToolInfo("wrk", parse_version(text), text.strip().splitlines()[0] if text.strip() else "")

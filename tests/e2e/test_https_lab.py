@@ -1,0 +1,106 @@
+"""HTTPS and HTTP points with real nginx and wrk in the lab (root)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from helpers import namespaces
+from nicbench.analysis.aggregate import wire_rate
+from nicbench.core.errors import PreflightError, ToolError
+from nicbench.lab import manager
+from nicbench.plan import parse_plan
+from nicbench.report.build import load_run
+from nicbench.report.render import render
+from nicbench.run.session import execute, lab_spec
+from nicbench.store.runs import RunReader
+
+pytestmark = pytest.mark.lab
+
+
+def plan(lab: str, extra: str = "") -> str:
+    return f'''name = "https-e2e"
+[lab]
+name = "{lab}"
+[link]
+speed = "1G"
+[hosts.srv]
+role = "server"
+[hosts.c1]
+role = "client"
+[hosts.c2]
+role = "client"
+[study]
+kind = "https"
+schemes = ["https", "http"]
+connections = [4]
+duration = 3
+file_size = "16M"
+{extra}
+'''
+
+
+def nginx_tmp_dirs() -> set[str]:
+    return {d for d in os.listdir("/tmp") if d.startswith("nicbench-nginx.")}
+
+
+def test_https_and_http_bytes_agree_with_the_wire_and_ktls_is_detected(tmp_path):
+    before = nginx_tmp_dirs()
+    text = plan("e2eh")
+    out = execute(parse_plan(text), text, store=tmp_path)
+    assert namespaces("e2eh") == [] and nginx_tmp_dirs() == before
+    view = load_run(out.run_dir)
+    assert [t.status for t in view.https_trials] == ["ok", "ok"], [t.error for t in view.https_trials]
+    r = RunReader(out.run_dir)
+    for t in view.https_trials:
+        # wrk's bytes vs the server's interface over the same span: payload / frame bytes of TCP (TLS)
+        samples = r.samples(t.trial_id)
+        w = wire_rate(samples, direction="tx", window=t.window, host="srv")
+        app_bytes = sum(s.value for s in samples if s.metric == "http.bytes")
+        assert 0.92 <= app_bytes / (w.bytes + 24 * w.frames) <= 0.95, (t.point, app_bytes, w.bytes)
+        assert t.cpu is not None and t.cores("nginx") and t.cores("wrk")
+        assert t.requests > 0 and t.socket_errors == 0 and t.bad_status == 0
+    https_t, http_t = view.https_trials
+    if not os.path.exists("/proc/net/tls_stat"):
+        assert https_t.ktls == "not in use (kernel has no TLS: /proc/net/tls_stat is absent)"
+    assert http_t.ktls == "n/a (plain HTTP)"
+    [hp, p] = view.https_points
+    assert hp.scheme == "https" and 0.95 <= hp.of_ceiling <= 1.005 and 0.95 <= p.of_ceiling <= 1.005
+    page = render(view).read_text()
+    assert "kTLS:" in page and (out.run_dir / "report" / "https-https.png").exists()
+    assert (out.run_dir / "raw" / "https" / "nginx.conf").exists()
+    # nginx is gone: no process of the run is left
+    assert subprocess.run(["pgrep", "-f", "nginx -p /tmp/nicbench-nginx."], capture_output=True).returncode == 1
+
+
+def test_nginx_that_fails_to_start_shows_its_line_and_leaves_nothing(tmp_path):
+    before = nginx_tmp_dirs()
+    text = plan("e2ei", 'ciphers = "NOSUCHCIPHER"')
+    with pytest.raises(ToolError) as e:
+        execute(parse_plan(text), text, store=tmp_path)
+    assert "nginx -t" in e.value.one_line() and "NOSUCHCIPHER" in e.value.one_line()
+    assert namespaces("e2ei") == [] and nginx_tmp_dirs() == before
+
+
+def test_port_in_use_is_a_preflight_error(tmp_path):
+    text = plan("e2ej")
+    lab = manager.up(lab_spec(parse_plan(text)))
+    try:
+        srv = lab.transport("srv")
+        holder = srv.spawn(["python3", "-c", "import socket,time; s=socket.socket(); "
+                            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('0.0.0.0', 443)); "
+                            "s.listen(); time.sleep(30)"], stdout=tmp_path / "o", stderr=tmp_path / "e")
+        import time
+        deadline = time.time() + 5
+        while "0.0.0.0:443" not in subprocess.run(["ip", "netns", "exec", lab.spec.host("srv").netns, "ss", "-ltn"],
+                                                  capture_output=True, text=True).stdout:
+            assert time.time() < deadline
+            time.sleep(0.05)
+        with pytest.raises(PreflightError) as e:
+            execute(parse_plan(text), text, store=tmp_path)
+        assert "port 443 already in use" in e.value.one_line()
+        holder.stop(0.2)
+    finally:
+        manager.down("e2ej")

@@ -1,0 +1,112 @@
+"""nginx configuration and error log, wrk's done() block, kTLS evidence: pure, on recorded outputs."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import fixture_text
+from nicbench.core.errors import InputError, ToolError
+from nicbench.plan import parse_plan
+from nicbench.tools import ktls, nginx, wrk
+
+
+def test_wrk_result_from_the_done_hook():
+    r = wrk.parse(fixture_text("wrk", "4.1.0", "https_ok.txt"))
+    assert r.requests == 38 and r.bytes == 2710808292 and r.duration_s == pytest.approx(2.013304)
+    assert r.socket_errors == 0 and r.bad_status == 0
+    assert r.gbps == pytest.approx(2710808292 * 8 / 2.013304 / 1e9)
+    assert r.percentiles_us["99"] == 518629 and r.latency_us["mean"] == pytest.approx(195072.4)
+
+
+def test_wrk_counts_error_responses_separately():
+    r = wrk.parse(fixture_text("wrk", "4.1.0", "http_404.txt"))
+    assert r.bad_status == r.requests == 14897 and r.socket_errors == 0
+
+
+def test_wrk_that_never_ran_is_a_tool_error_with_its_words():
+    with pytest.raises(ToolError) as e:
+        wrk.parse("", fixture_text("wrk", "4.1.0", "connect_refused.txt"))
+    assert "unable to connect" in e.value.one_line() and "nginx" in e.value.one_line()
+
+
+def test_wrk_argv_wants_whole_seconds():
+    a = wrk.client_argv("https://198.18.0.1:443/payload.bin", threads=2, connections=8, duration=5, timeout=10)
+    assert a[:9] == ["wrk", "-t", "2", "-c", "8", "-d", "5s", "--timeout", "10s"] and a[-1].endswith("payload.bin")
+    assert a[a.index("-s") + 1].endswith("wrk.lua")
+
+
+def test_nginx_error_lines_recorded():
+    assert nginx.first_error(fixture_text("nginx", "1.22.1", "stderr_bind_in_use.txt")) == \
+        "bind() to 127.0.0.1:8443 failed (98: Address already in use)"
+    assert "cannot load certificate key" in nginx.first_error(fixture_text("nginx", "1.22.1", "t_bad_key.txt"))
+    [ln, *_] = nginx.parse_error_log(fixture_text("nginx", "1.22.1", "error_not_found.log"))
+    assert ln.level == "error" and ln.message.startswith("open()") and not ln.is_limit
+    assert nginx.LogLine("alert", "1024 worker_connections are not enough").is_limit
+
+
+def _conf(tmp_path, **kw):
+    return nginx.NginxConf(str(tmp_path), "127.0.0.1", 18443, 18080, **kw)
+
+
+def test_config_has_what_seed_001_asks_for(tmp_path):
+    text = nginx.render(_conf(tmp_path, tls_versions=("1.2", "1.3"), ciphersuites="TLS_AES_256_GCM_SHA384"))
+    for line in ("daemon off;", "sendfile on;", "listen 127.0.0.1:18443 ssl;", "listen 127.0.0.1:18080;",
+                 "ssl_protocols TLSv1.2 TLSv1.3;", "ssl_conf_command Options KTLS;",
+                 "ssl_conf_command Ciphersuites TLS_AES_256_GCM_SHA384;", f"pid {tmp_path}/nginx.pid;"):
+        assert line in text
+    assert "KTLS" not in nginx.render(_conf(tmp_path, ktls=False))
+
+
+@pytest.mark.skipif(not shutil.which("nginx") or not shutil.which("openssl"), reason="nginx/openssl not installed")
+def test_rendered_config_passes_nginx_t(tmp_path):
+    for d in ("logs", "tmp", "www"):
+        (tmp_path / d).mkdir()
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "1", "-subj", "/CN=t", "-keyout", str(tmp_path / "key.pem"),
+                    "-out", str(tmp_path / "cert.pem")], check=True, capture_output=True)
+    (tmp_path / "nginx.conf").write_text(nginx.render(_conf(tmp_path)))
+    r = subprocess.run(nginx.test_argv(str(tmp_path)), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "nginx.conf").write_text(nginx.render(_conf(tmp_path, ciphers="NOSUCHCIPHER")))
+    r = subprocess.run(nginx.test_argv(str(tmp_path)), capture_output=True, text=True)
+    assert r.returncode != 0 and "NOSUCHCIPHER" in nginx.first_error(r.stderr)
+
+
+def test_ktls_verdicts_come_from_counters():
+    sw = ktls.parse_tls_stat(fixture_text("ktls", "tls_stat_sw.txt"))
+    assert sw["TlsTxSw"] == 16 and sw["TlsCurrTxSw"] == 4
+    zero = {k: 0 for k in sw}
+    assert ktls.verdict("https", None, None).startswith("not in use (kernel has no TLS")
+    assert ktls.verdict("https", zero, zero).startswith("not in use (the kernel has TLS")
+    assert ktls.verdict("https", zero, sw).startswith("software kTLS (16")
+    assert ktls.verdict("https", zero, {**zero, "TlsTxDevice": 3}).startswith("NIC offload (3")
+    assert ktls.verdict("http", None, None) == "n/a (plain HTTP)"
+
+
+HTTPS = '''name = "h"
+[hosts.srv]
+role = "server"
+[hosts.c1]
+role = "client"
+[hosts.c2]
+role = "client"
+[study]
+kind = "https"
+'''
+
+
+def test_https_plans_are_checked():
+    p = parse_plan(HTTPS + "connections = [2, 8]\nschemes = [\"https\", \"http\"]\n", "h.toml")
+    from nicbench.plan.matrix import trials
+    assert [t.point for t in trials(p)] == ["https/c2", "https/c8", "http/c2", "http/c8"]
+    with pytest.raises(InputError) as e:
+        parse_plan(HTTPS + "connections = [1]\n", "h.toml")
+    assert "fewer than the 2 clients" in e.value.one_line()
+    with pytest.raises(InputError) as e:
+        parse_plan(HTTPS + "io_sizes = [\"4K\"]\n", "h.toml")
+    line = e.value.one_line()
+    assert "h.toml: study.io_sizes: unknown key" in line and "file_size" in line
+    with pytest.raises(InputError) as e:
+        parse_plan(HTTPS.replace('"https"', '"quic"'), "h.toml")
+    assert 'must be "tcp" or "https"' in e.value.one_line()
