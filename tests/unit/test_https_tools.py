@@ -110,3 +110,10 @@ def test_https_plans_are_checked():
     with pytest.raises(InputError) as e:
         parse_plan(HTTPS.replace('"https"', '"quic"'), "h.toml")
     assert 'must be "tcp" or "https"' in e.value.one_line()
+
+
+def test_threads_can_be_swept():
+    from nicbench.plan.matrix import trials
+    p = parse_plan(HTTPS + "connections = [8]\nthreads = [1, 4]\n", "h.toml")
+    assert [(t.point, t.params["threads"]) for t in trials(p)] == [("https/c8/t1", 1), ("https/c8/t4", 4)]
+    assert [t.point for t in trials(parse_plan(HTTPS + "threads = 3\nconnections = [4]\n", "h.toml"))] == ["https/c4"]

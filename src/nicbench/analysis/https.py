@@ -89,6 +89,7 @@ class HttpsPoint:
     point: str
     scheme: str
     connections: int
+    threads: int
     n_ok: int
     n_failed: int
     app_gbps: float | None
@@ -144,7 +145,8 @@ def https_points(trials: Iterable[HttpsTrial], link: LinkInfo | None, clients: i
         apps = [t.app_gbps for t in ok]
         scheme = str(ts[0].params.get("scheme"))
         out.append(HttpsPoint(
-            point, scheme, int(ts[0].params.get("connections") or 0), len(ok), len(ts) - len(ok),
+            point, scheme, int(ts[0].params.get("connections") or 0), int(ts[0].params.get("threads") or 1),
+            len(ok), len(ts) - len(ok),
             med(apps), min(apps) if apps else None, max(apps) if apps else None,
             med(t.wire_gbps for t in ok), ceiling(link, scheme, ts[0].params.get("tls"), clients),  # type: ignore[arg-type]
             med(t.cpu.percent_of_machine if t.cpu else None for t in ok),
@@ -153,4 +155,4 @@ def https_points(trials: Iterable[HttpsTrial], link: LinkInfo | None, clients: i
             sum(t.requests for t in ok), sum(t.socket_errors for t in ok), sum(t.bad_status for t in ok),
             tuple(sorted({t.ktls for t in ts if t.ktls})), tuple(sorted({t.error for t in ts if t.error})),
             tuple(sorted({w for t in ts for w in t.warnings}))))
-    return sorted(out, key=lambda p: (p.scheme != "https", p.connections))
+    return sorted(out, key=lambda p: (p.scheme != "https", p.connections, p.threads))

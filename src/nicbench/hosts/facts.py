@@ -46,6 +46,7 @@ TOOL_VERSION_ARGV: dict[str, tuple[str, ...]] = {
     "trafgen": ("trafgen", "--version"),
     "nbdkit": ("nbdkit", "--version"),
     "numactl": ("numactl", "--show"),
+    "openssl": ("openssl", "version"),
 }
 
 _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")

@@ -46,10 +46,13 @@ def _ordered(matrix: list, repeats: int, order: str) -> list[tuple[int, object]]
 
 
 def _https_trials(s: HttpsStudy) -> list[TrialSpec]:
-    """``https/c40`` and, for the baseline, ``http/c40``: scheme x connections."""
-    matrix = list(itertools.product(s.schemes, s.connections))
-    return [TrialSpec(trial_id=f"t{i + 1:04d}", index=i, study="https", point=f"{scheme}/c{conns}", repeat=rep,
-                      params={"scheme": scheme, "connections": conns, "duration": s.duration,
+    """``https/c40`` and, for the baseline, ``http/c40``: scheme x connections
+    (x threads, ``https/c40/t4``, when several thread counts are swept)."""
+    matrix = list(itertools.product(s.schemes, s.connections, s.threads))
+    tag = (lambda t: f"/t{t}") if len(s.threads) > 1 else (lambda t: "")
+    return [TrialSpec(trial_id=f"t{i + 1:04d}", index=i, study="https", point=f"{scheme}/c{conns}{tag(threads)}",
+                      repeat=rep,
+                      params={"scheme": scheme, "connections": conns, "threads": threads, "duration": s.duration,
                               "file_size": s.file_size, "tls": ",".join(s.tls_versions) if scheme == "https" else None,
                               "direction": "tx", "engine": "wrk"})
-            for i, (rep, (scheme, conns)) in enumerate(_ordered(matrix, s.repeats, s.order))]  # type: ignore[misc]
+            for i, (rep, (scheme, conns, threads)) in enumerate(_ordered(matrix, s.repeats, s.order))]  # type: ignore[misc]

@@ -163,7 +163,8 @@ class HttpsStudy(Strict):
     clients: list[str] | None = Field(None, description="client hosts to use (default: all)")
     schemes: list[Literal["https", "http"]] = Field(default_factory=lambda: ["https"], min_length=1)
     connections: list[Annotated[int, Field(ge=1, le=10000)]] = Field(default_factory=lambda: [10], min_length=1)
-    threads: int = Field(2, ge=1, le=64, description="wrk threads per client (at most its connections)")
+    threads: list[Annotated[int, Field(ge=1, le=64)]] = Field(
+        default_factory=lambda: [2], min_length=1, description="wrk threads per client, swept (capped at its connections)")
     duration: int = Field(10, ge=1, le=3600, description="seconds each wrk runs (whole seconds)")
     file_size: Size = Field(64 * 1024 * 1024, description="the payload file (seed: 2G)")
     tls_versions: list[Literal["1.2", "1.3"]] = Field(default_factory=lambda: ["1.3"], min_length=1)
@@ -177,7 +178,12 @@ class HttpsStudy(Strict):
     http_port: int = Field(80, ge=1, le=65535)
     timeout_margin: float = Field(15.0, ge=1, le=600, description="extra seconds before a point is declared hung")
 
-    @field_validator("schemes", "connections", "tls_versions")
+    @field_validator("threads", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: object) -> object:
+        return [v] if isinstance(v, int) else v
+
+    @field_validator("schemes", "connections", "tls_versions", "threads")
     @classmethod
     def _unique(cls, v: list) -> list:
         if len(set(v)) != len(v):

@@ -128,7 +128,8 @@ def facts_section(view: RunView) -> dict[str, Any]:
 
 def https_rows(view: RunView) -> list[dict[str, Any]]:
     """One row per HTTPS point: the seed 001 table and the exports."""
-    return [{"point": p.point, "scheme": p.scheme, "connections": p.connections, "repeats_ok": p.n_ok,
+    return [{"point": p.point, "scheme": p.scheme, "connections": p.connections, "threads": p.threads,
+             "repeats_ok": p.n_ok,
              "repeats_failed": p.n_failed, "app_gbps": _r(p.app_gbps), "app_min": _r(p.app_min),
              "app_max": _r(p.app_max), "wire_gbps": _r(p.wire_gbps), "ceiling_gbps": _r(p.ceiling_gbps),
              "pct_of_ceiling": _r(p.of_ceiling * 100 if p.of_ceiling else None, 1),

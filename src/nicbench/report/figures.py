@@ -111,7 +111,7 @@ def https_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list
     paths = []
     for scheme in ("https", "http"):
         pts = sorted((r for r in rows if r["scheme"] == scheme and r["app_gbps"] is not None),
-                     key=lambda r: r["connections"])
+                     key=lambda r: (r["connections"], r["threads"]))
         if not pts:
             continue
         xs = list(range(len(pts)))
@@ -126,8 +126,9 @@ def https_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list
         if ceil:
             ax.axhline(max(ceil), color="#888", ls="--", lw=1, label=f"ceiling {max(ceil):.2f} Gbps")
         ax.set_xticks(xs)
-        ax.set_xticklabels([str(r["connections"]) for r in pts])
-        ax.set_xlabel("connections (all clients)")
+        several = len({r["threads"] for r in pts}) > 1
+        ax.set_xticklabels([f"{r['connections']}" + (f"/t{r['threads']}" if several else "") for r in pts])
+        ax.set_xlabel("connections (all clients)" + (" / wrk threads per client" if several else ""))
         ax.set_ylabel("Gbps")
         if any(r["cpu_pct_of_machine"] is not None for r in pts):
             ax2 = ax.twinx()

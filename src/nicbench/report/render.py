@@ -98,7 +98,7 @@ def render_https(view: RunView, out: Path) -> Path:
     from .figures import https_figures
     rows = https_rows(view)
     figs = https_figures(rows, out, view.info.name)
-    cols = ["point", "scheme", "connections", "repeats_ok", "repeats_failed", "app_gbps", "app_min", "app_max",
+    cols = ["point", "scheme", "connections", "threads", "repeats_ok", "repeats_failed", "app_gbps", "app_min", "app_max",
             "wire_gbps", "ceiling_gbps", "pct_of_ceiling", "cpu_pct_of_machine", "cores_busy", "nginx_cores",
             "wrk_cores", "gbps_per_core", "requests", "socket_errors", "bad_status", "ktls"]
     with open(out / "points.csv", "w", newline="") as f:

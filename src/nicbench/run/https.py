@@ -218,6 +218,7 @@ def _tls_stat(ctx: HttpsContext) -> dict[str, int] | None:
 def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
     s = ctx.study
     scheme, conns = str(spec.params["scheme"]), int(spec.params["connections"])
+    threads = int(spec.params.get("threads") or 1)
     port = s.https_port if scheme == "https" else s.http_port
     url = f"{scheme}://{ctx.addresses[ctx.server]}:{port}/{PAYLOAD}"
     started = time.time()
@@ -234,14 +235,14 @@ def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialR
             raise ToolError("nginx is not running", where=ctx.server,
                             hint="its error log is in the run's raw/nginx/")
         for client, n in shares(conns, ctx.clients):
-            argv = ctx.pin.get(client, []) + wrk.client_argv(url, threads=min(s.threads, n), connections=n,
+            argv = ctx.pin.get(client, []) + wrk.client_argv(url, threads=min(threads, n), connections=n,
                                                                duration=s.duration, timeout=s.duration + 5)
             out, err = raw_dir / f"{client}-wrk.out", raw_dir / f"{client}-wrk.err"
             raws += [RawOutput(spec.trial_id, client, "client", "wrk", "stdout", ctx.rel(out)),
                      RawOutput(spec.trial_id, client, "client", "wrk", "stderr", ctx.rel(err))]
             procs.append((client, ctx.transports[client].spawn(argv, stdout=out, stderr=err, gated=True)))
             meta["argv"][client] = argv
-            meta["layout"].append({"client": client, "connections": n, "threads": min(s.threads, n)})
+            meta["layout"].append({"client": client, "connections": n, "threads": min(threads, n)})
         ready_by = time.monotonic() + 5
         while not all(p.is_ready() for _, p in procs):
             if time.monotonic() > ready_by:

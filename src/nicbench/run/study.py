@@ -59,7 +59,7 @@ class HttpsRun:
         from . import https
         self.plan = plan
         self.ctx, self.warnings = https.preflight(plan, lab.transports(), {h.name: h.ip for h in lab.spec.hosts})
-        self.tools = ["nginx", "wrk", "ethtool"]
+        self.tools = ["nginx", "wrk", "openssl", "ethtool"]
 
     def meta(self) -> dict:
         s: HttpsStudy = self.plan.study  # type: ignore[assignment]
