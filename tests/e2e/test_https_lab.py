@@ -64,7 +64,8 @@ def test_https_and_http_bytes_agree_with_the_wire_and_ktls_is_detected(tmp_path)
         assert t.requests > 0 and t.socket_errors == 0 and t.bad_status == 0
     https_t, http_t = view.https_trials
     if not os.path.exists("/proc/net/tls_stat"):
-        assert https_t.ktls == "not in use (kernel has no TLS: /proc/net/tls_stat is absent)"
+        assert https_t.ktls.startswith("not in use (kernel has no TLS: tcp_available_ulp lists")
+        assert https_t.ktls.endswith("/proc/net/tls_stat is absent)")
     assert http_t.ktls == "n/a (plain HTTP)"
     [hp, p] = view.https_points
     assert hp.scheme == "https" and 0.95 <= hp.of_ceiling <= 1.005 and 0.95 <= p.of_ceiling <= 1.005
@@ -104,3 +105,23 @@ def test_port_in_use_is_a_preflight_error(tmp_path):
         holder.stop(0.2)
     finally:
         manager.down("e2ej")
+
+
+def test_error_responses_fail_the_point(tmp_path, monkeypatch):
+    """A payload nginx's workers cannot read gives 403s: wrk's bytes are error
+    pages, so the point fails with the count, and the sweep goes on."""
+    from nicbench.run import https
+    real = https.start
+
+    def unreadable(ctx, raw_dir):
+        out = real(ctx, raw_dir)
+        ctx.transports[ctx.server].run(["chmod", "600", f"{ctx.prefix}/www/{https.PAYLOAD}"])
+        return out
+    monkeypatch.setattr(https, "start", unreadable)
+    text = plan("e2ek").replace('schemes = ["https", "http"]', 'schemes = ["http"]').replace(
+        "connections = [4]", "connections = [2, 4]").replace("duration = 3", "duration = 1")
+    out = execute(parse_plan(text), text, store=tmp_path)
+    view = load_run(out.run_dir)
+    assert [t.status for t in view.https_trials] == ["failed", "failed"]
+    assert "were not 2xx/3xx" in view.https_trials[0].error
+    assert namespaces("e2ek") == []

@@ -82,6 +82,9 @@ def test_ktls_verdicts_come_from_counters():
     assert ktls.verdict("https", zero, sw).startswith("software kTLS (16")
     assert ktls.verdict("https", zero, {**zero, "TlsTxDevice": 3}).startswith("NIC offload (3")
     assert ktls.verdict("http", None, None) == "n/a (plain HTTP)"
+    assert ktls.verdict("https", None, None, kernel_has_tls=True).startswith("unknown")
+    assert ktls.verdict("https", None, None, why="tcp_available_ulp lists mptcp") == \
+        "not in use (kernel has no TLS: tcp_available_ulp lists mptcp)"
 
 
 HTTPS = '''name = "h"

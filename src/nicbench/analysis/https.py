@@ -126,7 +126,7 @@ def ceiling(link: LinkInfo | None, scheme: str, tls_version: str | None, clients
         return None
     ts = True if link.timestamps is None else link.timestamps
     if scheme == "https":
-        version = (tls_version or "1.3").split(",")[-1]
+        version = max((tls_version or "1.3").split(","))       # the highest offered is negotiated
         return linerate.tls(speed, link.mtu, version=version, ip=link.ip, timestamps=ts).goodput_bps / 1e9
     return linerate.tcp(speed, link.mtu, ip=link.ip, timestamps=ts).goodput_bps / 1e9
 

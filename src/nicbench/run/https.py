@@ -52,6 +52,8 @@ class HttpsContext:
     prefix: str | None = None
     nginx: Process | None = None
     log_offset: int = 0
+    ktls_why: str = ""
+    raws: list[RawOutput] = field(default_factory=list)   # nginx's own outputs, stored when it stops
 
 
 def _version(t: Transport, argv: list[str], name: str, hint: str) -> str:
@@ -83,9 +85,12 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
             versions["wrk"] = _version(transports[c], ["wrk", "-v"], "wrk", install)
         except PreflightError as e:
             problems.append(f"{c}: {e.message}")
-        r = srv.run(["ping", "-c", "1", "-W", "2", "-n", "-q", addresses[c]], timeout=10)
-        if r.returncode != 0:
-            problems.append(f"{plan.server} cannot reach {c} ({addresses[c]})")
+        try:
+            r = srv.run(["ping", "-c", "1", "-W", "2", "-n", "-q", addresses[c]], timeout=10)
+            if r.returncode != 0:
+                problems.append(f"{plan.server} cannot reach {c} ({addresses[c]})")
+        except PreflightError as e:
+            problems.append(f"{plan.server}: {e.message} (apt-get install iputils-ping)")
     busy: set[int] = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -97,14 +102,11 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
             problems.append(f"{plan.server}: port {port} already in use")
     if problems:
         raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
-    try:
-        srv.read_text("/proc/net/tls_stat")
-        has_tls = True
-    except OSError:
-        has_tls = False
+    has_tls, why = kernel_tls(srv, load=s.ktls and "https" in s.schemes)
     if s.ktls and "https" in s.schemes and not has_tls:
-        warnings.append("kTLS asked for, but this kernel has no TLS (/proc/net/tls_stat is absent): OpenSSL "
-                        "falls back to userspace TLS, and the report says so")
+        warnings.append(f"kTLS asked for, but this kernel has no TLS ({why}): OpenSSL falls back to userspace "
+                        "TLS, and the report says so")
+    _raise_nofile(max(s.connections))
     ts = {}
     for h in [plan.server, *plan.clients]:
         try:
@@ -113,7 +115,43 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
             ts[h] = None
     from ..hosts.transport import LocalTransport
     return HttpsContext(s, plan.server, list(plan.clients), dict(transports), addresses, versions, has_tls,
-                        warnings=warnings, tcp_timestamps=ts, cpu_transport=LocalTransport("machine")), warnings
+                        warnings=warnings, tcp_timestamps=ts, cpu_transport=LocalTransport("machine"),
+                        ktls_why=why), warnings
+
+
+def kernel_tls(t: Transport, load: bool) -> tuple[bool, str]:
+    """Does the kernel offer TLS to sockets?  Evidence: /proc/net/tls_stat and
+    ``tls`` in tcp_available_ulp.  An unloaded module is loaded (as root), since
+    nginx's workers, running as nobody, cannot trigger its autoload."""
+    def have() -> bool:
+        try:
+            t.read_text("/proc/net/tls_stat")
+            return True
+        except OSError:
+            return False
+    if have():
+        return True, "/proc/net/tls_stat is present"
+    if load:
+        try:
+            t.run(["modprobe", "tls"], timeout=15)
+        except PreflightError:
+            pass                                   # no modprobe: the evidence below decides
+        if have():
+            return True, "module tls loaded by nicbench"
+    try:
+        ulps = t.read_text("/proc/sys/net/ipv4/tcp_available_ulp").split()
+    except OSError:
+        ulps = []
+    return False, f"tcp_available_ulp lists {' '.join(ulps) or 'nothing'}, /proc/net/tls_stat is absent"
+
+
+def _raise_nofile(connections: int) -> None:
+    """wrk needs a descriptor per connection and inherits our limit: raise the
+    soft limit to the hard one (often 1024 -> 524288)."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < connections + 64:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _sh(t: Transport, script: str, *args: str, input: str | None = None, what: str, timeout: float = 60) -> str:
@@ -137,15 +175,17 @@ def start(ctx: HttpsContext, raw_dir: Path) -> list[RawOutput]:
         input=conf, what="writing nginx.conf")
     _sh(t, 'openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 '
            '-subj /CN=nicbench -keyout "$1/key.pem" -out "$1/cert.pem"', p, what="making the certificate")
-    _sh(t, 'head -c "$2" /dev/urandom > "$1/www/$3"', p, str(s.file_size), PAYLOAD,
+    _sh(t, 'head -c "$2" /dev/urandom > "$1/www/$3" && chmod 644 "$1/www/$3"', p, str(s.file_size), PAYLOAD,
         what=f"writing the {s.file_size}-byte payload", timeout=600)
     raw_dir.mkdir(parents=True, exist_ok=True)
     (raw_dir / "nginx.conf").write_text(conf)
     r = t.run(nginx.test_argv(p), timeout=30)
     if r.returncode != 0:
         raise ToolError(f"nginx -t: {nginx.first_error(r.stderr) or tail(r.stderr)}", where=ctx.server,
-                        hint="the generated configuration is in the run's raw/nginx/nginx.conf")
+                        hint="the generated configuration is in the run's raw/https/nginx.conf")
     out, err = raw_dir / "nginx.out", raw_dir / "nginx.err"
+    ctx.raws += [RawOutput("nginx", ctx.server, "server", "nginx", "stdout", ctx.rel(out)),
+                 RawOutput("nginx", ctx.server, "server", "nginx", "stderr", ctx.rel(err))]
     ctx.nginx = t.spawn(ctx.pin.get(ctx.server, []) + nginx.argv(p), stdout=out, stderr=err)
     deadline = time.monotonic() + 10
     while True:
@@ -165,25 +205,30 @@ def start(ctx: HttpsContext, raw_dir: Path) -> list[RawOutput]:
         if time.monotonic() > deadline:
             raise ToolError("nginx is not listening after 10 s", where=ctx.server)
         time.sleep(0.02)
-    return [RawOutput("nginx", ctx.server, "server", "nginx", "stdout", ctx.rel(out)),
-            RawOutput("nginx", ctx.server, "server", "nginx", "stderr", ctx.rel(err))]
+    return []          # its outputs are recorded by stop(), which also runs after a failed start
 
 
 def stop(ctx: HttpsContext, raw_dir: Path) -> list[RawOutput]:
-    """Stop nginx, keep its error log with the run, remove its prefix."""
-    raws: list[RawOutput] = []
+    """Stop nginx, keep its outputs and error log with the run, remove its prefix."""
+    raws, ctx.raws = list(ctx.raws), []
     t = ctx.transports[ctx.server]
-    if ctx.nginx is not None and ctx.nginx.poll() is None:
-        ctx.nginx.stop(grace=5.0, sig=signal.SIGQUIT)       # graceful: workers finish, then exit
+    if ctx.nginx is not None:
+        # always: workers outlive a dead master, and stop() kills what is left of the group
+        ctx.nginx.stop(grace=5.0, sig=signal.SIGQUIT)        # graceful: workers finish, then exit
     if ctx.prefix:
-        log = _log(t, ctx.prefix)
-        if log:
-            raw_dir.mkdir(parents=True, exist_ok=True)
-            (raw_dir / "error.log").write_text(log)
-            raws.append(RawOutput("nginx", ctx.server, "server", "nginx", "stderr", ctx.rel(raw_dir / "error.log")))
-        if ctx.prefix.startswith("/tmp/nicbench-nginx."):
-            t.run(["rm", "-rf", "--one-file-system", ctx.prefix], timeout=60)
-        ctx.prefix = None
+        prefix, ctx.prefix = ctx.prefix, None
+        try:
+            log = _log(t, prefix)
+            if log:
+                raw_dir.mkdir(parents=True, exist_ok=True)
+                (raw_dir / "error.log").write_text(log)
+                raws.append(RawOutput("nginx", ctx.server, "server", "nginx", "stderr",
+                                      ctx.rel(raw_dir / "error.log")))
+        finally:
+            if prefix.startswith("/tmp/nicbench-nginx."):
+                r = t.run(["rm", "-rf", "--one-file-system", prefix], timeout=60)
+                if r.returncode != 0:
+                    raise ToolError(f"could not remove nginx's prefix {prefix}: {tail(r.stderr)}", where=ctx.server)
     return raws
 
 
@@ -207,10 +252,11 @@ def shares(connections: int, clients: list[str]) -> list[tuple[str, int]]:
 
 
 def _tls_stat(ctx: HttpsContext) -> dict[str, int] | None:
-    if not ctx.ktls_kernel or ctx.nginx is None:
+    """The server namespace's TLS counters (through the namespace, so a dead nginx cannot hide them)."""
+    if not ctx.ktls_kernel:
         return None
     try:
-        return ktls.parse_tls_stat(ctx.transports[ctx.server].read_text(f"/proc/{ctx.nginx.pid}/net/tls_stat"))
+        return ktls.parse_tls_stat(ctx.transports[ctx.server].read_text("/proc/net/tls_stat"))
     except OSError:
         return None
 
@@ -233,7 +279,7 @@ def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialR
     try:
         if ctx.nginx is None or ctx.nginx.poll() is not None:
             raise ToolError("nginx is not running", where=ctx.server,
-                            hint="its error log is in the run's raw/nginx/")
+                            hint="its error log is in the run's raw/https/")
         for client, n in shares(conns, ctx.clients):
             argv = ctx.pin.get(client, []) + wrk.client_argv(url, threads=min(threads, n), connections=n,
                                                                duration=s.duration, timeout=s.duration + 5)
@@ -284,7 +330,7 @@ def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialR
                 p.stop(0.5)
     after = _tls_stat(ctx)
     meta["tls_stat"] = {"before": before, "after": after}
-    meta["ktls"] = ktls.verdict(scheme, before, after)
+    meta["ktls"] = ktls.verdict(scheme, before, after, kernel_has_tls=ctx.ktls_kernel, why=ctx.ktls_why)
     results: dict[str, dict] = {}
     if status == "ok":
         try:
@@ -303,6 +349,10 @@ def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialR
                                    t0 + res.duration_s, tags)]
                 results[client] = {"gbps": res.gbps, "requests": res.requests, "errors": res.errors,
                                    "latency_us": res.latency_us, "percentiles_us": res.percentiles_us}
+                if res.bad_status:
+                    raise ToolError(f"wrk on {client}: {res.bad_status} of {res.requests} responses were not "
+                                    "2xx/3xx, so its bytes are not the payload", where=client,
+                                    hint="the server's error log is in the run's raw/https/error.log")
                 if res.requests == 0:
                     raise ToolError(f"wrk on {client} completed no request in {res.duration_s:.1f}s "
                                     f"(file of {s.file_size} bytes)", where=client,

@@ -66,6 +66,7 @@ class HttpsRun:
         return {"engine": "nginx + wrk", "engine_version": f"nginx {self.ctx.versions.get('nginx')}, "
                 f"wrk {self.ctx.versions.get('wrk')}, OpenSSL {self.ctx.versions.get('openssl')}",
                 "versions": self.ctx.versions, "ktls_requested": s.ktls, "ktls_kernel": self.ctx.ktls_kernel,
+                "ktls_kernel_evidence": self.ctx.ktls_why,
                 "tls_versions": s.tls_versions, "file_size": s.file_size, "trim": 0.0}
 
     def start(self, raw_dir: Path) -> list[RawOutput]:

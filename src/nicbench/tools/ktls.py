@@ -20,13 +20,17 @@ def parse_tls_stat(text: str) -> dict[str, int]:
     return out
 
 
-def verdict(scheme: str, before: dict[str, int] | None, after: dict[str, int] | None) -> str:
+def verdict(scheme: str, before: dict[str, int] | None, after: dict[str, int] | None, *,
+            kernel_has_tls: bool = False, why: str = "") -> str:
     """One sentence from the evidence.  ``before``/``after`` are None when
-    /proc/net/tls_stat does not exist (the kernel has no TLS module loaded or built)."""
+    /proc/net/tls_stat could not be read; whether that means "no TLS in this
+    kernel" or "unknown" is decided by ``kernel_has_tls`` (checked at preflight)."""
     if scheme != "https":
         return "n/a (plain HTTP)"
     if before is None or after is None:
-        return "not in use (kernel has no TLS: /proc/net/tls_stat is absent)"
+        if kernel_has_tls:
+            return "unknown (the TLS counters could not be read during the point)"
+        return f"not in use (kernel has no TLS: {why or '/proc/net/tls_stat is absent'})"
 
     def delta(k: str) -> int:
         return max(0, after.get(k, 0) - before.get(k, 0))
