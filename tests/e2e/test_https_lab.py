@@ -125,3 +125,40 @@ def test_error_responses_fail_the_point(tmp_path, monkeypatch):
     assert [t.status for t in view.https_trials] == ["failed", "failed"]
     assert "were not 2xx/3xx" in view.https_trials[0].error
     assert namespaces("e2ek") == []
+
+
+def test_a_stalled_server_fails_the_point_in_bounded_time_and_nothing_is_left(tmp_path):
+    """nginx's workers frozen (SIGSTOP) mid-sweep: wrk completes nothing, the
+    point fails with that, nginx (stopped or not) is still removed."""
+    import signal
+    import threading
+    import time
+
+    text = plan("e2el").replace('schemes = ["https", "http"]', 'schemes = ["http"]').replace(
+        "duration = 3", "duration = 2")
+    frozen: list[int] = []
+    done = threading.Event()
+
+    def freeze():
+        while not done.is_set() and not frozen:
+            r = subprocess.run(["pgrep", "-f", "nginx: worker process"], capture_output=True, text=True)
+            for pid in map(int, r.stdout.split()):
+                os.kill(pid, signal.SIGSTOP)
+                frozen.append(pid)
+            time.sleep(0.05)
+    th = threading.Thread(target=freeze, daemon=True)
+    th.start()
+    t0 = time.monotonic()
+    try:
+        out = execute(parse_plan(text), text, store=tmp_path)
+    finally:
+        done.set()
+        th.join()
+    assert frozen and time.monotonic() - t0 < 60
+    [t] = load_run(out.run_dir).https_trials
+    assert t.status == "failed" and "completed no request" in t.error
+    assert namespaces("e2el") == []
+    gone_by = time.monotonic() + 3          # killed; their reaping by init is asynchronous
+    while any(os.path.exists(f"/proc/{p}") for p in frozen) and time.monotonic() < gone_by:
+        time.sleep(0.05)
+    assert not any(os.path.exists(f"/proc/{p}") for p in frozen)
