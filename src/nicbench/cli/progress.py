@@ -38,9 +38,13 @@ class TerminalProgress:
         if self._p is None:
             return
         http = [s for s in samples if s.metric == "http.bytes" and s.t_end > s.t_start]
+        blocks = [s for s in samples if s.metric == "storage.bytes" and s.t_end > s.t_start]
         if rec.status == "ok" and http:
             g = sum(s.value * 8 / (s.t_end - s.t_start) for s in http) / 1e9
             self._last = f"last: {rec.spec.point} {g:.2f} Gbps (application)"
+        elif rec.status == "ok" and blocks:
+            mb = sum(s.value / 1e6 / (s.t_end - s.t_start) for s in blocks)
+            self._last = f"last: {rec.spec.point} {mb:.0f} MB/s"
         elif rec.status == "ok":
             try:
                 g = sum(aggregate(samples, direction=d, trim=self.trim).gbps for d in directions_in(samples))

@@ -45,6 +45,7 @@ TOOL_VERSION_ARGV: dict[str, tuple[str, ...]] = {
     "fio": ("fio", "--version"),
     "trafgen": ("trafgen", "--version"),
     "nbdkit": ("nbdkit", "--version"),
+    "tgtd": ("tgtd", "--version"),
     "numactl": ("numactl", "--show"),
     "openssl": ("openssl", "version"),
 }

@@ -6,7 +6,7 @@ import itertools
 
 from ..core.units import format_size
 from ..records import TrialSpec
-from .model import HttpsStudy, Plan
+from .model import HttpsStudy, Plan, StorageStudy
 
 
 def point_key(direction: str, connections: int, io_size: int) -> str:
@@ -23,6 +23,8 @@ def trials(plan: Plan) -> list[TrialSpec]:
     s = plan.study
     if isinstance(s, HttpsStudy):
         return _https_trials(s)
+    if isinstance(s, StorageStudy):
+        return _storage_trials(s)
     matrix = list(itertools.product(s.directions, s.connections, s.io_sizes))
     if s.order == "interleaved":
         order = [(r, m) for r in range(s.repeats) for m in matrix]
@@ -56,3 +58,13 @@ def _https_trials(s: HttpsStudy) -> list[TrialSpec]:
                               "file_size": s.file_size, "tls": ",".join(s.tls_versions) if scheme == "https" else None,
                               "direction": "tx", "engine": "wrk"})
             for i, (rep, (scheme, conns, threads)) in enumerate(_ordered(matrix, s.repeats, s.order))]  # type: ignore[misc]
+
+
+def _storage_trials(s: StorageStudy) -> list[TrialSpec]:
+    """``read/bs4K`` ... as seed 004's table: op x block size."""
+    matrix = list(itertools.product(s.ops, s.block_sizes))
+    return [TrialSpec(trial_id=f"t{i + 1:04d}", index=i, study="storage", point=f"{op}/bs{format_size(bs)}",
+                      repeat=rep, params={"op": op, "block_size": bs, "iodepth": s.iodepth, "luns": s.luns,
+                                          "duration": s.duration, "ramp": s.ramp, "pattern": s.pattern,
+                                          "target": s.target, "engine": "fio"})
+            for i, (rep, (op, bs)) in enumerate(_ordered(matrix, s.repeats, s.order))]  # type: ignore[misc]

@@ -204,6 +204,57 @@ class HttpsStudy(Strict):
         return 0.0
 
 
+class StorageStudy(Strict):
+    """Block I/O over the network (seed 004): one target exporting LUNs, the
+    client hosts as initiators, fio through the engine that fits the target.
+
+    In the lab the target is nbdkit (``lun_kind`` memory or null, one export
+    per LUN); LUNs are split evenly over the initiators (the seed: 48 LUNs, 4
+    initiators x 12).  MB/s are 10^6 bytes per second, as the seed reports.
+    """
+
+    kind: Literal["storage"]
+    clients: list[str] | None = Field(None, description="initiator hosts (default: all clients)")
+    target: Literal["nbd"] = "nbd"
+    lun_kind: Literal["memory", "null"] = "memory"
+    luns: int = Field(4, ge=1, le=256)
+    lun_size: Size = Field(256 * 1024 * 1024)
+    ops: list[Literal["read", "write", "readwrite"]] = Field(default_factory=lambda: ["read"], min_length=1)
+    block_sizes: list[Size] = Field(default_factory=lambda: [4096], min_length=1)
+    pattern: Literal["sequential", "random"] = "sequential"
+    iodepth: int = Field(16, ge=1, le=1024)
+    numjobs: int = Field(1, ge=1, le=64)
+    duration: int = Field(5, ge=1, le=3600, description="measured seconds (fio runtime, whole seconds)")
+    ramp: int = Field(1, ge=0, le=600, description="seconds of I/O before measuring (fio ramp_time)")
+    repeats: int = Field(1, ge=1, le=100)
+    order: Literal["interleaved", "sequential"] = "interleaved"
+    port_base: int = Field(10809, ge=1024, le=65000)
+    timeout_margin: float = Field(15.0, ge=1, le=600, description="extra seconds before a point is declared hung")
+
+    @field_validator("ops", "block_sizes")
+    @classmethod
+    def _unique(cls, v: list) -> list:
+        if len(set(v)) != len(v):
+            raise ValueError("values must not repeat")
+        return v
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "StorageStudy":
+        for bs in self.block_sizes:
+            if bs < 512 or bs % 512:
+                raise ValueError(f"study.block_sizes: {bs} is not a multiple of 512 bytes (direct I/O)")
+            if bs > self.lun_size:
+                raise ValueError(f"study.block_sizes: {bs} is larger than a LUN ({self.lun_size} bytes)")
+        if self.lun_kind == "null" and any(op != "read" for op in self.ops):
+            pass            # nbdkit's null plugin discards writes: valid, and what the seed's null-rw LUNs do
+        return self
+
+    @property
+    def trim(self) -> float:
+        """fio's ramp_time does the warm-up; nothing more is trimmed."""
+        return 0.0
+
+
 def _study_kind(v: object) -> str:
     """``kind`` picks the study; a plan without it is a TCP study."""
     if isinstance(v, dict):
@@ -211,9 +262,10 @@ def _study_kind(v: object) -> str:
     return str(getattr(v, "kind", "tcp"))
 
 
-Study = Annotated[Union[Annotated[TcpStudy, Tag("tcp")], Annotated[HttpsStudy, Tag("https")]],
+Study = Annotated[Union[Annotated[TcpStudy, Tag("tcp")], Annotated[HttpsStudy, Tag("https")],
+                        Annotated[StorageStudy, Tag("storage")]],
                   Discriminator(_study_kind, custom_error_type="study_kind",
-                                custom_error_message='study.kind must be "tcp" or "https"')]
+                                custom_error_message='study.kind must be "tcp", "https" or "storage"')]
 
 
 class Output(Strict):
@@ -249,6 +301,11 @@ class Plan(Strict):
                                  "nor defined under [profiles]")
         if len(self.hosts) > 13:
             raise ValueError("the embedded lab holds at most 13 hosts")
+        if isinstance(self.study, StorageStudy):
+            n = len(self.study.clients or clients)
+            if self.study.luns < n:
+                raise ValueError(f"study.luns = {self.study.luns} is fewer than the {n} initiators: every "
+                                 "initiator needs at least one LUN")
         if isinstance(self.study, HttpsStudy):
             n = len(self.study.clients or clients)
             few = [c for c in self.study.connections if c < n]

@@ -25,6 +25,8 @@ class RunView:
     facts: tuple[HostFacts, ...] = ()
     https_trials: tuple = ()                 # HTTPS studies: HttpsTrial / HttpsPoint instead of the TCP ones
     https_points: tuple = ()
+    storage_trials: tuple = ()               # storage studies: StorageTrial / StoragePoint
+    storage_points: tuple = ()
 
     @property
     def failures(self) -> list[TrialResult]:
@@ -49,6 +51,13 @@ def load_run(run_dir: Path) -> RunView:
             clients = info.meta.get("clients")
             pts = tuple(https_points(hts, link, len(clients) if isinstance(clients, list) else None))
             return RunView(run_dir, info, r.meta(), [], [], link, facts, hts, pts)
+        if info.study == "storage":
+            from ..analysis.storage import storage_points, storage_trial
+            sts = tuple(storage_trial(t, by_trial.get(t.spec.trial_id, [])) for t in r.trials())
+            clients = info.meta.get("clients")
+            sps = tuple(storage_points(sts, link, str(info.meta.get("target") or "nbd"),
+                                       len(clients) if isinstance(clients, list) else None))
+            return RunView(run_dir, info, r.meta(), [], [], link, facts, storage_trials=sts, storage_points=sps)
         results = [trial_result(t, by_trial.get(t.spec.trial_id, []), trim, link) for t in r.trials()]
     finally:
         r.close()
@@ -138,3 +147,13 @@ def https_rows(view: RunView) -> list[dict[str, Any]]:
              "gbps_per_core": _r(p.gbps_per_core), "requests": p.requests, "socket_errors": p.socket_errors,
              "bad_status": p.bad_status, "ktls": "; ".join(p.ktls), "errors": list(p.errors),
              "warnings": list(p.warnings)} for p in view.https_points]
+
+
+def storage_rows(view: RunView) -> list[dict[str, Any]]:
+    """One row per storage point (op x block size): seed 004's table and the exports."""
+    return [{"point": p.point, "op": p.op, "block_size": p.block_size, "bs": format_size(p.block_size),
+             "repeats_ok": p.n_ok, "repeats_failed": p.n_failed, "mb_s": _r(p.mb_s, 1), "iops": _r(p.iops, 0),
+             "ceiling_mb_s": _r(p.ceiling_mb_s, 1), "pct_of_ceiling": _r(p.of_ceiling * 100 if p.of_ceiling else None, 1),
+             "cpu_pct_of_machine": _r(p.cpu_pct, 1), "cores_busy": _r(p.cores_busy, 2),
+             "max_start_skew_ms": _r(p.max_skew_s * 1000 if p.max_skew_s is not None else None),
+             "errors": list(p.errors), "warnings": list(p.warnings)} for p in view.storage_points]

@@ -144,3 +144,34 @@ def https_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list
         ax.set_title(f"{title}: {scheme.upper()} throughput and CPU vs connections", fontsize=10)
         paths.append(_save(fig, out_dir, f"https-{scheme}"))
     return paths
+
+
+def storage_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[Path]:
+    """Seed 004 as figures: IOPS and MB/s against block size, one line per op,
+    with each op's ceiling in MB/s."""
+    paths = []
+    ops = [o for o in ("read", "write", "readwrite") if any(r["op"] == o and r["mb_s"] is not None for r in rows)]
+    if not ops:
+        return paths
+    for metric, label in (("iops", "IOPS"), ("mb_s", "MB/s (10^6 B/s)")):
+        fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=110)
+        sizes: set[int] = set()
+        for op in ops:
+            pts = sorted((r for r in rows if r["op"] == op and r[metric] is not None), key=lambda r: r["block_size"])
+            xs = [r["block_size"] for r in pts]
+            sizes.update(xs)
+            line, = ax.plot(xs, [r[metric] for r in pts], "o-", label=op.upper())
+            if metric == "mb_s" and any(r["ceiling_mb_s"] for r in pts):
+                ax.plot(xs, [r["ceiling_mb_s"] for r in pts], "--", color=line.get_color(), lw=1,
+                        label=f"{op.upper()} ceiling")
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(FixedLocator(sorted(sizes)))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticklabels([format_size(x) for x in sorted(sizes)])
+        ax.set_xlabel("block size")
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=6, frameon=False)
+        ax.set_title(f"{title}: {label} vs block size", fontsize=10)
+        paths.append(_save(fig, out_dir, f"storage-{metric}"))
+    return paths

@@ -126,12 +126,53 @@ def render_https(view: RunView, out: Path) -> Path:
     return index
 
 
+def render_storage(view: RunView, out: Path) -> Path:
+    """Seed 004's report: the op x block size table of MB/s, IOPS and CPU %, figures, line-rate block size."""
+    from ..analysis.storage import line_rate_from
+    from ..core.units import format_size
+    from .build import storage_rows
+    from .figures import storage_figures
+    rows = storage_rows(view)
+    figs = storage_figures(rows, out, view.info.name)
+    cols = ["point", "op", "block_size", "bs", "repeats_ok", "repeats_failed", "mb_s", "iops", "ceiling_mb_s",
+            "pct_of_ceiling", "cpu_pct_of_machine", "cores_busy", "max_start_skew_ms"]
+    with open(out / "points.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    (out / "points.json").write_text(json.dumps({
+        "schema": EXPORT_SCHEMA, "run_id": view.info.run_id, "name": view.info.name, "study": "storage",
+        "units": {"mb_s": "10^6 bytes/s, all initiators", "iops": "I/Os per second, all initiators"},
+        "points": rows,
+        "trials": [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
+                    "error": t.error, "mb_s": t.mb_s, "iops": t.iops, "per_initiator_mb_s": dict(t.per_initiator_mb_s),
+                    "start_skew_s": t.start_skew_s} for t in view.storage_trials]}, indent=1))
+    sizes = sorted({r["block_size"] for r in rows})
+    ops = [o for o in ("read", "write", "readwrite") if any(r["op"] == o for r in rows)]
+    table = [{"bs": format_size(bs), **{op: next((r for r in rows if r["op"] == op and r["block_size"] == bs), None)
+                                        for op in ops}} for bs in sizes]
+    reached = {op: (format_size(v) if v else None) for op, v in line_rate_from(view.storage_points).items()}
+    env = jinja2.Environment(loader=jinja2.PackageLoader("nicbench.report", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    failures = [t for t in view.storage_trials if t.status != "ok"]
+    html = env.get_template("storage.html.j2").render(
+        info=view.info, meta=view.meta, rows=rows, table=table, ops=ops, reached=reached,
+        figures=[p.name for p in figs], failures=failures, link=link_sentence(view),
+        created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"),
+        warnings=view.info.meta.get("warnings") or [], cpu=cpu_sentence(view))
+    index = out / "index.html"
+    index.write_text(html)
+    return index
+
+
 def render(view: RunView, out: Path | None = None) -> Path:
     """Render the report into ``out`` (default ``<run>/report``); returns index.html."""
     out = out or view.run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
     if view.info.study == "https":
         return render_https(view, out)
+    if view.info.study == "storage":
+        return render_storage(view, out)
     rows = table_rows(view)
     lab = view.info.meta.get("lab") or {}
     mtu = lab.get("mtu") if isinstance(lab, dict) else None

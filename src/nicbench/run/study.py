@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from ..plan.model import HttpsStudy, Plan
+from ..plan.model import HttpsStudy, Plan, StorageStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec
 
 
@@ -82,5 +82,39 @@ class HttpsRun:
         return stop(self.ctx, raw_dir)
 
 
+class StorageRun:
+    kind = "storage"
+
+    def __init__(self, plan: Plan, lab) -> None:
+        from . import storage
+        self.plan = plan
+        self.ctx, self.warnings = storage.preflight(plan, lab.transports(), {h.name: h.ip for h in lab.spec.hosts})
+        self.tools = ["nbdkit", "fio", "ethtool"]
+
+    def meta(self) -> dict:
+        s: StorageStudy = self.plan.study  # type: ignore[assignment]
+        from .storage import assignment
+        return {"engine": "nbdkit + fio", "engine_version": f"nbdkit {self.ctx.versions.get('nbdkit')}, "
+                f"fio {self.ctx.versions.get('fio')}", "versions": self.ctx.versions, "target": s.target,
+                "lun_kind": s.lun_kind, "luns": s.luns, "lun_size": s.lun_size, "iodepth": s.iodepth,
+                "pattern": s.pattern, "assignment": assignment(s.luns, self.plan.clients), "trim": 0.0}
+
+    def start(self, raw_dir: Path) -> list[RawOutput]:
+        from .storage import start
+        return start(self.ctx, raw_dir)
+
+    def trial(self, spec, raw_dir):
+        from .storage import run_trial
+        return run_trial(self.ctx, spec, raw_dir)
+
+    def stop(self, raw_dir: Path) -> list[RawOutput]:
+        from .storage import stop
+        return stop(self.ctx, raw_dir)
+
+
 def study_run(plan: Plan, lab) -> StudyRun:
-    return HttpsRun(plan, lab) if isinstance(plan.study, HttpsStudy) else TcpRun(plan, lab)
+    if isinstance(plan.study, HttpsStudy):
+        return HttpsRun(plan, lab)
+    if isinstance(plan.study, StorageStudy):
+        return StorageRun(plan, lab)
+    return TcpRun(plan, lab)

@@ -1,0 +1,281 @@
+"""The storage study (seed 004): nbdkit LUNs on the target, fio on every initiator.
+
+One nbdkit per LUN, in the foreground on the target host, listening on the
+test address (port_base + LUN); started once for the study, checked to
+listen, stopped after the last point.  Each point runs one fio per initiator
+(one job per LUN it drives) behind the start barrier; fio's JSON gives bytes,
+IOs and latency per job over ``runtime`` after ``ramp_time``.  A point is
+bounded by ramp + duration + timeout_margin: fio stuck on a dead target is
+killed by process group and the point fails, the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..core.errors import NicbenchError, PreflightError, ToolError, tail
+from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_stamp
+from ..plan.model import StorageStudy
+from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, child_pids
+from ..tools import fio
+from .procnet import listening, listening_ports
+
+
+@dataclass
+class StorageContext:
+    study: StorageStudy
+    server: str
+    clients: list[str]
+    transports: dict[str, Transport]
+    addresses: dict[str, str]
+    versions: dict[str, str]
+    rel: Callable[[Path], str] = str
+    warnings: list[str] = field(default_factory=list)
+    ifname: str | None = "eth0"
+    cpu_transport: Transport | None = None
+    cpu_machine: str = "machine"
+    tcp_timestamps: dict[str, int | None] = field(default_factory=dict)
+    nic_irqs: dict[str, str] = field(default_factory=dict)
+    pin: dict[str, list[str]] = field(default_factory=dict)
+    targets: list[Process] = field(default_factory=list)
+    raws: list[RawOutput] = field(default_factory=list)
+
+
+def assignment(luns: int, clients: list[str]) -> dict[str, list[int]]:
+    """LUN numbers per initiator, as even as possible (seed: 48 over 4 = 12 each)."""
+    out: dict[str, list[int]] = {c: [] for c in clients}
+    for lun in range(luns):
+        out[clients[lun % len(clients)]].append(lun)
+    return out
+
+
+def _version(t: Transport, argv: list[str], name: str) -> str:
+    try:
+        r = t.run(argv, timeout=10)
+    except PreflightError:
+        raise PreflightError(f"{name} is not installed", where=t.host,
+                             hint="apt-get install nbdkit fio (the set-up command in README.md does it)") from None
+    from ..tools.base import parse_version
+    v = parse_version(r.stdout + r.stderr)
+    return ".".join(map(str, v)) if v else "?"
+
+
+def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str]) -> tuple[StorageContext, list[str]]:
+    s: StorageStudy = plan.study
+    problems: list[str] = []
+    versions: dict[str, str] = {}
+    srv = transports[plan.server]
+    try:
+        versions["nbdkit"] = _version(srv, ["nbdkit", "--version"], "nbdkit")
+    except PreflightError as e:
+        problems.append(f"{plan.server}: {e.message}")
+    for c in plan.clients:
+        try:
+            versions["fio"] = _version(transports[c], ["fio", "--version"], "fio")
+            eng = transports[c].run(["fio", "--enghelp"], timeout=10)
+            if "nbd" not in (eng.stdout + eng.stderr).split():
+                problems.append(f"{c}: fio {versions['fio']} has no nbd engine (Debian's fio has it)")
+        except PreflightError as e:
+            problems.append(f"{c}: {e.message}")
+    busy: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            busy |= listening_ports(srv.read_text(table))
+        except OSError:
+            pass
+    taken = sorted(busy & set(range(s.port_base, s.port_base + s.luns)))
+    if taken:
+        problems.append(f"{plan.server}: port(s) {', '.join(map(str, taken))} already in use")
+    if problems:
+        raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
+    ts = {}
+    for h in [plan.server, *plan.clients]:
+        try:
+            ts[h] = int(transports[h].read_text("/proc/sys/net/ipv4/tcp_timestamps").strip())
+        except (OSError, ValueError):
+            ts[h] = None
+    return StorageContext(s, plan.server, list(plan.clients), dict(transports), addresses, versions,
+                          tcp_timestamps=ts, cpu_transport=LocalTransport("machine")), []
+
+
+def target_argv(s: StorageStudy, address: str, lun: int) -> list[str]:
+    plugin = ["memory", str(s.lun_size), "allocator=malloc"] if s.lun_kind == "memory" else ["null", str(s.lun_size)]
+    return ["nbdkit", "--foreground", "--exit-with-parent", "-i", address, "-p", str(s.port_base + lun), *plugin]
+
+
+def start(ctx: StorageContext, raw_dir: Path) -> list[RawOutput]:
+    """Every LUN up and listening, or a ToolError with nbdkit's own words."""
+    s = ctx.study
+    t = ctx.transports[ctx.server]
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    for lun in range(s.luns):
+        out, err = raw_dir / f"lun{lun}.out", raw_dir / f"lun{lun}.err"
+        ctx.raws += [RawOutput("target", ctx.server, "server", "nbdkit", "stdout", ctx.rel(out)),
+                     RawOutput("target", ctx.server, "server", "nbdkit", "stderr", ctx.rel(err))]
+        ctx.targets.append(t.spawn(ctx.pin.get(ctx.server, []) + target_argv(s, ctx.addresses[ctx.server], lun),
+                                   stdout=out, stderr=err))
+    deadline = time.monotonic() + 10
+    for lun, p in enumerate(ctx.targets):
+        port = s.port_base + lun
+        while True:
+            rc = p.poll()
+            if rc is not None:
+                msg = tail(_read(p.stderr_path)) or f"exited {rc}"
+                raise ToolError(f"the target for LUN {lun} (nbdkit, port {port}) did not start: {msg}",
+                                where=ctx.server, hint="another process may hold the port: set study.port_base"
+                                if "in use" in msg else None)
+            try:
+                if port in listening(t.read_text(f"/proc/{p.pid}/net/tcp")):
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise ToolError(f"the target for LUN {lun} is not listening on {port} after 10 s", where=ctx.server)
+            time.sleep(0.01)
+    return []
+
+
+def stop(ctx: StorageContext, raw_dir: Path) -> list[RawOutput]:
+    for p in ctx.targets:
+        p.stop(grace=2.0, sig=signal.SIGTERM)
+    ctx.targets = []
+    raws, ctx.raws = ctx.raws, []
+    return raws
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+    s = ctx.study
+    op, bs = str(spec.params["op"]), int(spec.params["block_size"])
+    started = time.time()
+    meta: dict = {"engine": "fio", "server": ctx.server, "argv": {}, "layout": []}
+    raws: list[RawOutput] = []
+    procs: list[tuple[str, Process]] = []
+    status, error = "ok", None
+    net = cpu = None
+    samples: list[Sample] = []
+    try:
+        dead = [lun for lun, p in enumerate(ctx.targets) if p.poll() is not None]
+        if dead:
+            raise ToolError(f"LUN(s) {', '.join(map(str, dead))} are gone: their nbdkit exited", where=ctx.server)
+        for client, luns in assignment(s.luns, ctx.clients).items():
+            uris = [(f"lun{n}", f"nbd://{ctx.addresses[ctx.server]}:{s.port_base + n}") for n in luns]
+            argv = ctx.pin.get(client, []) + fio.argv(uris, op=op, pattern=s.pattern, block_size=bs,  # type: ignore[arg-type]
+                                                        iodepth=s.iodepth, numjobs=s.numjobs, runtime=s.duration,
+                                                        ramp=s.ramp)
+            out, err = raw_dir / f"{client}-fio.out", raw_dir / f"{client}-fio.err"
+            raws += [RawOutput(spec.trial_id, client, "client", "fio", "stdout", ctx.rel(out)),
+                     RawOutput(spec.trial_id, client, "client", "fio", "stderr", ctx.rel(err))]
+            procs.append((client, ctx.transports[client].spawn(argv, stdout=out, stderr=err, gated=True)))
+            meta["argv"][client] = argv
+            meta["layout"].append({"client": client, "luns": luns})
+        ready_by = time.monotonic() + 5
+        while not all(p.is_ready() for _, p in procs):
+            if time.monotonic() > ready_by:
+                raise ToolError("fio processes not ready at the start barrier after 5 s", where="initiators")
+            time.sleep(0.002)
+        net = NetSampler(_net_targets(ctx, procs), trial_id=spec.trial_id, interval=0.5)
+        net.read()
+        net.start()
+        if ctx.cpu_transport is not None:
+            cpu = CpuSampler(ctx.cpu_transport, _tool_procs(ctx, procs), machine=ctx.cpu_machine,
+                             trial_id=spec.trial_id, interval=0.25, nic_irqs=ctx.nic_irqs)
+            cpu.read()
+            cpu.start()
+        meta["released"] = time.time()
+        for _, p in procs:
+            p.release()
+        limit = s.ramp + s.duration + s.timeout_margin
+        end_by = time.monotonic() + limit
+        for client, p in procs:
+            if p.wait(end_by - time.monotonic()) is None:
+                raise ToolError(f"fio on {client} still running after {limit:g}s (ramp + duration + "
+                                "timeout_margin): the target stopped answering", where=client,
+                                hint="check the target; raise study.timeout_margin if it is only slow")
+        net.read()
+        if cpu is not None:
+            cpu.read()
+    except KeyboardInterrupt:
+        status, error = "interrupted", "interrupted by the user"
+    except NicbenchError as e:
+        status, error = "failed", e.one_line().removeprefix("nicbench: ")
+    finally:
+        counters = net.stop() if net is not None else []
+        if cpu is not None:
+            counters += cpu.stop()
+            meta["tool_cpus"] = cpu.tool_cpus()
+        for _, p in procs:
+            if p.poll() is None:
+                p.stop(0.5, sig=signal.SIGKILL)        # fio stuck in a dead connection ignores TERM
+    results: dict[str, dict] = {}
+    if status == "ok":
+        try:
+            for client, p in procs:
+                rep = fio.parse(_read(p.stdout_path) + "\n" + _read(p.stderr_path))
+                bad = [j for j in rep.jobs if j.error]
+                if rep.errors or bad or p.poll() not in (0, None):
+                    why = rep.errors[0] if rep.errors else (f"job {bad[0].name} error {bad[0].error}" if bad
+                                                             else f"exit {p.poll()}")
+                    raise ToolError(f"fio on {client}: {why}", where=client)
+                t0 = parse_gate_stamp(_read(p.stderr_path))
+                if t0 is None:
+                    raise ToolError("the start gate recorded no time", where=client)
+                for what in ("read", "write"):
+                    tot = rep.total(what)
+                    if not tot.ios:
+                        continue
+                    a, b = t0 + s.ramp, t0 + s.ramp + tot.runtime_s
+                    tags = make_tags(host=client, op=what, side="initiator")
+                    samples += [Sample(spec.trial_id, "storage.bytes", float(tot.bytes), "bytes", a, b, tags),
+                                Sample(spec.trial_id, "storage.ios", float(tot.ios), "count", a, b, tags)]
+                results[client] = {"jobs": {j.name: {"read_iops": j.read.iops, "write_iops": j.write.iops,
+                                                     "read_bw": j.read.bw_bytes, "write_bw": j.write.bw_bytes,
+                                                     "read_p99_ns": j.read.percentiles_ns.get("99"),
+                                                     "write_p99_ns": j.write.percentiles_ns.get("99")}
+                                            for j in rep.jobs},
+                                   "iops": rep.total("read").iops + rep.total("write").iops,
+                                   "bytes": rep.total("read").bytes + rep.total("write").bytes}
+                if not (rep.total("read").ios or rep.total("write").ios):
+                    raise ToolError(f"fio on {client} completed no I/O", where=client)
+        except NicbenchError as e:
+            status, error = "failed", e.one_line().removeprefix("nicbench: ")
+    meta["fio"] = results
+    samples += counters
+    ended = time.time()
+    meta["overhead_s"] = (ended - started) - (s.ramp + s.duration)
+    return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+
+
+def _net_targets(ctx: StorageContext, procs) -> list[NetTarget]:
+    pids = [p.pid for p in ctx.targets]
+    out = [NetTarget(ctx.server, ctx.transports[ctx.server], lambda: pids, ctx.ifname)]
+    for client, p in procs:
+        out.append(NetTarget(client, ctx.transports[client], lambda p=p: [p.pid], ctx.ifname))
+    return out
+
+
+def _tool_procs(ctx: StorageContext, procs):
+    found: dict[int, int] = {}
+
+    def list_() -> list[tuple[int, str, str, str]]:
+        out = [(p.pid, ctx.server, "target", f"lun{i}") for i, p in enumerate(ctx.targets)]
+        for client, p in procs:
+            if p.pid not in found and ctx.cpu_transport is not None:
+                kids = child_pids(ctx.cpu_transport, p.pid)
+                if kids:
+                    found[p.pid] = kids[0]
+            if p.pid in found:
+                out.append((found[p.pid], client, "fio", client))
+        return out
+    return list_

@@ -1,0 +1,112 @@
+"""Storage over NBD with real nbdkit and fio in the lab (root)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from helpers import namespaces
+from nicbench.core.errors import ToolError
+from nicbench.lab import manager
+from nicbench.plan import parse_plan
+from nicbench.report.build import load_run
+from nicbench.report.render import render
+from nicbench.run.session import execute, lab_spec
+
+pytestmark = pytest.mark.lab
+
+
+def plan(lab: str, extra: str = "", ops='["read", "write"]', sizes='["4K", "32K"]', duration=2) -> str:
+    return f'''name = "storage-e2e"
+[lab]
+name = "{lab}"
+[link]
+speed = "1G"
+[hosts.srv]
+role = "server"
+[hosts.c1]
+role = "client"
+[hosts.c2]
+role = "client"
+[study]
+kind = "storage"
+luns = 4
+lun_size = "64M"
+ops = {ops}
+block_sizes = {sizes}
+duration = {duration}
+ramp = 1
+{extra}
+'''
+
+
+def test_two_initiators_aggregate_is_the_sum_of_each(tmp_path):
+    text = plan("e2es4")
+    out = execute(parse_plan(text), text, store=tmp_path)
+    assert namespaces("e2es4") == []
+    view = load_run(out.run_dir)
+    assert all(t.status == "ok" for t in view.storage_trials), [t.error for t in view.storage_trials]
+    for t in view.storage_trials:
+        assert set(t.per_initiator_mb_s) == {"c1", "c2"}
+        # started by one barrier: the spans agree, so the aggregate equals the sum of the initiators'
+        assert t.start_skew_s < 0.05
+        assert t.mb_s == pytest.approx(sum(t.per_initiator_mb_s.values()), rel=0.03)
+        assert t.cpu is not None
+    for p in view.storage_points:
+        assert 0.85 <= p.of_ceiling <= 1.01, (p.point, p.mb_s, p.ceiling_mb_s)
+    page = render(view).read_text()
+    assert "Seed 004" in page and (out.run_dir / "report" / "storage-iops.png").exists()
+
+
+def test_a_lun_that_vanishes_fails_its_point_in_bounded_time_and_nothing_is_left(tmp_path):
+    """nbdkit of LUN 0 killed during the first point: fio fails or hangs, the
+    point fails within its limit, the next points fail fast, no process stays."""
+    text = plan("e2es5", ops='["read"]', sizes='["4K", "8K"]', duration=3, extra="timeout_margin = 5")
+    killed: list[int] = []
+    stop = threading.Event()
+
+    def kill_lun0():
+        pidfile = manager.state_dir() / "e2es5.pids"
+        while not stop.is_set() and not killed:
+            time.sleep(0.1)
+            try:
+                for ln in pidfile.read_text().splitlines():
+                    pid = int(ln.split()[1])
+                    cmd = open(f"/proc/{pid}/cmdline").read()
+                    if "nbdkit" in cmd and "-p\x0010809" in cmd:
+                        time.sleep(2.0)              # inside the first point
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+                        break
+            except (OSError, ValueError, IndexError):
+                continue
+    th = threading.Thread(target=kill_lun0, daemon=True)
+    th.start()
+    t0 = time.monotonic()
+    try:
+        out = execute(parse_plan(text), text, store=tmp_path)
+    finally:
+        stop.set()
+        th.join()
+    assert killed and time.monotonic() - t0 < 60
+    trials = load_run(out.run_dir).storage_trials
+    assert [t.status for t in trials] == ["failed", "failed"]
+    assert "gone" in trials[1].error
+    assert namespaces("e2es5") == []
+
+
+def test_a_target_that_cannot_start_is_one_clear_error(tmp_path, monkeypatch):
+    """nbdkit refusing its arguments: its own words in one line, nothing left behind."""
+    from nicbench.run import storage
+    real = storage.target_argv
+    monkeypatch.setattr(storage, "target_argv", lambda s, a, lun: real(s, a, lun)[:-1] + ["allocator=nosuch"])
+    text = plan("e2es6")
+    with pytest.raises(ToolError) as e:
+        execute(parse_plan(text), text, store=tmp_path)
+    line = e.value.one_line()
+    assert "did not start" in line and "allocator" in line, line
+    assert namespaces("e2es6") == []

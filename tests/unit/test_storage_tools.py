@@ -1,0 +1,90 @@
+"""fio JSON (recorded fio 3.33 against nbdkit), the storage plan, LUN assignment, line-rate block size."""
+
+import pytest
+
+from conftest import fixture_text
+from nicbench.analysis.storage import StoragePoint, line_rate_from
+from nicbench.core.errors import InputError, ToolError
+from nicbench.plan import parse_plan
+from nicbench.run.storage import assignment, target_argv
+from nicbench.tools import fio
+
+
+def load(name):
+    return fio.parse(fixture_text("fio", "3.33", name))
+
+
+def test_json_is_cut_out_of_the_engine_noise_and_jobs_are_per_lun():
+    r = load("nbd_read_2luns_noise.json")            # "fio: connected to NBD server" lines before the JSON
+    assert [j.name for j in r.jobs] == ["lun0", "lun1"] and not r.errors
+    j = r.jobs[0]
+    assert j.read.ios == 105904 and j.read.bytes == 433844224 and j.read.runtime_s == pytest.approx(2.001)
+    assert j.write.ios == 0 and j.read.percentiles_ns["99"] > 0
+    total = r.total("read")
+    assert total.ios == 105904 + 107560 and total.iops == pytest.approx(52925.537231 + 53753.123438)
+
+
+def test_group_reporting_and_mixed_read_write():
+    [j] = load("nbd_rw_512_group.json").jobs           # --numjobs=2 --group_reporting: one entry
+    assert j.read.ios and j.write.ios and j.read.bytes == pytest.approx(j.read.ios * 512, rel=1e-3)
+
+
+def test_a_refused_connection_is_an_error_line_with_no_io():
+    r = load("nbd_refused.json")
+    assert r.errors and "Connection refused" in r.errors[0]
+    assert r.total("read").ios == 0
+
+
+def test_no_json_at_all_is_a_tool_error():
+    with pytest.raises(ToolError):
+        fio.parse("fio: engine nbd not loadable\n")
+
+
+def test_argv_one_job_per_lun():
+    a = fio.argv([("lun0", "nbd://h:1"), ("lun2", "nbd://h:3")], op="readwrite", pattern="sequential",
+                 block_size=4096, iodepth=16, numjobs=1, runtime=5, ramp=1)
+    assert "--rw=rw" in a and "--rwmixread=50" in a and "--ramp_time=1" in a and "--direct=1" in a
+    assert a[-4:] == ["--name=lun0", "--uri=nbd://h:1", "--name=lun2", "--uri=nbd://h:3"]
+
+
+def test_luns_split_evenly_like_the_seed():
+    a = assignment(48, ["i1", "i2", "i3", "i4"])
+    assert all(len(v) == 12 for v in a.values()) and sorted(sum(a.values(), [])) == list(range(48))
+    assert assignment(5, ["a", "b"]) == {"a": [0, 2, 4], "b": [1, 3]}
+    assert target_argv(parse_plan(PLAN).study, "198.18.0.1", 3)[-3:] == ["memory", str(64 * 2**20), "allocator=malloc"]
+
+
+PLAN = '''name = "s"
+[hosts.srv]
+role = "server"
+[hosts.c1]
+role = "client"
+[hosts.c2]
+role = "client"
+[study]
+kind = "storage"
+luns = 4
+lun_size = "64M"
+block_sizes = ["512", "4K"]
+'''
+
+
+def test_storage_plans_are_checked():
+    with pytest.raises(InputError) as e:
+        parse_plan(PLAN.replace("luns = 4", "luns = 1"), "s.toml")
+    assert "fewer than the 2 initiators" in e.value.one_line()
+    with pytest.raises(InputError) as e:
+        parse_plan(PLAN.replace('["512", "4K"]', '["1000"]'), "s.toml")
+    assert "multiple of 512" in e.value.one_line()
+    from nicbench.plan.matrix import trials
+    assert [t.point for t in trials(parse_plan(PLAN, "s.toml"))] == ["read/bs512", "read/bs4K"]
+
+
+def _pt(bs, frac):
+    return StoragePoint(f"read/bs{bs}", "read", bs, 1, 0, 100 * frac, 1.0, 100.0, None, None, None, (), ())
+
+
+def test_line_rate_is_reached_from_the_block_size_on_which_all_larger_stay_there():
+    assert line_rate_from([_pt(512, 0.5), _pt(2048, 0.97), _pt(4096, 0.99)]) == {"read": 2048}
+    assert line_rate_from([_pt(512, 0.96), _pt(2048, 0.5), _pt(4096, 0.99)]) == {"read": 4096}
+    assert line_rate_from([_pt(512, 0.5)]) == {"read": None}
