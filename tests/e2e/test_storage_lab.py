@@ -16,6 +16,7 @@ from nicbench.plan import parse_plan
 from nicbench.report.build import load_run
 from nicbench.report.render import render
 from nicbench.run.session import execute, lab_spec
+from nicbench.store.runs import RunReader
 
 pytestmark = pytest.mark.lab
 
@@ -110,3 +111,48 @@ def test_a_target_that_cannot_start_is_one_clear_error(tmp_path, monkeypatch):
     line = e.value.one_line()
     assert "did not start" in line and "allocator" in line, line
     assert namespaces("e2es6") == []
+
+
+def test_iscsi_reads_from_tgt_null_luns_and_tgtd_is_gone(tmp_path):
+    text = plan("e2es7", ops='["read"]', sizes='["32K"]', extra='target = "iscsi"\nlun_kind = "null"')
+    out = execute(parse_plan(text), text, store=tmp_path)
+    [t] = load_run(out.run_dir).storage_trials
+    assert t.status == "ok", t.error
+    assert set(t.per_initiator_mb_s) == {"c1", "c2"} and t.mb_s > 50
+    assert namespaces("e2es7") == []
+    assert not [f for f in os.listdir("/var/run/tgtd") if f.startswith("socket.23260")] \
+        if os.path.isdir("/var/run/tgtd") else True
+
+
+def test_existing_block_devices_with_libaio(tmp_path):
+    """target = "devices": LUNs the initiators already see as block devices
+    (here two loop devices standing in for logged-in iSCSI/NVMe-TCP LUNs)."""
+    import subprocess
+    loops, files = [], []
+    try:
+        for i in range(2):
+            f = f"/dev/shm/nicbench-e2e-loop{i}"
+            subprocess.run(["truncate", "-s", "64M", f], check=True)
+            files.append(f)
+            r = subprocess.run(["losetup", "-f", "--show", f], capture_output=True, text=True)
+            if r.returncode != 0:
+                pytest.skip(f"no loop devices on this machine: {r.stderr.strip()}")
+            loops.append(r.stdout.strip())
+        text = plan("e2es8", ops='["read"]', sizes='["32K"]').replace("luns = 4\n", "").replace(
+            'lun_size = "64M"', 'target = "devices"\ntransport = "iscsi"\n'
+            f'devices = {{ c1 = ["{loops[0]}"], c2 = ["{loops[1]}"] }}')
+        out = execute(parse_plan(text), text, store=tmp_path)
+        [t] = load_run(out.run_dir).storage_trials
+        assert t.status == "ok", t.error
+        assert set(t.per_initiator_mb_s) == {"c1", "c2"} and t.mb_s > 10
+        argv = RunReader(out.run_dir).trials()[0].meta["argv"]
+        assert any(f"--filename={loops[0]}" in a and "--ioengine=libaio" in a for a in argv.values())
+        # writes to existing devices need an explicit yes
+        with pytest.raises(Exception) as e:
+            parse_plan(text.replace('ops = ["read"]', 'ops = ["write"]'))
+        assert "destructive = true" in str(e.value)
+    finally:
+        for lo in loops:
+            subprocess.run(["losetup", "-d", lo])
+        for f in files:
+            os.remove(f)

@@ -88,3 +88,31 @@ def test_line_rate_is_reached_from_the_block_size_on_which_all_larger_stay_there
     assert line_rate_from([_pt(512, 0.5), _pt(2048, 0.97), _pt(4096, 0.99)]) == {"read": 2048}
     assert line_rate_from([_pt(512, 0.96), _pt(2048, 0.5), _pt(4096, 0.99)]) == {"read": 4096}
     assert line_rate_from([_pt(512, 0.5)]) == {"read": None}
+
+
+def test_iscsi_perf_seconds_recorded():
+    from nicbench.tools import iscsi_perf
+    secs = iscsi_perf.parse(fixture_text("iscsi-perf", "0.1", "seq_read_4k_m16.txt"))
+    assert [(s.t, s.iops) for s in secs] == [(1, 98206), (2, 93139), (3, 97619)]
+    assert iscsi_perf.measured(secs, ramp=1) == (93139 + 97619, 2)
+
+
+@pytest.mark.parametrize("name, words", [("refused.txt", "Login Failed"), ("no_target.txt", "Target not found")])
+def test_iscsi_perf_that_never_did_io_is_an_error_with_its_words(name, words):
+    from nicbench.tools import iscsi_perf
+    with pytest.raises(ToolError) as e:
+        iscsi_perf.parse(fixture_text("iscsi-perf", "0.1", name))
+    assert words in e.value.one_line()
+
+
+def test_iscsi_only_reads_null_luns():
+    base = PLAN.replace('kind = "storage"', 'kind = "storage"\ntarget = "iscsi"\nlun_kind = "null"')
+    with pytest.raises(InputError) as e:
+        parse_plan(base + 'ops = ["read", "write"]\n', "s.toml")
+    assert "only reads" in e.value.one_line()
+    with pytest.raises(InputError) as e:
+        parse_plan(base.replace('lun_kind = "null"', 'lun_kind = "memory"'), "s.toml")
+    assert "null LUNs" in e.value.one_line()
+    from nicbench.tools import iscsi_perf
+    a = iscsi_perf.argv("iscsi://h:3260/iqn.x:lun0/1", block_size=4096, queue=16, initiator="iqn.x:c1", seconds=3.5)
+    assert a[:6] == ["timeout", "-s", "INT", "-k", "5", "3.5"] and "-b" in a and a[a.index("-b") + 1] == "8"

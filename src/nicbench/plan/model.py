@@ -215,7 +215,13 @@ class StorageStudy(Strict):
 
     kind: Literal["storage"]
     clients: list[str] | None = Field(None, description="initiator hosts (default: all clients)")
-    target: Literal["nbd"] = "nbd"
+    target: Literal["nbd", "iscsi", "devices"] = "nbd"
+    devices: dict[str, list[Annotated[str, Field(pattern=r"^/dev/[A-Za-z0-9/_.-]+$")]]] | None = Field(
+        None, description='target = "devices": block devices per initiator (LUNs the host already sees)')
+    engine: Literal["libaio", "io_uring"] = Field("libaio", description='fio engine for target = "devices"')
+    transport: Literal["nbd", "iscsi", "nvme-tcp", "fcoe"] | None = Field(
+        None, description='target = "devices": what carries them, for the line-rate ceiling')
+    destructive: bool = Field(False, description="allow writes to existing block devices (their data is lost)")
     lun_kind: Literal["memory", "null"] = "memory"
     luns: int = Field(4, ge=1, le=256)
     lun_size: Size = Field(256 * 1024 * 1024)
@@ -228,7 +234,8 @@ class StorageStudy(Strict):
     ramp: int = Field(1, ge=0, le=600, description="seconds of I/O before measuring (fio ramp_time)")
     repeats: int = Field(1, ge=1, le=100)
     order: Literal["interleaved", "sequential"] = "interleaved"
-    port_base: int = Field(10809, ge=1024, le=65000)
+    port_base: int = Field(10809, ge=1024, le=65000, description="NBD: the first LUN's port")
+    iscsi_port: int = Field(3260, ge=1, le=65535, description="iSCSI: the portal's port")
     timeout_margin: float = Field(15.0, ge=1, le=600, description="extra seconds before a point is declared hung")
 
     @field_validator("ops", "block_sizes")
@@ -238,6 +245,14 @@ class StorageStudy(Strict):
             raise ValueError("values must not repeat")
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _luns_from_devices(cls, data: object) -> object:
+        """With existing devices, the LUN count is theirs."""
+        if isinstance(data, dict) and isinstance(data.get("devices"), dict) and "luns" not in data:
+            data = {**data, "luns": sum(len(v) for v in data["devices"].values() if isinstance(v, list)) or 1}
+        return data
+
     @model_validator(mode="after")
     def _sizes(self) -> "StorageStudy":
         for bs in self.block_sizes:
@@ -245,8 +260,26 @@ class StorageStudy(Strict):
                 raise ValueError(f"study.block_sizes: {bs} is not a multiple of 512 bytes (direct I/O)")
             if bs > self.lun_size:
                 raise ValueError(f"study.block_sizes: {bs} is larger than a LUN ({self.lun_size} bytes)")
-        if self.lun_kind == "null" and any(op != "read" for op in self.ops):
-            pass            # nbdkit's null plugin discards writes: valid, and what the seed's null-rw LUNs do
+        if self.target == "devices":
+            if self.devices and self.luns != sum(len(v) for v in self.devices.values()):
+                raise ValueError(f"study.luns = {self.luns}, but study.devices lists "
+                                 f"{sum(len(v) for v in self.devices.values())}: leave luns out")
+            if not self.devices:
+                raise ValueError('study.devices: target = "devices" needs the block devices per initiator, '
+                                 'e.g. devices = { i1 = ["/dev/sdb"] }')
+            if any(op != "read" for op in self.ops) and not self.destructive:
+                raise ValueError("study.ops: writing to existing block devices destroys their data: "
+                                 "set destructive = true if that is meant")
+        elif self.devices:
+            raise ValueError('study.devices is only for target = "devices"')
+        if self.target == "iscsi":
+            if any(op != "read" for op in self.ops):
+                raise ValueError("study.ops: the lab's iSCSI initiator (iscsi-perf) only reads; "
+                                 "use target = \"nbd\" for writes")
+            if self.lun_kind != "null":
+                raise ValueError("study.lun_kind: the lab's iSCSI LUNs are tgt null LUNs: set lun_kind = \"null\"")
+            if self.numjobs != 1:
+                raise ValueError("study.numjobs: iscsi-perf runs one stream per LUN: leave numjobs = 1")
         return self
 
     @property
@@ -301,7 +334,11 @@ class Plan(Strict):
                                  "nor defined under [profiles]")
         if len(self.hosts) > 13:
             raise ValueError("the embedded lab holds at most 13 hosts")
-        if isinstance(self.study, StorageStudy):
+        if isinstance(self.study, StorageStudy) and self.study.devices:
+            for h in self.study.devices:
+                if h not in self.hosts or self.hosts[h].role != "client":
+                    raise ValueError(f"study.devices names {h!r}, which is not a client host")
+        elif isinstance(self.study, StorageStudy):
             n = len(self.study.clients or clients)
             if self.study.luns < n:
                 raise ValueError(f"study.luns = {self.study.luns} is fewer than the {n} initiators: every "

@@ -55,7 +55,7 @@ def load_run(run_dir: Path) -> RunView:
             from ..analysis.storage import storage_points, storage_trial
             sts = tuple(storage_trial(t, by_trial.get(t.spec.trial_id, [])) for t in r.trials())
             clients = info.meta.get("clients")
-            sps = tuple(storage_points(sts, link, str(info.meta.get("target") or "nbd"),
+            sps = tuple(storage_points(sts, link, str(info.meta.get("transport") or info.meta.get("target") or "nbd"),
                                        len(clients) if isinstance(clients, list) else None))
             return RunView(run_dir, info, r.meta(), [], [], link, facts, storage_trials=sts, storage_points=sps)
         results = [trial_result(t, by_trial.get(t.spec.trial_id, []), trim, link) for t in r.trials()]

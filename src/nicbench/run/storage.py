@@ -22,7 +22,7 @@ from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_sta
 from ..plan.model import StorageStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, child_pids
-from ..tools import fio
+from ..tools import fio, iscsi_perf
 from .procnet import listening, listening_ports
 
 
@@ -46,8 +46,15 @@ class StorageContext:
     raws: list[RawOutput] = field(default_factory=list)
 
 
-def assignment(luns: int, clients: list[str]) -> dict[str, list[int]]:
-    """LUN numbers per initiator, as even as possible (seed: 48 over 4 = 12 each)."""
+def assignment(luns: int, clients: list[str], devices: dict[str, list[str]] | None = None) -> dict[str, list[int]]:
+    """LUN numbers per initiator, as even as possible (seed: 48 over 4 = 12 each);
+    with existing devices, each initiator's own, numbered in order."""
+    if devices:
+        out, n = {}, 0
+        for c in clients:
+            out[c] = list(range(n, n + len(devices.get(c, []))))
+            n += len(out[c])
+        return {c: v for c, v in out.items() if v}
     out: dict[str, list[int]] = {c: [] for c in clients}
     for lun in range(luns):
         out[clients[lun % len(clients)]].append(lun)
@@ -70,17 +77,29 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
     problems: list[str] = []
     versions: dict[str, str] = {}
     srv = transports[plan.server]
-    try:
-        versions["nbdkit"] = _version(srv, ["nbdkit", "--version"], "nbdkit")
-    except PreflightError as e:
-        problems.append(f"{plan.server}: {e.message}")
+    server_tools = {"nbd": [("nbdkit", ["nbdkit", "--version"])], "devices": [],
+                    "iscsi": [("tgtd", ["tgtd", "--version"]), ("tgtadm", ["tgtadm", "--version"])]}[s.target]
+    for name, argv in server_tools:
+        try:
+            versions[name] = _version(srv, argv, name)
+        except PreflightError as e:
+            problems.append(f"{plan.server}: {e.message}")
     for c in plan.clients:
         try:
+            if s.target == "iscsi":
+                transports[c].run(["sh", "-c", "command -v iscsi-perf && command -v timeout"], timeout=10).check(
+                    "iscsi-perf", hint="apt-get install libiscsi-bin")
+                versions["iscsi-perf"] = "0.1"
+                continue
             versions["fio"] = _version(transports[c], ["fio", "--version"], "fio")
             eng = transports[c].run(["fio", "--enghelp"], timeout=10)
-            if "nbd" not in (eng.stdout + eng.stderr).split():
-                problems.append(f"{c}: fio {versions['fio']} has no nbd engine (Debian's fio has it)")
-        except PreflightError as e:
+            need = "nbd" if s.target == "nbd" else s.engine
+            if need not in (eng.stdout + eng.stderr).split():
+                problems.append(f"{c}: fio {versions['fio']} has no {need} engine")
+            for dev in (s.devices or {}).get(c, []):
+                if transports[c].run(["test", "-b", dev], timeout=10).returncode != 0:
+                    problems.append(f"{c}: {dev} is not a block device on this host")
+        except (PreflightError, ToolError) as e:
             problems.append(f"{c}: {e.message}")
     busy: set[int] = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -88,7 +107,8 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
             busy |= listening_ports(srv.read_text(table))
         except OSError:
             pass
-    taken = sorted(busy & set(range(s.port_base, s.port_base + s.luns)))
+    wanted = {"nbd": set(range(s.port_base, s.port_base + s.luns)), "iscsi": {s.iscsi_port}, "devices": set()}[s.target]
+    taken = sorted(busy & wanted)
     if taken:
         problems.append(f"{plan.server}: port(s) {', '.join(map(str, taken))} already in use")
     if problems:
@@ -108,11 +128,61 @@ def target_argv(s: StorageStudy, address: str, lun: int) -> list[str]:
     return ["nbdkit", "--foreground", "--exit-with-parent", "-i", address, "-p", str(s.port_base + lun), *plugin]
 
 
+IQN = "iqn.2026-11.org.nicbench"
+
+
+def control_port(s: StorageStudy) -> int:
+    """tgtd's management channel (``-C``): its socket lives in /var/run/tgtd,
+    shared by every namespace, so each study's tgtd gets its own."""
+    return 20000 + s.iscsi_port % 10000
+
+
+def lun_url(ctx: StorageContext, lun: int) -> str:
+    s = ctx.study
+    if s.target == "devices":
+        return [d for c in ctx.clients for d in (s.devices or {}).get(c, [])][lun]
+    if s.target == "nbd":
+        return f"nbd://{ctx.addresses[ctx.server]}:{s.port_base + lun}"
+    return f"iscsi://{ctx.addresses[ctx.server]}:{s.iscsi_port}/{IQN}:lun{lun}/1"
+
+
+def _start_tgt(ctx: StorageContext, raw_dir: Path) -> None:
+    """tgtd in the foreground, then one target per LUN with a null LUN 1 (the seed's null-rw)."""
+    s, t = ctx.study, ctx.transports[ctx.server]
+    out, err = raw_dir / "tgtd.out", raw_dir / "tgtd.err"
+    ctx.raws += [RawOutput("target", ctx.server, "server", "tgtd", "stdout", ctx.rel(out)),
+                 RawOutput("target", ctx.server, "server", "tgtd", "stderr", ctx.rel(err))]
+    c = str(control_port(s))
+    ctx.targets.append(t.spawn(ctx.pin.get(ctx.server, []) + ["tgtd", "-f", "-C", c, "--iscsi",
+                                                               f"portal={ctx.addresses[ctx.server]}:{s.iscsi_port}"],
+                               stdout=out, stderr=err))
+    deadline = time.monotonic() + 10
+    while True:
+        r = t.run(["tgtadm", "-C", c, "--lld", "iscsi", "--op", "show", "--mode", "target"], timeout=10)
+        if r.returncode == 0:
+            break
+        if ctx.targets[0].poll() is not None or time.monotonic() > deadline:
+            raise ToolError(f"tgtd did not start: {tail(_read(err)) or tail(r.stderr)}", where=ctx.server)
+        time.sleep(0.05)
+    for lun in range(s.luns):
+        for args in (["--op", "new", "--mode", "target", "--tid", str(lun + 1), "-T", f"{IQN}:lun{lun}"],
+                     ["--op", "new", "--mode", "logicalunit", "--tid", str(lun + 1), "--lun", "1",
+                      "--bstype", "null", "-b", f"/nicbench-null{lun}"],
+                     ["--op", "bind", "--mode", "target", "--tid", str(lun + 1), "-I", "ALL"]):
+            t.run(["tgtadm", "-C", c, "--lld", "iscsi", *args], timeout=10).check(
+                f"tgtadm {' '.join(args[:4])}", hint="the target's log is in the run's raw/storage/tgtd.err")
+
+
 def start(ctx: StorageContext, raw_dir: Path) -> list[RawOutput]:
-    """Every LUN up and listening, or a ToolError with nbdkit's own words."""
+    """Every LUN up and listening, or a ToolError with the target's own words."""
     s = ctx.study
     t = ctx.transports[ctx.server]
     raw_dir.mkdir(parents=True, exist_ok=True)
+    if s.target == "iscsi":
+        _start_tgt(ctx, raw_dir)
+        return []
+    if s.target == "devices":
+        return []                                # the LUNs exist already, exported by someone else
     for lun in range(s.luns):
         out, err = raw_dir / f"lun{lun}.out", raw_dir / f"lun{lun}.err"
         ctx.raws += [RawOutput("target", ctx.server, "server", "nbdkit", "stdout", ctx.rel(out)),
@@ -141,8 +211,14 @@ def start(ctx: StorageContext, raw_dir: Path) -> list[RawOutput]:
 
 
 def stop(ctx: StorageContext, raw_dir: Path) -> list[RawOutput]:
+    s = ctx.study
     for p in ctx.targets:
-        p.stop(grace=2.0, sig=signal.SIGTERM)
+        # tgtd ignores SIGTERM while it has targets: it is killed (its LUNs are null, nothing to flush)
+        p.stop(grace=0.0 if s.target == "iscsi" else 2.0, sig=signal.SIGKILL if s.target == "iscsi" else signal.SIGTERM)
+    if s.target == "iscsi" and ctx.targets:
+        c = control_port(s)
+        ctx.transports[ctx.server].run(["rm", "-f", f"/var/run/tgtd/socket.{c}", f"/var/run/tgtd/socket.{c}.lock"],
+                                       timeout=10)
     ctx.targets = []
     raws, ctx.raws = ctx.raws, []
     return raws
@@ -169,16 +245,15 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
         dead = [lun for lun, p in enumerate(ctx.targets) if p.poll() is not None]
         if dead:
             raise ToolError(f"LUN(s) {', '.join(map(str, dead))} are gone: their nbdkit exited", where=ctx.server)
-        for client, luns in assignment(s.luns, ctx.clients).items():
-            uris = [(f"lun{n}", f"nbd://{ctx.addresses[ctx.server]}:{s.port_base + n}") for n in luns]
-            argv = ctx.pin.get(client, []) + fio.argv(uris, op=op, pattern=s.pattern, block_size=bs,  # type: ignore[arg-type]
-                                                        iodepth=s.iodepth, numjobs=s.numjobs, runtime=s.duration,
-                                                        ramp=s.ramp)
-            out, err = raw_dir / f"{client}-fio.out", raw_dir / f"{client}-fio.err"
-            raws += [RawOutput(spec.trial_id, client, "client", "fio", "stdout", ctx.rel(out)),
-                     RawOutput(spec.trial_id, client, "client", "fio", "stderr", ctx.rel(err))]
-            procs.append((client, ctx.transports[client].spawn(argv, stdout=out, stderr=err, gated=True)))
-            meta["argv"][client] = argv
+        for client, luns in assignment(s.luns, ctx.clients, s.devices).items():
+            for name, argv in _initiator_argvs(ctx, client, luns, op, bs):
+                tool = argv[0] if argv[0] != "timeout" else "iscsi-perf"
+                out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
+                raws += [RawOutput(spec.trial_id, client, "client", tool, "stdout", ctx.rel(out)),
+                         RawOutput(spec.trial_id, client, "client", tool, "stderr", ctx.rel(err))]
+                argv = ctx.pin.get(client, []) + argv
+                procs.append((client, ctx.transports[client].spawn(argv, stdout=out, stderr=err, gated=True)))
+                meta["argv"][name] = argv
             meta["layout"].append({"client": client, "luns": luns})
         ready_by = time.monotonic() + 5
         while not all(p.is_ready() for _, p in procs):
@@ -200,7 +275,8 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
         end_by = time.monotonic() + limit
         for client, p in procs:
             if p.wait(end_by - time.monotonic()) is None:
-                raise ToolError(f"fio on {client} still running after {limit:g}s (ramp + duration + "
+                tool = "iscsi-perf" if s.target == "iscsi" else "fio"
+                raise ToolError(f"{tool} on {client} still running after {limit:g}s (ramp + duration + "
                                 "timeout_margin): the target stopped answering", where=client,
                                 hint="check the target; raise study.timeout_margin if it is only slow")
         net.read()
@@ -221,7 +297,9 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
     results: dict[str, dict] = {}
     if status == "ok":
         try:
-            for client, p in procs:
+            if s.target == "iscsi":
+                samples += _iscsi_samples(ctx, spec, procs, bs, results)
+            for client, p in (procs if s.target != "iscsi" else []):
                 rep = fio.parse(_read(p.stdout_path) + "\n" + _read(p.stderr_path))
                 bad = [j for j in rep.jobs if j.error]
                 if rep.errors or bad or p.poll() not in (0, None):
@@ -255,6 +333,46 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
     ended = time.time()
     meta["overhead_s"] = (ended - started) - (s.ramp + s.duration)
     return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+
+
+def _initiator_argvs(ctx: StorageContext, client: str, luns: list[int], op: str, bs: int) -> list[tuple[str, list[str]]]:
+    """(raw name, argv) of the initiator processes of one host: one fio with a
+    job per LUN, or one iscsi-perf per LUN."""
+    s = ctx.study
+    if s.target in ("nbd", "devices"):
+        return [(f"{client}-fio", fio.argv([(f"lun{n}", lun_url(ctx, n)) for n in luns], op=op,  # type: ignore[arg-type]
+                                           pattern=s.pattern, block_size=bs, iodepth=s.iodepth, numjobs=s.numjobs,
+                                           runtime=s.duration, ramp=s.ramp,
+                                           engine="nbd" if s.target == "nbd" else s.engine))]
+    return [(f"{client}-lun{n}", iscsi_perf.argv(lun_url(ctx, n), block_size=bs, queue=s.iodepth,
+                                                 initiator=f"{IQN}:{client}", seconds=s.ramp + s.duration + 0.5,
+                                                 random=s.pattern == "random")) for n in luns]
+
+
+def _iscsi_samples(ctx: StorageContext, spec: TrialSpec, procs, bs: int, results: dict) -> list[Sample]:
+    """Per initiator: every LUN's IOs in whole seconds after the ramp (iscsi-perf's per-second lines)."""
+    s = ctx.study
+    per: dict[str, list[tuple[float, int, int]]] = {}
+    for client, p in procs:
+        seconds = iscsi_perf.parse(_read(p.stdout_path) + "\n" + _read(p.stderr_path))
+        ios, n = iscsi_perf.measured(seconds, s.ramp)
+        if n == 0:
+            raise ToolError(f"iscsi-perf on {client} ran no whole second after the ramp", where=client)
+        t0 = parse_gate_stamp(_read(p.stderr_path))
+        if t0 is None:
+            raise ToolError("the start gate recorded no time", where=client)
+        per.setdefault(client, []).append((t0, ios, n))
+    out = []
+    for client, runs in per.items():
+        t0 = min(r[0] for r in runs)
+        secs = min(r[2] for r in runs)
+        ios = sum(r[1] * secs / r[2] for r in runs)       # every LUN over the same whole seconds
+        a, b = t0 + s.ramp, t0 + s.ramp + secs
+        tags = make_tags(host=client, op="read", side="initiator")
+        out += [Sample(spec.trial_id, "storage.bytes", float(ios * bs), "bytes", a, b, tags),
+                Sample(spec.trial_id, "storage.ios", float(ios), "count", a, b, tags)]
+        results[client] = {"iops": ios / secs, "bytes": ios * bs, "luns": len(runs), "seconds": secs}
+    return out
 
 
 def _net_targets(ctx: StorageContext, procs) -> list[NetTarget]:

@@ -97,7 +97,8 @@ class StorageRun:
         return {"engine": "nbdkit + fio", "engine_version": f"nbdkit {self.ctx.versions.get('nbdkit')}, "
                 f"fio {self.ctx.versions.get('fio')}", "versions": self.ctx.versions, "target": s.target,
                 "lun_kind": s.lun_kind, "luns": s.luns, "lun_size": s.lun_size, "iodepth": s.iodepth,
-                "pattern": s.pattern, "assignment": assignment(s.luns, self.plan.clients), "trim": 0.0}
+                "pattern": s.pattern, "assignment": assignment(s.luns, self.plan.clients, s.devices),
+                "transport": s.transport or ("nbd" if s.target == "devices" else s.target), "trim": 0.0}
 
     def start(self, raw_dir: Path) -> list[RawOutput]:
         from .storage import start

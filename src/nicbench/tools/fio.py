@@ -28,8 +28,9 @@ def argv(uris: list[tuple[str, str]], *, op: Op, pattern: str, block_size: int, 
            f"--bs={block_size}", f"--iodepth={iodepth}", f"--numjobs={numjobs}", "--direct=1"]
     if op == "readwrite":
         out.append("--rwmixread=50")
-    for name, uri in uris:
-        out += [f"--name={name}", f"--uri={uri}"]
+    for name, where in uris:
+        # a block device visible on the initiator (iSCSI/NVMe-TCP/FCoE LUNs logged in by the host), else an NBD URI
+        out += [f"--name={name}", f"--filename={where}" if where.startswith("/dev/") else f"--uri={where}"]
     return out
 
 

@@ -1,0 +1,55 @@
+"""libiscsi's iscsi-perf as the iSCSI initiator where fio cannot reach a LUN.
+
+Debian's fio has no libiscsi engine; iscsi-perf drives one LUN with
+sequential (or random) READs only, runs until SIGINT, and has no
+machine-readable output: its per-second lines are the only interface, so
+they are parsed strictly (a line that does not match is ignored, a run
+without any is an error with the tool's own words).  Its "MB" is 2^20 bytes;
+nicbench keeps IOs and bytes (IOs x block size) instead.
+
+    00:00:02 - lba 1530904, iops current 93139 (363 MB/s), iops average 95673 (373 MB/s), in_flight 16, busy 0
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..core.errors import ToolError, tail
+
+_LINE = re.compile(r"(\d+):(\d\d):(\d\d) - lba \d+, iops current (\d+) \((\d+) MB/s\), "
+                   r"iops average (\d+) \((\d+) MB/s\)")
+
+
+def argv(url: str, *, block_size: int, queue: int, initiator: str, seconds: float,
+         random: bool = False) -> list[str]:
+    """Bounded by coreutils timeout: SIGINT after ``seconds`` (iscsi-perf's own
+    way to finish), SIGKILL 5 s later if it did not."""
+    out = ["timeout", "-s", "INT", "-k", "5", f"{seconds:g}", "iscsi-perf", "-i", initiator,
+           "-m", str(queue), "-b", str(block_size // 512)]
+    if random:
+        out.append("-r")
+    return out + [url]
+
+
+@dataclass(frozen=True)
+class Second:
+    t: int                  # seconds since the I/O started
+    iops: int               # IOs completed in that second
+
+
+def parse(text: str) -> list[Second]:
+    """The per-second IO counts; ToolError when the run never did I/O."""
+    out = [Second(int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3)), int(m.group(4)))
+           for m in _LINE.finditer(text.replace("\r", "\n"))]
+    if not out:
+        why = next((ln.strip() for ln in text.splitlines() if "Failed" in ln or "failed" in ln), None)
+        raise ToolError(f"iscsi-perf did no I/O: {why or tail(text) or 'no output'}",
+                        hint="is the target up and the LUN exported? ('tgtadm --op show --mode target')")
+    return out
+
+
+def measured(seconds: list[Second], ramp: float) -> tuple[int, int]:
+    """(IOs, seconds) after the ramp: whole seconds past ``ramp``."""
+    kept = [s for s in seconds if s.t > ramp]
+    return sum(s.iops for s in kept), len(kept)
