@@ -115,4 +115,32 @@ def test_iscsi_only_reads_null_luns():
     assert "null LUNs" in e.value.one_line()
     from nicbench.tools import iscsi_perf
     a = iscsi_perf.argv("iscsi://h:3260/iqn.x:lun0/1", block_size=4096, queue=16, initiator="iqn.x:c1", seconds=3.5)
-    assert a[:6] == ["timeout", "-s", "INT", "-k", "5", "3.5"] and "-b" in a and a[a.index("-b") + 1] == "8"
+    assert a[:7] == ["timeout", "--foreground", "-s", "INT", "-k", "5", "3.5"]
+    assert a[a.index("-b") + 1] == "8"
+
+
+def test_iscsi_perf_clock_and_stalls():
+    """Its clock prints (rt % 3600) / 60 : rt / 60 : rt % 60, and a line after a
+    stall covers the whole gap since the previous one."""
+    from nicbench.tools import iscsi_perf
+    line = "{} - lba 1, iops current {} (1 MB/s), iops average 1 (1 MB/s), in_flight 16, busy 0\r"
+    secs = iscsi_perf.parse(line.format("00:01:05", 100) + line.format("01:61:40", 10))
+    assert [s.t for s in secs] == [65, 3700]
+    stalled = iscsi_perf.parse(line.format("00:00:01", 100) + line.format("00:00:02", 100)
+                               + line.format("00:00:05", 10))
+    assert iscsi_perf.measured(stalled, ramp=1) == (100 * 1 + 10 * 3, 4)
+
+
+def test_devices_need_their_transport_and_every_initiator():
+    dev = PLAN.replace("luns = 4\n", "").replace('kind = "storage"', 'kind = "storage"\ntarget = "devices"')
+    with pytest.raises(InputError) as e:
+        parse_plan(dev + 'devices = { c1 = ["/dev/sdb"], c2 = ["/dev/sdb"] }\n', "s.toml")
+    assert "study.transport" in e.value.one_line()
+    with pytest.raises(InputError) as e:
+        parse_plan(dev + 'transport = "iscsi"\ndevices = { c1 = ["/dev/sdb"] }\n', "s.toml")
+    assert "every initiator" in e.value.one_line()
+    p = parse_plan(dev + 'transport = "iscsi"\ndevices = { c1 = ["/dev/sdb", "/dev/sdc"], c2 = ["/dev/sdb"] }\n')
+    assert p.study.luns == 3
+    with pytest.raises(InputError) as e:
+        parse_plan(PLAN + 'transport = "iscsi"\n', "s.toml")
+    assert 'only for target = "devices"' in e.value.one_line()

@@ -100,7 +100,7 @@ def cpu_warnings(u: CpuUsage) -> list[str]:
     for tool, cores in sorted(u.tools.items()):
         if cores >= SATURATED:
             out.append(f"{tool} used {cores * 100:.0f}% of one core: the engine is single-threaded here; "
-                       "add processes (study.streams_per_process) or client hosts")
+                       "add processes or client hosts (TCP: study.streams_per_process)")
     return out
 
 

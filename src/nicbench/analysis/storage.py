@@ -94,7 +94,10 @@ def ceiling_mb_s(link: LinkInfo | None, transport: str, io_size: int, op: str, i
     if not speed:
         return None
     ts = True if link.timestamps is None else link.timestamps
-    return linerate.storage(speed, link.mtu, transport, io_size, op=op, ip=link.ip, timestamps=ts).mb_per_s
+    try:
+        return linerate.storage(speed, link.mtu, transport, io_size, op=op, ip=link.ip, timestamps=ts).mb_per_s
+    except linerate.ModelError:
+        return None          # e.g. FCoE on a link whose MTU cannot carry its frames: no ceiling, not a crash
 
 
 def storage_points(trials: Iterable[StorageTrial], link: LinkInfo | None, transport: str,

@@ -260,7 +260,15 @@ class StorageStudy(Strict):
                 raise ValueError(f"study.block_sizes: {bs} is not a multiple of 512 bytes (direct I/O)")
             if bs > self.lun_size:
                 raise ValueError(f"study.block_sizes: {bs} is larger than a LUN ({self.lun_size} bytes)")
+        if self.transport is not None and self.target != "devices":
+            raise ValueError(f'study.transport is only for target = "devices" ({self.target} is its own transport)')
         if self.target == "devices":
+            if self.transport is None:
+                raise ValueError('study.transport: say what carries the devices ("iscsi", "nvme-tcp", "fcoe", '
+                                 '"nbd"), for the line-rate ceiling')
+            for h, devs in (self.devices or {}).items():
+                if len(set(devs)) != len(devs):
+                    raise ValueError(f"study.devices.{h}: a device is listed twice")
             if self.devices and self.luns != sum(len(v) for v in self.devices.values()):
                 raise ValueError(f"study.luns = {self.luns}, but study.devices lists "
                                  f"{sum(len(v) for v in self.devices.values())}: leave luns out")
@@ -280,6 +288,8 @@ class StorageStudy(Strict):
                 raise ValueError("study.lun_kind: the lab's iSCSI LUNs are tgt null LUNs: set lun_kind = \"null\"")
             if self.numjobs != 1:
                 raise ValueError("study.numjobs: iscsi-perf runs one stream per LUN: leave numjobs = 1")
+            if self.timeout_margin < 8:
+                raise ValueError("study.timeout_margin: iscsi-perf needs >= 8 s to be interrupted, drain and log out")
         return self
 
     @property
@@ -338,6 +348,10 @@ class Plan(Strict):
             for h in self.study.devices:
                 if h not in self.hosts or self.hosts[h].role != "client":
                     raise ValueError(f"study.devices names {h!r}, which is not a client host")
+            used = set(self.study.clients or clients)
+            if set(self.study.devices) != used:
+                raise ValueError(f"study.devices must list every initiator ({', '.join(sorted(used))}) and only "
+                                 f"them; it lists {', '.join(sorted(self.study.devices))}")
         elif isinstance(self.study, StorageStudy):
             n = len(self.study.clients or clients)
             if self.study.luns < n:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
-from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_stamp
+from ..hosts.transport import END_MARK, LocalTransport, Process, Transport, parse_gate_stamp
 from ..plan.model import StorageStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, child_pids
@@ -44,6 +44,7 @@ class StorageContext:
     pin: dict[str, list[str]] = field(default_factory=dict)
     targets: list[Process] = field(default_factory=list)
     raws: list[RawOutput] = field(default_factory=list)
+    tgt_up: bool = False                 # our tgtd answered: its socket files are ours to remove
 
 
 def assignment(luns: int, clients: list[str], devices: dict[str, list[str]] | None = None) -> dict[str, list[int]]:
@@ -153,13 +154,17 @@ def _start_tgt(ctx: StorageContext, raw_dir: Path) -> None:
     ctx.raws += [RawOutput("target", ctx.server, "server", "tgtd", "stdout", ctx.rel(out)),
                  RawOutput("target", ctx.server, "server", "tgtd", "stderr", ctx.rel(err))]
     c = str(control_port(s))
+    if t.run(["tgtadm", "-C", c, "--lld", "iscsi", "--op", "show", "--mode", "target"], timeout=10).returncode == 0:
+        raise ToolError(f"another tgtd already answers on management port {c}", where=ctx.server,
+                        hint="stop it, or give this study another iscsi_port (the port is derived from it)")
     ctx.targets.append(t.spawn(ctx.pin.get(ctx.server, []) + ["tgtd", "-f", "-C", c, "--iscsi",
                                                                f"portal={ctx.addresses[ctx.server]}:{s.iscsi_port}"],
                                stdout=out, stderr=err))
     deadline = time.monotonic() + 10
     while True:
         r = t.run(["tgtadm", "-C", c, "--lld", "iscsi", "--op", "show", "--mode", "target"], timeout=10)
-        if r.returncode == 0:
+        if r.returncode == 0 and ctx.targets[0].poll() is None:
+            ctx.tgt_up = True
             break
         if ctx.targets[0].poll() is not None or time.monotonic() > deadline:
             raise ToolError(f"tgtd did not start: {tail(_read(err)) or tail(r.stderr)}", where=ctx.server)
@@ -215,7 +220,8 @@ def stop(ctx: StorageContext, raw_dir: Path) -> list[RawOutput]:
     for p in ctx.targets:
         # tgtd ignores SIGTERM while it has targets: it is killed (its LUNs are null, nothing to flush)
         p.stop(grace=0.0 if s.target == "iscsi" else 2.0, sig=signal.SIGKILL if s.target == "iscsi" else signal.SIGTERM)
-    if s.target == "iscsi" and ctx.targets:
+    if s.target == "iscsi" and ctx.tgt_up:
+        ctx.tgt_up = False
         c = control_port(s)
         ctx.transports[ctx.server].run(["rm", "-f", f"/var/run/tgtd/socket.{c}", f"/var/run/tgtd/socket.{c}.lock"],
                                        timeout=10)
@@ -244,7 +250,8 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
     try:
         dead = [lun for lun, p in enumerate(ctx.targets) if p.poll() is not None]
         if dead:
-            raise ToolError(f"LUN(s) {', '.join(map(str, dead))} are gone: their nbdkit exited", where=ctx.server)
+            what = "tgtd exited" if s.target == "iscsi" else "their nbdkit exited"
+            raise ToolError(f"LUN(s) {', '.join(map(str, dead))} are gone: {what}", where=ctx.server)
         for client, luns in assignment(s.luns, ctx.clients, s.devices).items():
             for name, argv in _initiator_argvs(ctx, client, luns, op, bs):
                 tool = argv[0] if argv[0] != "timeout" else "iscsi-perf"
@@ -258,7 +265,7 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
         ready_by = time.monotonic() + 5
         while not all(p.is_ready() for _, p in procs):
             if time.monotonic() > ready_by:
-                raise ToolError("fio processes not ready at the start barrier after 5 s", where="initiators")
+                raise ToolError("initiator processes not ready at the start barrier after 5 s", where="initiators")
             time.sleep(0.002)
         net = NetSampler(_net_targets(ctx, procs), trial_id=spec.trial_id, interval=0.5)
         net.read()
@@ -287,13 +294,13 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
     except NicbenchError as e:
         status, error = "failed", e.one_line().removeprefix("nicbench: ")
     finally:
+        for _, p in procs:                        # first: nothing may outlive the point
+            if p.poll() is None:
+                p.stop(0.5, sig=signal.SIGKILL)        # fio stuck in a dead connection ignores TERM
         counters = net.stop() if net is not None else []
         if cpu is not None:
             counters += cpu.stop()
             meta["tool_cpus"] = cpu.tool_cpus()
-        for _, p in procs:
-            if p.poll() is None:
-                p.stop(0.5, sig=signal.SIGKILL)        # fio stuck in a dead connection ignores TERM
     results: dict[str, dict] = {}
     if status == "ok":
         try:
@@ -307,21 +314,24 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
                                                              else f"exit {p.poll()}")
                     raise ToolError(f"fio on {client}: {why}", where=client)
                 t0 = parse_gate_stamp(_read(p.stderr_path))
+                t_end = parse_gate_stamp(_read(p.stderr_path), END_MARK)
                 if t0 is None:
-                    raise ToolError("the start gate recorded no time", where=client)
+                    raise ToolError(f"fio on {client}: its start gate recorded no time", where=client)
                 for what in ("read", "write"):
                     tot = rep.total(what)
                     if not tot.ios:
                         continue
-                    a, b = t0 + s.ramp, t0 + s.ramp + tot.runtime_s
+                    # placed by its exit: fio connects to every LUN before its clock starts
+                    b = t_end if t_end is not None else t0 + s.ramp + tot.runtime_s
+                    a = b - tot.runtime_s
                     tags = make_tags(host=client, op=what, side="initiator")
                     samples += [Sample(spec.trial_id, "storage.bytes", float(tot.bytes), "bytes", a, b, tags),
                                 Sample(spec.trial_id, "storage.ios", float(tot.ios), "count", a, b, tags)]
-                results[client] = {"jobs": {j.name: {"read_iops": j.read.iops, "write_iops": j.write.iops,
+                results[client] = {"jobs": {f"{j.name}#{i}": {"read_iops": j.read.iops, "write_iops": j.write.iops,
                                                      "read_bw": j.read.bw_bytes, "write_bw": j.write.bw_bytes,
                                                      "read_p99_ns": j.read.percentiles_ns.get("99"),
                                                      "write_p99_ns": j.write.percentiles_ns.get("99")}
-                                            for j in rep.jobs},
+                                            for i, j in enumerate(rep.jobs)},
                                    "iops": rep.total("read").iops + rep.total("write").iops,
                                    "bytes": rep.total("read").bytes + rep.total("write").bytes}
                 if not (rep.total("read").ios or rep.total("write").ios):
@@ -354,13 +364,18 @@ def _iscsi_samples(ctx: StorageContext, spec: TrialSpec, procs, bs: int, results
     s = ctx.study
     per: dict[str, list[tuple[float, int, int]]] = {}
     for client, p in procs:
-        seconds = iscsi_perf.parse(_read(p.stdout_path) + "\n" + _read(p.stderr_path))
+        text = _read(p.stdout_path) + "\n" + _read(p.stderr_path)
+        seconds = iscsi_perf.parse(text)
+        if p.poll() not in (0, 124):                 # 124: timeout fired and iscsi-perf finished on SIGINT
+            last = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("nicbench-")]
+            raise ToolError(f"iscsi-perf on {client} exited {p.poll()}: {last[-1] if last else 'no output'}",
+                            where=client, hint="the LUN or its target failed during the point")
         ios, n = iscsi_perf.measured(seconds, s.ramp)
-        if n == 0:
+        if n <= 0:
             raise ToolError(f"iscsi-perf on {client} ran no whole second after the ramp", where=client)
         t0 = parse_gate_stamp(_read(p.stderr_path))
         if t0 is None:
-            raise ToolError("the start gate recorded no time", where=client)
+            raise ToolError(f"iscsi-perf on {client}: its start gate recorded no time", where=client)
         per.setdefault(client, []).append((t0, ios, n))
     out = []
     for client, runs in per.items():
@@ -384,16 +399,34 @@ def _net_targets(ctx: StorageContext, procs) -> list[NetTarget]:
 
 
 def _tool_procs(ctx: StorageContext, procs):
+    """Targets by PID; each initiator process below its gate shim and any
+    wrapper (timeout, taskset), found once it has exec'd."""
     found: dict[int, int] = {}
+    tool = "iscsi-perf" if ctx.study.target == "iscsi" else "fio"
+
+    def real(pid: int) -> int | None:
+        t = ctx.cpu_transport
+        for _ in range(4):
+            kids = child_pids(t, pid) if t is not None else []
+            if not kids:
+                return None
+            pid = kids[0]
+            try:
+                comm = t.read_text(f"/proc/{pid}/comm").strip() if t is not None else ""
+            except OSError:
+                return None
+            if comm not in ("timeout", "taskset", "numactl", "bash", "sh"):
+                return pid
+        return None
 
     def list_() -> list[tuple[int, str, str, str]]:
         out = [(p.pid, ctx.server, "target", f"lun{i}") for i, p in enumerate(ctx.targets)]
-        for client, p in procs:
-            if p.pid not in found and ctx.cpu_transport is not None:
-                kids = child_pids(ctx.cpu_transport, p.pid)
-                if kids:
-                    found[p.pid] = kids[0]
+        for i, (client, p) in enumerate(procs):
+            if p.pid not in found:
+                pid = real(p.pid)
+                if pid is not None:
+                    found[p.pid] = pid
             if p.pid in found:
-                out.append((found[p.pid], client, "fio", client))
+                out.append((found[p.pid], client, tool, f"{client}#{i}"))
         return out
     return list_

@@ -89,13 +89,17 @@ class StorageRun:
         from . import storage
         self.plan = plan
         self.ctx, self.warnings = storage.preflight(plan, lab.transports(), {h.name: h.ip for h in lab.spec.hosts})
-        self.tools = ["nbdkit", "fio", "ethtool"]
+        target = plan.study.target  # type: ignore[union-attr]
+        self.tools = {"nbd": ["nbdkit", "fio"], "iscsi": ["tgtd"], "devices": ["fio"]}[target] + ["ethtool"]
 
     def meta(self) -> dict:
         s: StorageStudy = self.plan.study  # type: ignore[assignment]
         from .storage import assignment
-        return {"engine": "nbdkit + fio", "engine_version": f"nbdkit {self.ctx.versions.get('nbdkit')}, "
-                f"fio {self.ctx.versions.get('fio')}", "versions": self.ctx.versions, "target": s.target,
+        v = self.ctx.versions
+        engine = {"nbd": ("nbdkit + fio", f"nbdkit {v.get('nbdkit')}, fio {v.get('fio')}"),
+                  "iscsi": ("tgt + iscsi-perf", f"tgtd {v.get('tgtd')}, iscsi-perf {v.get('iscsi-perf')}"),
+                  "devices": (f"fio ({s.engine})", f"fio {v.get('fio')}")}[s.target]
+        return {"engine": engine[0], "engine_version": engine[1], "versions": v, "target": s.target,
                 "lun_kind": s.lun_kind, "luns": s.luns, "lun_size": s.lun_size, "iodepth": s.iodepth,
                 "pattern": s.pattern, "assignment": assignment(s.luns, self.plan.clients, s.devices),
                 "transport": s.transport or ("nbd" if s.target == "devices" else s.target), "trim": 0.0}

@@ -23,7 +23,8 @@ RW = {("read", "sequential"): "read", ("write", "sequential"): "write", ("readwr
 def argv(uris: list[tuple[str, str]], *, op: Op, pattern: str, block_size: int, iodepth: int, numjobs: int,
          runtime: float, ramp: float, engine: str = "nbd") -> list[str]:
     """One fio run: global options, then one job per (name, uri)."""
-    out = ["fio", "--output-format=json", "--time_based", f"--runtime={int(round(runtime))}",
+    # --thread: jobs are threads of one process, so its CPU is the tool's CPU
+    out = ["fio", "--output-format=json", "--thread", "--time_based", f"--runtime={int(round(runtime))}",
            f"--ramp_time={int(round(ramp))}", f"--ioengine={engine}", f"--rw={RW[(op, pattern)]}",
            f"--bs={block_size}", f"--iodepth={iodepth}", f"--numjobs={numjobs}", "--direct=1"]
     if op == "readwrite":

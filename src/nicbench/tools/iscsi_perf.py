@@ -24,8 +24,9 @@ _LINE = re.compile(r"(\d+):(\d\d):(\d\d) - lba \d+, iops current (\d+) \((\d+) M
 def argv(url: str, *, block_size: int, queue: int, initiator: str, seconds: float,
          random: bool = False) -> list[str]:
     """Bounded by coreutils timeout: SIGINT after ``seconds`` (iscsi-perf's own
-    way to finish), SIGKILL 5 s later if it did not."""
-    out = ["timeout", "-s", "INT", "-k", "5", f"{seconds:g}", "iscsi-perf", "-i", initiator,
+    way to finish), SIGKILL 5 s later if it did not.  ``--foreground`` keeps
+    both in the caller's process group, so stopping the group stops them."""
+    out = ["timeout", "--foreground", "-s", "INT", "-k", "5", f"{seconds:g}", "iscsi-perf", "-i", initiator,
            "-m", str(queue), "-b", str(block_size // 512)]
     if random:
         out.append("-r")
@@ -40,7 +41,9 @@ class Second:
 
 def parse(text: str) -> list[Second]:
     """The per-second IO counts; ToolError when the run never did I/O."""
-    out = [Second(int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3)), int(m.group(4)))
+    # iscsi-perf prints (rt % 3600) / 60 : rt / 60 : rt % 60 -- the second
+    # field is the total minutes, the first only repeats them modulo an hour
+    out = [Second(int(m.group(2)) * 60 + int(m.group(3)), int(m.group(4)))
            for m in _LINE.finditer(text.replace("\r", "\n"))]
     if not out:
         why = next((ln.strip() for ln in text.splitlines() if "Failed" in ln or "failed" in ln), None)
@@ -49,7 +52,14 @@ def parse(text: str) -> list[Second]:
     return out
 
 
-def measured(seconds: list[Second], ramp: float) -> tuple[int, int]:
-    """(IOs, seconds) after the ramp: whole seconds past ``ramp``."""
-    kept = [s for s in seconds if s.t > ramp]
-    return sum(s.iops for s in kept), len(kept)
+def measured(seconds: list[Second], ramp: float) -> tuple[float, float]:
+    """(IOs, seconds) after the ramp.  Each line's rate covers the time since
+    the previous line (a second, or longer when completions stalled), so it
+    is weighted by that gap."""
+    ios, prev, last = 0.0, 0.0, None
+    for s in sorted(seconds, key=lambda s: s.t):
+        if s.t > ramp:
+            ios += s.iops * (s.t - max(prev, ramp))
+            last = s.t
+        prev = s.t
+    return ios, (last - ramp) if last is not None else 0.0
