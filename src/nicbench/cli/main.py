@@ -364,11 +364,13 @@ def lab_status(ctx: click.Context, name: str | None) -> None:
                        f"{'up' if h['link_up'] else 'DOWN'} mtu {h['mtu']}")
 
 
-from .facts import register as _register_facts  # noqa: E402 - commands kept in their own modules
+from .compare import register as _register_compare  # noqa: E402 - commands kept in their own modules
+from .facts import register as _register_facts  # noqa: E402
 from .tune import register as _register_tune  # noqa: E402
 
 _register_facts(cli)
 _register_tune(cli)
+_register_compare(cli)
 
 
 # ---------------------------------------------------------------- entry point

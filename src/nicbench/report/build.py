@@ -157,3 +157,38 @@ def storage_rows(view: RunView) -> list[dict[str, Any]]:
              "cpu_pct_of_machine": _r(p.cpu_pct, 1), "cores_busy": _r(p.cores_busy, 2),
              "max_start_skew_ms": _r(p.max_skew_s * 1000 if p.max_skew_s is not None else None),
              "errors": list(p.errors), "warnings": list(p.warnings)} for p in view.storage_points]
+
+
+def point_values(view: RunView) -> tuple[str, dict[str, list[float]]]:
+    """The figure a comparison is about, one value per ok repeat of each point."""
+    values: dict[str, list[float]] = {}
+    if view.https_trials:
+        metric, pairs = "application Gbps", [(t.point, t.app_gbps) for t in view.https_trials if t.status == "ok"]
+    elif view.storage_trials:
+        metric, pairs = "MB/s (10^6 B/s)", [(t.point, t.mb_s) for t in view.storage_trials if t.status == "ok"]
+    else:
+        metric, pairs = "Gbps (receiver payload)", [(t.point, t.gbps) for t in view.trials if t.status == "ok"]
+    for point, v in pairs:
+        if v is not None:
+            values.setdefault(point, []).append(float(v))
+    return metric, values
+
+
+def fact_changes(a: RunView, b: RunView) -> list[tuple[str, str, str, str]]:
+    """(host, fact, value in A, value in B) for hosts both runs recorded, identity facts left out."""
+    from ..hosts.factparse import IDENTITY
+    out = []
+    hb = {h.host: h for h in b.facts}
+    for h in a.facts:
+        other = hb.get(h.host)
+        if other is None:
+            continue
+        keys = list(dict.fromkeys([f.key for f in h.facts] + [f.key for f in other.facts]))
+        for k in keys:
+            if IDENTITY.match(k):
+                continue
+            fa, fb = h.get(k), other.get(k)
+            va, vb = (fa.display() if fa else "absent"), (fb.display() if fb else "absent")
+            if va != vb:
+                out.append((h.host, k, va, vb))
+    return out

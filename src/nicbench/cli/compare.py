@@ -1,0 +1,79 @@
+"""``nicbench compare A B``: two runs of the same study, point by point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ..core.errors import InputError
+
+
+@click.command("compare")
+@click.argument("run_a", metavar="A")
+@click.argument("run_b", metavar="B")
+@click.option("--store", type=click.Path(path_type=Path), default=None,
+              help="Result store directory (default: $NICBENCH_STORE or ./nicbench-runs).")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level of the t-test.")
+@click.option("--threshold", type=float, default=0.01, show_default=True,
+              help="Smallest relative change worth calling (0.01 = 1 %).")
+@click.option("--json", "json_", is_flag=True, help="Machine-readable output on stdout.")
+@click.pass_context
+def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: Path | None, alpha: float, threshold: float,
+                json_: bool) -> None:
+    """Compare run B against run A: per point the medians, the factor B/A,
+    Welch's t-test over the repeats, a verdict; then the host facts and
+    tuning that differ between the runs (the usual explanation)."""
+    from ..analysis.compare import compare
+    from ..report.build import fact_changes, load_run, point_values
+    from ..store.runs import default_store, resolve
+
+    st = store or default_store()
+    a, b = load_run(resolve(st, run_a)), load_run(resolve(st, run_b))
+    if a.info.study != b.info.study:
+        raise InputError(f"run A is a {a.info.study} study, run B a {b.info.study} study", where="compare",
+                         hint="compare runs of the same kind of study")
+    metric, va = point_values(a)
+    _, vb = point_values(b)
+    if not set(va) & set(vb):
+        raise InputError("the runs have no point in common", where="compare",
+                         hint="compare runs of the same plan (or the same points)")
+    diffs = compare(va, vb, alpha=alpha, threshold=threshold)
+    changes = fact_changes(a, b)
+    ta, tb = (a.info.meta.get("tuning") or {}), (b.info.meta.get("tuning") or {})
+    tuning = (ta.get("profile"), tb.get("profile")) if ta.get("profile") != tb.get("profile") else None
+    if json_ or (ctx.obj or {}).get("json"):
+        click.echo(json.dumps({"a": a.info.run_id, "b": b.info.run_id, "metric": metric,
+                               "points": [d.__dict__ for d in diffs],
+                               "facts_changed": [dict(zip(("host", "fact", "a", "b"), c)) for c in changes],
+                               "tuning": tuning}, indent=1))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console(width=150)
+    t = Table(title=f"{metric}: B = {b.info.run_id} vs A = {a.info.run_id}", header_style="bold")
+    for c in ("point", "A median", "B median", "B/A", "p", "repeats A/B", "verdict"):
+        t.add_column(c)
+    style = {"higher": "green", "lower": "bold red"}
+    for d in diffs:
+        f = lambda v, n=3: "—" if v is None else f"{v:.{n}f}"  # noqa: E731
+        t.add_row(d.point, f(d.median_a), f(d.median_b), f(d.factor, 3), f(d.p_value, 4), f"{d.n_a}/{d.n_b}",
+                  f"[{style[d.verdict]}]{d.verdict}[/]" if d.verdict in style else d.verdict)
+    con.print(t)
+    if tuning:
+        con.print(f"tuning profile: A {tuning[0]} -> B {tuning[1]}")
+    if changes:
+        ft = Table(title="host facts that differ between the runs", header_style="bold")
+        for c in ("host", "fact", "A", "B"):
+            ft.add_column(c, overflow="fold")
+        for row in changes[:60]:
+            ft.add_row(*row)
+        con.print(ft)
+        if len(changes) > 60:
+            con.print(f"... and {len(changes) - 60} more (--json lists all)")
+
+
+def register(group: click.Group) -> None:
+    group.add_command(compare_cmd)
