@@ -225,7 +225,12 @@ def test_ctrl_c_mid_run_restores_host_wide_tuning(tmp_path):
         while Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() != "3456":
             assert time.time() < deadline and p.poll() is None
             time.sleep(0.1)
-        time.sleep(1.0)
+        # another shell cannot restore (or apply) under a running run
+        r = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "tune", "restore"], capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 2 and "in use by another nicbench" in r.stderr, r.stderr
+        assert Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() == "3456"
+        time.sleep(0.5)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=30)
     finally:

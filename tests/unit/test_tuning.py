@@ -136,3 +136,14 @@ def test_damaged_restore_files_are_reported_and_kept(tmp_path, monkeypatch):
                        text=True, env={**__import__("os").environ, "NICBENCH_RESTORE_DIR": str(tmp_path)})
     assert r.returncode == 5 and "damaged" in r.stderr and r.stderr.count("\n") == 1
     assert (tmp_path / "machine.json").exists()
+
+
+def test_tuning_lock_refuses_a_second_holder_and_names_the_first(tmp_path, monkeypatch):
+    from nicbench.tuning.engine import TuningLock
+    monkeypatch.setenv("NICBENCH_RESTORE_DIR", str(tmp_path))
+    first = TuningLock().acquire("run of demo")
+    with pytest.raises(InputError) as e:
+        TuningLock().acquire("tune restore")
+    assert "in use by another nicbench" in e.value.one_line() and "run of demo" in e.value.one_line()
+    first.release()
+    TuningLock().acquire("tune restore").release()       # free again

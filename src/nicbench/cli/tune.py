@@ -126,11 +126,15 @@ def audit_cmd(ctx, profile_name, hosts, lab_name, ifname, plan, host_wide, json_
 def apply_cmd(ctx, profile_name, step_delay, hosts, lab_name, ifname, plan, host_wide, json_) -> None:
     """Apply a profile: prior values are saved on each host before its first
     change; each change is read back.  'nicbench tune restore' undoes it."""
-    from ..tuning.engine import apply
+    from ..tuning.engine import TuningLock, apply
 
     prof = _profile(profile_name, plan)
-    result = apply(prof, targets_for(hosts, lab_name, ifname), host_wide=host_wide,
-                   step=(lambda: time.sleep(step_delay)) if step_delay else None)
+    lock = TuningLock().acquire("tune apply")
+    try:
+        result = apply(prof, targets_for(hosts, lab_name, ifname), host_wide=host_wide,
+                       step=(lambda: time.sleep(step_delay)) if step_delay else None)
+    finally:
+        lock.release()
     failed = [r for r in result.rows if r.status == "failed"]
     if json_ or (ctx.obj or {}).get("json"):
         click.echo(json.dumps({"profile": profile_name, "rows": [r.to_dict() for r in result.rows]}, indent=1))
@@ -150,10 +154,16 @@ def restore_cmd(ctx, json_) -> None:
     """Put back every setting nicbench changed on this machine and its lab
     hosts, from the restore files (also after a crash or power loss)."""
     from ..core.errors import NicbenchError, ToolError
-    from ..tuning.engine import DAMAGED, forget, pending, restore, restore_dir, transport_from
+    from ..tuning.engine import DAMAGED, TuningLock, forget, pending, restore, restore_dir, transport_from
 
     rows, notes, errors = [], [], []
-    for rid, doc in pending():
+    lock = TuningLock().acquire("tune restore")
+    try:
+        todo = pending()
+    except Exception:
+        lock.release()
+        raise
+    for rid, doc in todo:
         if doc is DAMAGED:
             errors.append(f"{rid}: the restore file in {restore_dir()} is damaged; it is kept")
             continue
@@ -166,6 +176,7 @@ def restore_cmd(ctx, json_) -> None:
             rows += restore(t, rid)
         except NicbenchError as e:               # one host's failure must not stop the others
             errors.append(e.one_line().removeprefix("nicbench: "))
+    lock.release()
     if json_ or (ctx.obj or {}).get("json"):
         click.echo(json.dumps({"rows": [r.to_dict() for r in rows], "notes": notes, "errors": errors}, indent=1))
     else:

@@ -31,7 +31,7 @@ from ..hosts.facts import collect_quietly
 from ..hosts.transport import Transport
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from ..store.runs import RunWriter, new_run_id
-from ..tuning.engine import Target, in_force
+from ..tuning.engine import Target, TuningLock, in_force
 from ..tuning.engine import apply as tune_apply
 from ..tuning.engine import audit as tune_audit
 from ..tuning.engine import restore as tune_restore
@@ -278,6 +278,7 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
     ok = failed = 0
     status = "failed"
     tuned: list[Target] = []
+    tune_lock = TuningLock()
     started = None
     with sigterm_as_interrupt():
         lab, owned = None, False
@@ -298,6 +299,7 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                     raise PreflightError(f"tuning from an earlier 'nicbench tune apply' is in force ({', '.join(left)}): "
                                          "this run would stack on it and undo it at its end", where="tuning",
                                          hint="nicbench tune restore, then run again")
+                tune_lock.acquire(f"run of {plan.name}")
                 tuned = targets         # before the first change: a Ctrl-C mid-apply still restores
             tuning, facts = tune_for_run(plan, profile, targets, ctx, facts, fact_hosts, tools, host_wide)
             warnings += [f"tuning: {r['host']} {r['setting']} did not take: {r['note']}"
@@ -354,6 +356,7 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                             untune_error.append(str(e))
                             print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}",
                                   file=sys.stderr)
+                tune_lock.release()
                 if writer is not None:
                     _quietly(lambda: writer.finish(status, ok=ok, failed=failed,
                                                    **({"untune_error": untune_error[0]} if untune_error else {})))
