@@ -14,7 +14,6 @@ Needs root (builds a small lab).
 from __future__ import annotations
 
 import argparse
-import subprocess
 import tempfile
 import time
 from pathlib import Path

@@ -67,7 +67,7 @@ def main() -> None:
                       f"= {p.of_ceiling:.4f} of the {p.ceiling_gbps:.3f} Gbps ceiling "
                       f"(repeats {min(goods) / p.ceiling_gbps:.4f}..{max(goods) / p.ceiling_gbps:.4f}); "
                       f"wire {p.wire_gbps:.3f} Gbps = {p.wire_gbps / p.link_gbps:.4f} of the speed", flush=True)
-    print(f"\n| speed | direction | ceiling Gbps | goodput Gbps | goodput / ceiling | wire Gbps | wire / speed |")
+    print("\n| speed | direction | ceiling Gbps | goodput Gbps | goodput / ceiling | wire Gbps | wire / speed |")
     print("|---|---|---|---|---|---|---|")
     for sp, d, c, g, f, w, wf, lo, hi in rows:
         print(f"| {sp} | {d} | {c:.3f} | {g:.3f} | {f:.4f} ({lo:.3f}..{hi:.3f}) | {w:.3f} | {wf:.4f} |")

@@ -15,7 +15,7 @@ from nicbench.lab import manager
 from nicbench.plan import parse_plan
 from nicbench.report.build import load_run
 from nicbench.report.render import render
-from nicbench.run.session import execute, lab_spec
+from nicbench.run.session import execute
 from nicbench.store.runs import RunReader
 
 pytestmark = pytest.mark.lab

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import alive, namespaces, nicbench, plan_text
-from nicbench.core.errors import Interrupted, LabError, PreflightError
+from nicbench.core.errors import LabError, PreflightError
 from nicbench.lab import manager
 from nicbench.lab.topology import make_spec
 from nicbench.plan import parse_plan

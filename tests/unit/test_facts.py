@@ -5,7 +5,6 @@ import json
 import platform
 import subprocess
 import sys
-import time
 
 import pytest
 

@@ -75,7 +75,6 @@ def test_anchor_falls_back_to_launch_when_the_exit_is_implausible():
 
 def test_interface_counters_are_sampled_during_the_point(tmp_path):
     import itertools
-    import time as _t
     tick = itertools.count()
 
     def net_dev():
