@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
-from ..hosts.transport import END_MARK, LocalTransport, Process, Transport, parse_gate_stamp
+from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_stamp
 from ..plan.model import StorageStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, child_pids
@@ -314,16 +314,18 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
                                                              else f"exit {p.poll()}")
                     raise ToolError(f"fio on {client}: {why}", where=client)
                 t0 = parse_gate_stamp(_read(p.stderr_path))
-                t_end = parse_gate_stamp(_read(p.stderr_path), END_MARK)
                 if t0 is None:
                     raise ToolError(f"fio on {client}: its start gate recorded no time", where=client)
                 for what in ("read", "write"):
                     tot = rep.total(what)
                     if not tot.ios:
                         continue
-                    # placed by its exit: fio connects to every LUN before its clock starts
-                    b = t_end if t_end is not None else t0 + s.ramp + tot.runtime_s
-                    a = b - tot.runtime_s
+                    # placed by the start barrier (sub-ms between initiators), not by the
+                    # exit: fio's teardown under load varies by tens of ms (seen: 59 ms
+                    # between two initiators), which would widen the union window; the
+                    # NBD connects before fio's clock take a few ms
+                    a = t0 + s.ramp
+                    b = a + tot.runtime_s
                     tags = make_tags(host=client, op=what, side="initiator")
                     samples += [Sample(spec.trial_id, "storage.bytes", float(tot.bytes), "bytes", a, b, tags),
                                 Sample(spec.trial_id, "storage.ios", float(tot.ios), "count", a, b, tags)]
