@@ -144,3 +144,7 @@ def test_devices_need_their_transport_and_every_initiator():
     with pytest.raises(InputError) as e:
         parse_plan(PLAN + 'transport = "iscsi"\n', "s.toml")
     assert 'only for target = "devices"' in e.value.one_line()
+
+
+def test_a_point_above_its_ceiling_is_flagged():
+    assert _pt(4096, 1.03).above_ceiling and not _pt(4096, 1.004).above_ceiling and not _pt(4096, 0.5).above_ceiling

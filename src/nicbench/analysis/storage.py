@@ -86,6 +86,13 @@ class StoragePoint:
     def of_ceiling(self) -> float | None:
         return self.mb_s / self.ceiling_mb_s if self.mb_s and self.ceiling_mb_s else None
 
+    @property
+    def above_ceiling(self) -> bool:
+        """More than the wire can carry: the initiators' own accounting is off
+        (or the model is), and the report says so rather than printing it plain."""
+        from .points import ABOVE_CEILING_TOLERANCE
+        return self.of_ceiling is not None and self.of_ceiling > 1 + ABOVE_CEILING_TOLERANCE
+
 
 def ceiling_mb_s(link: LinkInfo | None, transport: str, io_size: int, op: str, initiators: int | None) -> float | None:
     if link is None:

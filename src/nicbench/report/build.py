@@ -154,6 +154,7 @@ def storage_rows(view: RunView) -> list[dict[str, Any]]:
     return [{"point": p.point, "op": p.op, "block_size": p.block_size, "bs": format_size(p.block_size),
              "repeats_ok": p.n_ok, "repeats_failed": p.n_failed, "mb_s": _r(p.mb_s, 1), "iops": _r(p.iops, 0),
              "ceiling_mb_s": _r(p.ceiling_mb_s, 1), "pct_of_ceiling": _r(p.of_ceiling * 100 if p.of_ceiling else None, 1),
+             "above_ceiling": p.above_ceiling,
              "cpu_pct_of_machine": _r(p.cpu_pct, 1), "cores_busy": _r(p.cores_busy, 2),
              "max_start_skew_ms": _r(p.max_skew_s * 1000 if p.max_skew_s is not None else None),
              "errors": list(p.errors), "warnings": list(p.warnings)} for p in view.storage_points]

@@ -135,7 +135,7 @@ def render_storage(view: RunView, out: Path) -> Path:
     rows = storage_rows(view)
     figs = storage_figures(rows, out, view.info.name)
     cols = ["point", "op", "block_size", "bs", "repeats_ok", "repeats_failed", "mb_s", "iops", "ceiling_mb_s",
-            "pct_of_ceiling", "cpu_pct_of_machine", "cores_busy", "max_start_skew_ms"]
+            "pct_of_ceiling", "above_ceiling", "cpu_pct_of_machine", "cores_busy", "max_start_skew_ms"]
     with open(out / "points.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
