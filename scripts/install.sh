@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS="iperf3 iperf iproute2 iputils-ping ethtool procps util-linux numactl nginx-light wrk openssl nbdkit fio tgt libiscsi-bin python3-venv sqlite3"
+PKGS="iperf3 iperf iproute2 iputils-ping ethtool procps util-linux mount numactl nginx-light wrk openssl nbdkit fio tgt libiscsi-bin python3-venv sqlite3"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from helpers import namespaces
+from helpers import left_behind, namespaces, tool_pids
 from nicbench.analysis.aggregate import wire_rate
 from nicbench.core.errors import PreflightError, ToolError
 from nicbench.lab import manager
@@ -18,6 +18,16 @@ from nicbench.run.session import execute, lab_spec
 from nicbench.store.runs import RunReader
 
 pytestmark = pytest.mark.lab
+
+TOOLS = ("nginx", "wrk")
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_running():
+    """Every test here: no nginx (master or worker) or wrk outlives it."""
+    before = tool_pids(*TOOLS)
+    yield
+    assert left_behind(before, *TOOLS) == set()
 
 
 def plan(lab: str, extra: str = "") -> str:
@@ -72,8 +82,6 @@ def test_https_and_http_bytes_agree_with_the_wire_and_ktls_is_detected(tmp_path)
     page = render(view).read_text()
     assert "kTLS:" in page and (out.run_dir / "report" / "https-https.png").exists()
     assert (out.run_dir / "raw" / "https" / "nginx.conf").exists()
-    # nginx is gone: no process of the run is left
-    assert subprocess.run(["pgrep", "-f", "nginx -p /tmp/nicbench-nginx."], capture_output=True).returncode == 1
 
 
 def test_nginx_that_fails_to_start_shows_its_line_and_leaves_nothing(tmp_path):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from helpers import namespaces
+from helpers import left_behind, namespaces, tool_pids
 from nicbench.core.errors import ToolError
 from nicbench.lab import manager
 from nicbench.plan import parse_plan
@@ -19,6 +19,17 @@ from nicbench.run.session import execute
 from nicbench.store.runs import RunReader
 
 pytestmark = pytest.mark.lab
+
+TOOLS = ("nbdkit", "fio", "tgtd", "iscsi-perf")
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_running():
+    """Every test here: no target or initiator process outlives it (fio stuck
+    on a dead LUN included)."""
+    before = tool_pids(*TOOLS)
+    yield
+    assert left_behind(before, *TOOLS) == set()
 
 
 def plan(lab: str, extra: str = "", ops='["read", "write"]', sizes='["4K", "32K"]', duration=2) -> str:

@@ -5,7 +5,7 @@ import pytest
 from conftest import fixture_text
 from nicbench.analysis.cpu import cpu_usage, cpu_warnings, efficiency
 from nicbench.records import Sample, make_tags
-from nicbench.sampling.netstat import irqs_of, net_softirqs, parse_interrupts, parse_snmp, watched
+from nicbench.sampling.netstat import net_softirqs, parse_interrupts, parse_snmp, watched
 from nicbench.sampling.procstat import STATES, cpu_deltas, parse_pid_stat, parse_proc_stat
 
 
@@ -48,7 +48,7 @@ def test_snmp_netstat_and_interrupts():
     assert irqs["38"] == ({"0": 0, "1": 3365}, "PCI-MSIX-0000:00:03.0 1-edge virtio2-input.0")
     assert irqs["ERR"] == ({"0": 0}, "")             # rows with one count keep it, no more
     nic = parse_interrupts("   CPU0 CPU1\n 40:  5 7  PCI-MSI 524288-edge  eth0-TxRx-0\n 41: 1 0 PCI-MSI x eth10\n")
-    assert irqs_of(nic, "eth0") == {"40": {"0": 5, "1": 7}}
+    assert nic["40"] == ({"0": 5, "1": 7}, "PCI-MSI 524288-edge eth0-TxRx-0")
 
 
 def test_cpu_offline_recorded_real_files():

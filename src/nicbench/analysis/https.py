@@ -11,8 +11,6 @@ plain TCP for the http baseline.
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -21,7 +19,7 @@ from . import linerate
 from .aggregate import WireRate, wire_rate
 from .counters import Counters, counter_warnings, counters
 from .cpu import CpuUsage, cpu_usage, cpu_warnings
-from .points import LinkInfo
+from .points import LinkInfo, by_point, median_of
 
 
 @dataclass(frozen=True)
@@ -132,15 +130,9 @@ def ceiling(link: LinkInfo | None, scheme: str, tls_version: str | None, clients
 
 
 def https_points(trials: Iterable[HttpsTrial], link: LinkInfo | None, clients: int | None) -> list[HttpsPoint]:
-    groups: dict[str, list[HttpsTrial]] = defaultdict(list)
-    for t in trials:
-        groups[t.point].append(t)
-
-    def med(vals):
-        vals = [v for v in vals if v is not None]
-        return statistics.median(vals) if vals else None
+    med = median_of
     out = []
-    for point, ts in groups.items():
+    for point, ts in by_point(trials).items():
         ok = [t for t in ts if t.status == "ok" and t.app_gbps is not None]
         apps = [t.app_gbps for t in ok]
         scheme = str(ts[0].params.get("scheme"))

@@ -230,6 +230,20 @@ def _trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
                        tool_cpus=dict(meta.get("tool_cpus") or {}))
 
 
+def median_of(values) -> float | None:
+    """Median of the values that are known (None left out); None if none are."""
+    vals = [v for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def by_point(results):
+    """Results grouped by point, in the order points first appear (run order)."""
+    groups: dict[str, list] = defaultdict(list)
+    for r in results:
+        groups[r.point].append(r)
+    return groups
+
+
 def _stats(values: list[float]) -> tuple[float | None, float | None, float | None, float | None]:
     if not values:
         return None, None, None, None
@@ -239,15 +253,8 @@ def _stats(values: list[float]) -> tuple[float | None, float | None, float | Non
 
 def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None,
                 mhz: float | None = None) -> list[PointStats]:
-    groups: dict[str, list[TrialResult]] = defaultdict(list)
-    order: list[str] = []
-    for r in results:
-        if r.point not in groups:
-            order.append(r.point)
-        groups[r.point].append(r)
     out = []
-    for point in order:
-        rs = groups[point]
+    for point, rs in by_point(results).items():
         ok = [r for r in rs if r.status == "ok" and r.gbps is not None]
         med, lo, hi, sd = _stats([r.gbps for r in ok])  # type: ignore[misc]
         by_dir = {}
@@ -288,9 +295,7 @@ def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None,
 
 
 def _counter_stats(cs: list[Counters]) -> tuple:
-    def med(vals):
-        vals = [v for v in vals if v is not None]
-        return statistics.median(vals) if vals else None
+    med = median_of
     if not cs:
         return (None,) * 5 + ((),)
 
@@ -312,9 +317,7 @@ def _cpu_stats(rs: list[TrialResult], mhz: float | None) -> tuple:
         return (None,) * 6 + ((),)
     effs = [efficiency(r.cpu, r.gbps or 0.0, mhz) for r in rs]  # type: ignore[arg-type]
 
-    def med(vals):
-        vals = [v for v in vals if v is not None]
-        return statistics.median(vals) if vals else None
+    med = median_of
     worst = max(rs, key=lambda r: r.cpu.busiest)  # type: ignore[union-attr]
     u = worst.cpu
     return (med(e.cores_busy for e in effs), med(r.cpu.percent_of_machine for r in rs),  # type: ignore[union-attr]

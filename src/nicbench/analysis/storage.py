@@ -10,7 +10,6 @@ MTU for that block size; ``readwrite`` uses both directions of the link.
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
@@ -19,7 +18,7 @@ from ..records import Sample, TrialRecord
 from . import linerate
 from .counters import Counters, counter_warnings, counters
 from .cpu import CpuUsage, cpu_usage, cpu_warnings
-from .points import LinkInfo
+from .points import LinkInfo, by_point, median_of
 
 # a point "reaches line rate" at this fraction of its ceiling
 LINE_RATE = 0.95
@@ -109,15 +108,9 @@ def ceiling_mb_s(link: LinkInfo | None, transport: str, io_size: int, op: str, i
 
 def storage_points(trials: Iterable[StorageTrial], link: LinkInfo | None, transport: str,
                    initiators: int | None) -> list[StoragePoint]:
-    groups: dict[str, list[StorageTrial]] = defaultdict(list)
-    for t in trials:
-        groups[t.point].append(t)
-
-    def med(vals):
-        vals = [v for v in vals if v is not None]
-        return statistics.median(vals) if vals else None
+    med = median_of
     out = []
-    for point, ts in groups.items():
+    for point, ts in by_point(trials).items():
         ok = [t for t in ts if t.status == "ok"]
         op, bs = str(ts[0].params.get("op")), int(ts[0].params.get("block_size") or 0)
         skews = [t.start_skew_s for t in ok if t.start_skew_s is not None]

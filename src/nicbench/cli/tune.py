@@ -27,7 +27,7 @@ def targets_for(hosts: tuple[str, ...], lab_name: str | None, ifname: str | None
     from ..hosts.facts import collect
     from ..hosts.transport import LocalTransport
     from ..lab import manager
-    from ..tuning.engine import Target
+    from ..tuning.engine import Target, lab_target
 
     out = []
     if hosts == ("local",):
@@ -50,9 +50,8 @@ def targets_for(hosts: tuple[str, ...], lab_name: str | None, ifname: str | None
         except KeyError:
             raise InputError(f"lab {name} has no host {h!r}", where="HOSTS",
                              hint=f"hosts: {', '.join(x.name for x in lab.spec.hosts)}") from None
-        t = lab.transport(h)
         i = ifname or "eth0"
-        out.append(Target(h, spec.role, t, f"lab-{name}-{h}", i, collect(t, spec.role, [i], ())[0], lab=True))
+        out.append(lab_target(lab, h, collect(lab.transport(h), spec.role, [i], ())[0], i))
     return out
 
 

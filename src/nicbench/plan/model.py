@@ -7,9 +7,9 @@ binary (``"4K"`` = 4096 B), durations are seconds.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, ClassVar, Literal, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag,
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationInfo,
                       field_validator, model_validator)
 
 from ..analysis.linerate import ModelError, parse_speed
@@ -96,7 +96,21 @@ class Lab(Strict):
         return v
 
 
-class TcpStudy(Strict):
+class _Sweep(Strict):
+    """A study: every list in ``SWEPT`` is a set of distinct values (a repeated
+    one would run the same point twice under one key)."""
+
+    SWEPT: ClassVar[tuple[str, ...]] = ()
+
+    @field_validator("*")
+    @classmethod
+    def _unique(cls, v: object, info: ValidationInfo) -> object:
+        if info.field_name in cls.SWEPT and isinstance(v, list) and len(set(v)) != len(v):
+            raise ValueError("values must not repeat")
+        return v
+
+
+class TcpStudy(_Sweep):
     """Multi-client TCP throughput (seeds 000 and 002).
 
     The server host runs the engine's *client* processes towards an engine
@@ -104,6 +118,7 @@ class TcpStudy(Strict):
     clients, ``rx`` is clients -> server (``-R``), ``bidir`` both at once.
     """
 
+    SWEPT = ("directions", "io_sizes", "connections")
     kind: Literal["tcp"] = "tcp"
     engine: Literal["iperf3", "iperf2"] = "iperf3"
     clients: list[str] | None = Field(None, description="client hosts to use (default: all)")
@@ -126,13 +141,6 @@ class TcpStudy(Strict):
     port_base: int = Field(5201, ge=1024, le=65000)
     timeout_margin: float = Field(15.0, ge=1, le=600, description="extra seconds before a point is declared hung")
 
-    @field_validator("directions", "io_sizes", "connections")
-    @classmethod
-    def _unique(cls, v: list) -> list:
-        if len(set(v)) != len(v):
-            raise ValueError("values must not repeat")
-        return v
-
     @model_validator(mode="after")
     def _engine_features(self) -> "TcpStudy":
         if self.engine == "iperf2" and (self.zerocopy or self.skip_rx_copy is True):
@@ -150,7 +158,7 @@ class TcpStudy(Strict):
         return self
 
 
-class HttpsStudy(Strict):
+class HttpsStudy(_Sweep):
     """HTTPS bulk throughput with nginx and wrk (seed 001).
 
     nginx serves one payload file of ``file_size`` from the study server over
@@ -159,6 +167,7 @@ class HttpsStudy(Strict):
     ``connections`` counts all clients together (the seed: 10..100).
     """
 
+    SWEPT = ("schemes", "connections", "tls_versions", "threads")
     kind: Literal["https"]
     clients: list[str] | None = Field(None, description="client hosts to use (default: all)")
     schemes: list[Literal["https", "http"]] = Field(default_factory=lambda: ["https"], min_length=1)
@@ -183,13 +192,6 @@ class HttpsStudy(Strict):
     def _one_or_many(cls, v: object) -> object:
         return [v] if isinstance(v, int) else v
 
-    @field_validator("schemes", "connections", "tls_versions", "threads")
-    @classmethod
-    def _unique(cls, v: list) -> list:
-        if len(set(v)) != len(v):
-            raise ValueError("values must not repeat")
-        return v
-
     @model_validator(mode="after")
     def _sizes(self) -> "HttpsStudy":
         if self.file_size < 1024:
@@ -204,7 +206,7 @@ class HttpsStudy(Strict):
         return 0.0
 
 
-class StorageStudy(Strict):
+class StorageStudy(_Sweep):
     """Block I/O over the network (seed 004): one target exporting LUNs, the
     client hosts as initiators, fio through the engine that fits the target.
 
@@ -213,6 +215,7 @@ class StorageStudy(Strict):
     initiators x 12).  MB/s are 10^6 bytes per second, as the seed reports.
     """
 
+    SWEPT = ("ops", "block_sizes")
     kind: Literal["storage"]
     clients: list[str] | None = Field(None, description="initiator hosts (default: all clients)")
     target: Literal["nbd", "iscsi", "devices"] = "nbd"
@@ -237,13 +240,6 @@ class StorageStudy(Strict):
     port_base: int = Field(10809, ge=1024, le=65000, description="NBD: the first LUN's port")
     iscsi_port: int = Field(3260, ge=1, le=65535, description="iSCSI: the portal's port")
     timeout_margin: float = Field(15.0, ge=1, le=600, description="extra seconds before a point is declared hung")
-
-    @field_validator("ops", "block_sizes")
-    @classmethod
-    def _unique(cls, v: list) -> list:
-        if len(set(v)) != len(v):
-            raise ValueError("values must not repeat")
-        return v
 
     @model_validator(mode="before")
     @classmethod

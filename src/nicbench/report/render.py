@@ -21,26 +21,42 @@ _CSV_COLS = ["point", "direction", "connections", "io_size", "io", "engine", "re
              "stack_retrans", "drops", "net_rx_softirq_per_s", "net_rx_by_cpu", "nic_irq_per_s"]
 
 
-def export(view: RunView, rows: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
+def write_exports(view: RunView, out: Path, rows: list[dict[str, Any]], cols: list[str], units: dict[str, str],
+                  trials: list[dict[str, Any]], csv_rows: list[dict[str, Any]] | None = None) -> tuple[Path, Path]:
+    """points.csv (``cols`` of ``csv_rows``, default ``rows``) and points.json
+    (versioned: every row and trial) of any study."""
     out.mkdir(parents=True, exist_ok=True)
     csv_path, json_path = out / "points.csv", out / "points.json"
     with open(csv_path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=_CSV_COLS + ["per_host_gbps"], extrasaction="ignore")
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
-        for r in rows:
-            w.writerow({**r, "per_host_gbps": ";".join(f"{h}={g}" for h, g in r["per_host_gbps"].items())})
-    doc = {"schema": EXPORT_SCHEMA, "run_id": view.info.run_id, "name": view.info.name,
-           "study": view.info.study, "units": {"gbps": "10^9 bit/s, receiver-side payload",
-                                               "io_size": "bytes"},
-           "points": rows,
-           "trials": [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
-                       "error": t.error, "gbps": t.gbps,
-                       "window_s": {d: a.seconds for d, a in t.receiver.items()},
-                       "start_skew_s": t.start_skew_s, "overhead_s": t.overhead_s,
-                       "tool_cpus": dict(t.tool_cpus)}
-                      for t in view.trials]}
-    json_path.write_text(json.dumps(doc, indent=1))
+        w.writerows(rows if csv_rows is None else csv_rows)
+    json_path.write_text(json.dumps({"schema": EXPORT_SCHEMA, "run_id": view.info.run_id, "name": view.info.name,
+                                     "study": view.info.study, "units": units, "points": rows, "trials": trials},
+                                    indent=1))
     return csv_path, json_path
+
+
+def write_page(out: Path, template: str, view: RunView, **context: Any) -> Path:
+    """index.html from ``template`` with what every study's page shows."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("nicbench.report", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    index = out / "index.html"
+    index.write_text(env.get_template(template).render(
+        info=view.info, meta=view.meta, link=link_sentence(view), warnings=view.info.meta.get("warnings") or [],
+        created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"), **context))
+    return index
+
+
+def export(view: RunView, rows: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
+    flat = [{**r, "per_host_gbps": ";".join(f"{h}={g}" for h, g in r["per_host_gbps"].items())} for r in rows]
+    return write_exports(
+        view, out, rows, _CSV_COLS + ["per_host_gbps"],
+        {"gbps": "10^9 bit/s, receiver-side payload", "io_size": "bytes"},
+        [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status, "error": t.error,
+          "gbps": t.gbps, "window_s": {d: a.seconds for d, a in t.receiver.items()},
+          "start_skew_s": t.start_skew_s, "overhead_s": t.overhead_s, "tool_cpus": dict(t.tool_cpus)}
+         for t in view.trials], csv_rows=flat)
 
 
 def link_sentence(view: RunView) -> str:
@@ -101,29 +117,15 @@ def render_https(view: RunView, out: Path) -> Path:
     cols = ["point", "scheme", "connections", "threads", "repeats_ok", "repeats_failed", "app_gbps", "app_min", "app_max",
             "wire_gbps", "ceiling_gbps", "pct_of_ceiling", "cpu_pct_of_machine", "cores_busy", "nginx_cores",
             "wrk_cores", "gbps_per_core", "requests", "socket_errors", "bad_status", "ktls"]
-    with open(out / "points.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    (out / "points.json").write_text(json.dumps({
-        "schema": EXPORT_SCHEMA, "run_id": view.info.run_id, "name": view.info.name, "study": "https",
-        "units": {"app_gbps": "10^9 bit/s read by wrk (bodies + headers)", "wire_gbps": "10^9 bit/s on the wire"},
-        "points": rows,
-        "trials": [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
+    write_exports(view, out, rows, cols,
+                  {"app_gbps": "10^9 bit/s read by wrk (bodies + headers)", "wire_gbps": "10^9 bit/s on the wire"},
+                  [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
                     "error": t.error, "app_gbps": t.app_gbps, "wire_gbps": t.wire_gbps, "ktls": t.ktls,
-                    "wrk": dict(t.wrk)} for t in view.https_trials]}, indent=1))
-    env = jinja2.Environment(loader=jinja2.PackageLoader("nicbench.report", "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
-    failures = [t for t in view.https_trials if t.status != "ok"]
-    html = env.get_template("https.html.j2").render(
-        info=view.info, meta=view.meta, rows=rows, figures=[p.name for p in figs], failures=failures,
-        csv="points.csv", json="points.json", link=link_sentence(view),
-        created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"),
-        warnings=view.info.meta.get("warnings") or [],
-        ktls=sorted({k for t in view.https_trials if t.ktls and t.ktls != "n/a (plain HTTP)" for k in [t.ktls]}))
-    index = out / "index.html"
-    index.write_text(html)
-    return index
+                    "wrk": dict(t.wrk)} for t in view.https_trials])
+    return write_page(out, "https.html.j2", view, rows=rows, figures=[p.name for p in figs],
+                      failures=[t for t in view.https_trials if t.status != "ok"], csv="points.csv",
+                      json="points.json", ktls=sorted({t.ktls for t in view.https_trials
+                                                       if t.ktls and t.ktls != "n/a (plain HTTP)"}))
 
 
 def render_storage(view: RunView, out: Path) -> Path:
@@ -136,33 +138,20 @@ def render_storage(view: RunView, out: Path) -> Path:
     figs = storage_figures(rows, out, view.info.name)
     cols = ["point", "op", "block_size", "bs", "repeats_ok", "repeats_failed", "mb_s", "iops", "ceiling_mb_s",
             "pct_of_ceiling", "above_ceiling", "cpu_pct_of_machine", "cores_busy", "max_start_skew_ms"]
-    with open(out / "points.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    (out / "points.json").write_text(json.dumps({
-        "schema": EXPORT_SCHEMA, "run_id": view.info.run_id, "name": view.info.name, "study": "storage",
-        "units": {"mb_s": "10^6 bytes/s, all initiators", "iops": "I/Os per second, all initiators"},
-        "points": rows,
-        "trials": [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
-                    "error": t.error, "mb_s": t.mb_s, "iops": t.iops, "per_initiator_mb_s": dict(t.per_initiator_mb_s),
-                    "start_skew_s": t.start_skew_s} for t in view.storage_trials]}, indent=1))
+    write_exports(view, out, rows, cols,
+                  {"mb_s": "10^6 bytes/s, all initiators", "iops": "I/Os per second, all initiators"},
+                  [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
+                    "error": t.error, "mb_s": t.mb_s, "iops": t.iops,
+                    "per_initiator_mb_s": dict(t.per_initiator_mb_s), "start_skew_s": t.start_skew_s}
+                   for t in view.storage_trials])
     sizes = sorted({r["block_size"] for r in rows})
     ops = [o for o in ("read", "write", "readwrite") if any(r["op"] == o for r in rows)]
     table = [{"bs": format_size(bs), **{op: next((r for r in rows if r["op"] == op and r["block_size"] == bs), None)
                                         for op in ops}} for bs in sizes]
     reached = {op: (format_size(v) if v else None) for op, v in line_rate_from(view.storage_points).items()}
-    env = jinja2.Environment(loader=jinja2.PackageLoader("nicbench.report", "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
-    failures = [t for t in view.storage_trials if t.status != "ok"]
-    html = env.get_template("storage.html.j2").render(
-        info=view.info, meta=view.meta, rows=rows, table=table, ops=ops, reached=reached,
-        figures=[p.name for p in figs], failures=failures, link=link_sentence(view),
-        created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"),
-        warnings=view.info.meta.get("warnings") or [], cpu=cpu_sentence(view))
-    index = out / "index.html"
-    index.write_text(html)
-    return index
+    return write_page(out, "storage.html.j2", view, rows=rows, table=table, ops=ops, reached=reached,
+                      figures=[p.name for p in figs], failures=[t for t in view.storage_trials if t.status != "ok"],
+                      cpu=cpu_sentence(view))
 
 
 def render(view: RunView, out: Path | None = None) -> Path:
@@ -183,15 +172,8 @@ def render(view: RunView, out: Path | None = None) -> Path:
     csv_path, json_path = export(view, rows, out)
     above = [r for r in rows if r["above_ceiling"]]
     over_link = [r for r in rows if r["wire_above_link"]]
-    env = jinja2.Environment(loader=jinja2.PackageLoader("nicbench.report", "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
-    html = env.get_template("report.html.j2").render(
-        info=view.info, meta=view.meta, rows=rows, figures=[p.name for p in figs],
-        failures=view.failures, csv=csv_path.name, json=json_path.name,
-        created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"),
-        warnings=view.info.meta.get("warnings") or [], link=link_sentence(view), above=above,
-        over_link=over_link, cpu=cpu_sentence(view), facts=facts_section(view),
-        tuning=view.info.meta.get("tuning"), pinned=pinned_tools(view), has_cpu=any(r["cores_busy"] is not None for r in rows))
-    index = out / "index.html"
-    index.write_text(html)
-    return index
+    return write_page(out, "report.html.j2", view, rows=rows, figures=[p.name for p in figs],
+                      failures=view.failures, csv=csv_path.name, json=json_path.name, above=above,
+                      over_link=over_link, cpu=cpu_sentence(view), facts=facts_section(view),
+                      tuning=view.info.meta.get("tuning"), pinned=pinned_tools(view),
+                      has_cpu=any(r["cores_busy"] is not None for r in rows))

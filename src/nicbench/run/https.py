@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Callable
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
-from ..hosts.transport import Process, Transport, parse_gate_stamp
+from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_stamp
 from ..plan.model import HttpsStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
-from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, child_pids
+from ..sampling.sampler import NetTarget, child_pids, tool_procs
+from .common import PointSamplers, busy_ports, even_shares, reach_problems, read, release_together, tool_version
 from ..tools import ktls, nginx, wrk
-from .procnet import listening, listening_ports
+from .procnet import listening
 
 PAYLOAD = "payload.bin"
 
@@ -46,7 +47,7 @@ class HttpsContext:
     ifname: str | None = "eth0"
     cpu_transport: Transport | None = None
     cpu_machine: str = "machine"
-    tcp_timestamps: dict[str, int | None] = field(default_factory=dict)
+    tcp_timestamps: dict[str, int | None] = field(default_factory=dict)   # set by the session, from facts
     nic_irqs: dict[str, str] = field(default_factory=dict)
     pin: dict[str, list[str]] = field(default_factory=dict)
     prefix: str | None = None
@@ -54,19 +55,6 @@ class HttpsContext:
     log_offset: int = 0
     ktls_why: str = ""
     raws: list[RawOutput] = field(default_factory=list)   # nginx's own outputs, stored when it stops
-
-
-def _version(t: Transport, argv: list[str], name: str, hint: str) -> str:
-    try:
-        r = t.run(argv, timeout=10)
-    except PreflightError:
-        raise PreflightError(f"{name} is not installed", where=t.host, hint=hint) from None
-    text = (r.stdout + r.stderr).strip()
-    from ..tools.base import parse_version
-    v = parse_version(text)
-    if not v:
-        raise PreflightError(f"{name}: cannot read a version from {tail(text)!r}", where=t.host)
-    return ".".join(map(str, v))
 
 
 def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str]) -> tuple[HttpsContext, list[str]]:
@@ -77,26 +65,16 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
     install = "apt-get install nginx-light wrk openssl (the set-up command in README.md does it)"
     for name, argv in (("nginx", ["nginx", "-v"]), ("openssl", ["openssl", "version"])):
         try:
-            versions[name] = _version(srv, argv, name, install)
+            versions[name] = tool_version(srv, argv, name, install)
         except PreflightError as e:
             problems.append(f"{plan.server}: {e.message}")
     for c in plan.clients:
         try:
-            versions["wrk"] = _version(transports[c], ["wrk", "-v"], "wrk", install)
+            versions["wrk"] = tool_version(transports[c], ["wrk", "-v"], "wrk", install)
         except PreflightError as e:
             problems.append(f"{c}: {e.message}")
-        try:
-            r = srv.run(["ping", "-c", "1", "-W", "2", "-n", "-q", addresses[c]], timeout=10)
-            if r.returncode != 0:
-                problems.append(f"{plan.server} cannot reach {c} ({addresses[c]})")
-        except PreflightError as e:
-            problems.append(f"{plan.server}: {e.message} (apt-get install iputils-ping)")
-    busy: set[int] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            busy |= listening_ports(srv.read_text(table))
-        except OSError:
-            pass
+    problems += reach_problems(srv, {c: addresses[c] for c in plan.clients})
+    busy = busy_ports(srv)
     for port in (s.https_port, s.http_port):
         if port in busy:
             problems.append(f"{plan.server}: port {port} already in use")
@@ -107,15 +85,8 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
         warnings.append(f"kTLS asked for, but this kernel has no TLS ({why}): OpenSSL falls back to userspace "
                         "TLS, and the report says so")
     _raise_nofile(max(s.connections))
-    ts = {}
-    for h in [plan.server, *plan.clients]:
-        try:
-            ts[h] = int(transports[h].read_text("/proc/sys/net/ipv4/tcp_timestamps").strip())
-        except (OSError, ValueError):
-            ts[h] = None
-    from ..hosts.transport import LocalTransport
     return HttpsContext(s, plan.server, list(plan.clients), dict(transports), addresses, versions, has_tls,
-                        warnings=warnings, tcp_timestamps=ts, cpu_transport=LocalTransport("machine"),
+                        warnings=warnings, cpu_transport=LocalTransport("machine"),
                         ktls_why=why), warnings
 
 
@@ -155,10 +126,8 @@ def _raise_nofile(connections: int) -> None:
 
 
 def _sh(t: Transport, script: str, *args: str, input: str | None = None, what: str, timeout: float = 60) -> str:
-    r = t.run(["sh", "-c", script, "nicbench", *args], input=input, timeout=timeout)
-    if r.returncode != 0:
-        raise ToolError(f"{what} failed: {tail(r.stderr) or tail(r.stdout) or f'exit {r.returncode}'}", where=t.host)
-    return r.stdout
+    """A shell step on the server host (arguments passed as $1.., never spliced in)."""
+    return t.run(["sh", "-c", script, "nicbench", *args], input=input, timeout=timeout).check(what).stdout
 
 
 def start(ctx: HttpsContext, raw_dir: Path) -> list[RawOutput]:
@@ -191,7 +160,7 @@ def start(ctx: HttpsContext, raw_dir: Path) -> list[RawOutput]:
     while True:
         rc = ctx.nginx.poll()
         if rc is not None:
-            text = _read(err) + "\n" + _log(t, p)
+            text = read(err) + "\n" + _log(t, p)
             msg = nginx.first_error(text) or tail(text) or f"exited {rc}"
             hint = ("another process holds the port: pick study.https_port/http_port or stop it"
                     if "in use" in msg else None)
@@ -232,13 +201,6 @@ def stop(ctx: HttpsContext, raw_dir: Path) -> list[RawOutput]:
     return raws
 
 
-def _read(p: Path) -> str:
-    try:
-        return p.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
 def _log(t: Transport, prefix: str) -> str:
     try:
         return t.read_text(f"{prefix}/logs/error.log")
@@ -247,8 +209,7 @@ def _log(t: Transport, prefix: str) -> str:
 
 
 def shares(connections: int, clients: list[str]) -> list[tuple[str, int]]:
-    n = len(clients)
-    return [(c, connections // n + (1 if i < connections % n else 0)) for i, c in enumerate(clients)]
+    return list(zip(clients, even_shares(connections, len(clients))))
 
 
 def _tls_stat(ctx: HttpsContext) -> dict[str, int] | None:
@@ -272,8 +233,7 @@ def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialR
     raws: list[RawOutput] = []
     procs: list[tuple[str, Process]] = []
     status, error = "ok", None
-    net: NetSampler | None = None
-    cpu: CpuSampler | None = None
+    samplers: PointSamplers | None = None
     samples: list[Sample] = []
     before = _tls_stat(ctx)
     try:
@@ -289,45 +249,28 @@ def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialR
             procs.append((client, ctx.transports[client].spawn(argv, stdout=out, stderr=err, gated=True)))
             meta["argv"][client] = argv
             meta["layout"].append({"client": client, "connections": n, "threads": min(threads, n)})
-        ready_by = time.monotonic() + 5
-        while not all(p.is_ready() for _, p in procs):
-            if time.monotonic() > ready_by:
-                raise ToolError("wrk processes not ready at the start barrier after 5 s", where="clients")
-            time.sleep(0.002)
         # samplers first: the window starts at the first wrk's start, so their
         # first read must come before it
-        net = NetSampler(_net_targets(ctx, procs), trial_id=spec.trial_id, interval=0.5)
-        net.read()
-        net.start()
-        if ctx.cpu_transport is not None:
-            cpu = CpuSampler(ctx.cpu_transport, _tool_procs(ctx, procs), machine=ctx.cpu_machine,
-                             trial_id=spec.trial_id, interval=0.25, nic_irqs=ctx.nic_irqs)
-            cpu.read()
-            cpu.start()
-        meta["released"] = time.time()
-        for _, p in procs:
-            p.release()
+        samplers = PointSamplers(spec.trial_id, _net_targets(ctx, procs), ctx.cpu_transport,
+                                 _tool_procs(ctx, procs), machine=ctx.cpu_machine,
+                                 nic_irqs=ctx.nic_irqs).start(first_read=True)
+        meta["released"] = release_together([p for _, p in procs], "wrk", "clients")
         end_by = time.monotonic() + s.duration + s.timeout_margin
         for client, p in procs:
             if p.wait(end_by - time.monotonic()) is None:
                 raise ToolError(f"wrk on {client} still running after {s.duration + s.timeout_margin:g}s",
                                 where=client, hint="the server stopped answering; raise study.timeout_margin "
                                                    "if the host is only slow")
-        net.read()
-        if cpu is not None:
-            cpu.read()
+        samplers.last_read()
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user"
     except NicbenchError as e:
         status, error = "failed", e.one_line().removeprefix("nicbench: ")
     finally:
-        counters = net.stop() if net is not None else []
-        if cpu is not None:
-            counters += cpu.stop()
-            meta["tool_cpus"] = cpu.tool_cpus()
         for _, p in procs:
             if p.poll() is None:
                 p.stop(0.5)
+        counters = samplers.stop(meta) if samplers is not None else []
     after = _tls_stat(ctx)
     meta["tls_stat"] = {"before": before, "after": after}
     meta["ktls"] = ktls.verdict(scheme, before, after, kernel_has_tls=ctx.ktls_kernel, why=ctx.ktls_why)
@@ -335,8 +278,8 @@ def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialR
     if status == "ok":
         try:
             for client, p in procs:
-                res = wrk.parse(_read(p.stdout_path), _read(p.stderr_path))
-                t0 = parse_gate_stamp(_read(p.stderr_path))
+                res = wrk.parse(read(p.stdout_path), read(p.stderr_path))
+                t0 = parse_gate_stamp(read(p.stderr_path))
                 if t0 is None:
                     raise ToolError("the start gate recorded no time", where=client)
                 tags = make_tags(host=client, scheme=scheme, side="receiver", direction="tx")
@@ -385,22 +328,15 @@ def _net_targets(ctx: HttpsContext, procs) -> list[NetTarget]:
 
 
 def _tool_procs(ctx: HttpsContext, procs):
-    """nginx's workers (children of the master) and each client's wrk (the child of its gate shim)."""
-    found: dict[int, int] = {}
+    """nginx's master and workers (re-listed each read: workers can be
+    replaced) and each client's wrk below its gate shim."""
+    if ctx.cpu_transport is None:
+        return lambda: []
+    t = ctx.cpu_transport
 
-    def list_() -> list[tuple[int, str, str, str]]:
-        out = []
-        if ctx.nginx is not None and ctx.cpu_transport is not None:
-            out.append((ctx.nginx.pid, ctx.server, "nginx", "master"))
-            out += [(w, ctx.server, "nginx", f"worker {i}")
-                    for i, w in enumerate(child_pids(ctx.cpu_transport, ctx.nginx.pid))]
-        for client, p in procs:
-            if p.pid not in found and ctx.cpu_transport is not None:
-                kids = child_pids(ctx.cpu_transport, p.pid)
-                if kids:
-                    found[p.pid] = kids[0]
-            if p.pid in found:
-                out.append((found[p.pid], client, "wrk", client))
-        return out
-    return list_
-
+    def nginx_procs() -> list[tuple[int, str, str, str]]:
+        if ctx.nginx is None:
+            return []
+        return [(ctx.nginx.pid, ctx.server, "nginx", "master")] + [
+            (w, ctx.server, "nginx", f"worker {i}") for i, w in enumerate(child_pids(t, ctx.nginx.pid))]
+    return tool_procs(t, nginx_procs, [(p.pid, client, "wrk", client) for client, p in procs])

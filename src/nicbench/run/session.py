@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterator, Protocol
 
 from .. import __version__
-from ..core.errors import Interrupted, LabError, NicbenchError, PreflightError, tail
+from ..core.errors import Interrupted, LabError, NicbenchError, PreflightError
 from ..hosts.transport import LocalTransport
 from ..lab import manager
 from ..lab.topology import LabSpec, make_spec
@@ -31,12 +31,12 @@ from ..hosts.facts import collect_quietly
 from ..hosts.transport import Transport
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from ..store.runs import RunWriter, new_run_id
-from ..tuning.engine import Target, TuningLock, in_force
+from ..tuning.engine import Target, TuningLock, in_force, lab_target
 from ..tuning.engine import apply as tune_apply
 from ..tuning.engine import audit as tune_audit
 from ..tuning.engine import restore as tune_restore
 from ..tuning.profile import load as load_profile
-from .procnet import listening_ports
+from .common import busy_ports, reach_problems
 from .study import study_run
 from .tcp import TcpContext, detect_tool, layout
 
@@ -128,7 +128,6 @@ def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
     """Check every host at once; raise PreflightError listing all problems."""
     problems: list[str] = []
     warnings: list[str] = []
-    ts_state: dict[str, int | None] = {}
     transports = lab.transports()
     addresses = {h.name: h.ip for h in lab.spec.hosts}
     s = plan.study
@@ -140,26 +139,13 @@ def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
                 tool = info
         except PreflightError as e:
             problems.append(f"{host}: {e.message}")
+    problems += reach_problems(transports[plan.server], {c: addresses[c] for c in plan.clients})
     for c in plan.clients:
-        try:
-            r = transports[plan.server].run(["ping", "-c", "1", "-W", "2", "-n", "-q", addresses[c]], timeout=10)
-        except PreflightError as e:
-            problems.append(f"{plan.server}: {e.message} (apt-get install iputils-ping)")
-            continue
-        if r.returncode != 0:
-            problems.append(f"{plan.server} cannot reach {c} ({addresses[c]}): "
-                            f"{tail(r.stdout + r.stderr) or 'no reply'}")
         ports_wanted = {slot.port for n in s.connections
                         for slot in layout(n, plan.clients, s.connections_per,
                                            s.streams_per_process or (128 if s.engine == "iperf3" else 4096),
                                            s.port_base) if slot.client == c}
-        busy: set[int] = set()
-        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-            try:
-                busy |= listening_ports(transports[c].read_text(table))
-            except OSError:
-                pass
-        taken = sorted(ports_wanted & busy)
+        taken = sorted(ports_wanted & busy_ports(transports[c]))
         if taken:
             problems.append(f"{c}: port(s) {', '.join(map(str, taken))} already in use")
     skip = False
@@ -179,18 +165,13 @@ def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
         if tool.version < (3, 16):
             warnings.append(f"iperf3 {tool.version_str} is single-threaded: all streams of one process "
                             "share one core; more client hosts or processes spread the load")
-    for host in [plan.server, *plan.clients]:
-        try:
-            ts_state[host] = int(transports[host].read_text("/proc/sys/net/ipv4/tcp_timestamps").strip())
-        except (OSError, ValueError):
-            ts_state[host] = None
     if problems:
         raise PreflightError("; ".join(problems), where="preflight",
                              hint="fix every item listed, then run again")
     assert tool is not None
     # Every lab host runs on this one machine: CPU is sampled once, for all
     return TcpContext(s, plan.server, dict(transports), addresses, tool, skip, warnings=warnings,
-                      tcp_timestamps=ts_state, cpu_transport=LocalTransport("machine"),
+                      cpu_transport=LocalTransport("machine"),
                       cpu_machine="machine"), warnings
 
 
@@ -230,8 +211,14 @@ def tuning_targets(plan: Plan, lab: manager.Lab, facts: list[tuple[HostFacts, st
     audits: every run records the tuning state it ran in) and the lab hosts."""
     profile = load_profile(plan.tuning or "stock", dict(plan.profiles))
     by_host = {h.host: h for h, _ in facts}
-    return profile, [Target(h, plan.hosts[h].role, lab.transport(h), f"lab-{lab.spec.name}-{h}", "eth0",
-                            by_host.get(h), lab=True) for h in plan.hosts]
+    return profile, [lab_target(lab, h, by_host.get(h)) for h in plan.hosts]
+
+
+def timestamps(facts: list[tuple[HostFacts, str]], hosts: list[str]) -> dict[str, int | None]:
+    """tcp_timestamps of the hosts as the points run (the ceiling depends on it),
+    from the facts in force: one read per host, already made."""
+    by = {h.host: h.value("sysctl.net.ipv4.tcp_timestamps") for h, _ in facts}
+    return {h: by[h] if isinstance(by.get(h), int) else None for h in hosts}
 
 
 def tune_for_run(plan: Plan, profile, targets: list[Target], ctx: TcpContext, facts, fact_hosts,
@@ -243,10 +230,6 @@ def tune_for_run(plan: Plan, profile, targets: list[Target], ctx: TcpContext, fa
     ctx.pin = result.pin
     if apply_it:
         facts = gather_facts(fact_hosts, tools)
-        for h, _ in facts:                  # the ceiling must use the tuned value
-            ts = h.value("sysctl.net.ipv4.tcp_timestamps")
-            if h.host in ctx.tcp_timestamps and isinstance(ts, int):
-                ctx.tcp_timestamps[h.host] = ts
     return {"profile": plan.tuning or "stock", "host_wide": host_wide, "applied": apply_it,
             "from_plan": bool(plan.tuning), "rows": [r.to_dict() for r in result.rows],
             "pinning": result.pin_cpus}, facts
@@ -305,6 +288,7 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
             warnings += [f"tuning: {r['host']} {r['setting']} did not take: {r['note']}"
                          for r in tuning["rows"] if r["status"] == "failed"]
             ctx.nic_irqs = nic_irqs(facts, plan.server, ctx.ifname)
+            ctx.tcp_timestamps = timestamps(facts, [plan.server, *plan.clients])
             run_id = new_run_id(plan.name)
             info = RunInfo(run_id, plan.name, study.kind, time.time(), plan_text, "plan", __version__, {
                 "lab": spec.to_dict(), "server": plan.server, "clients": plan.clients, **study.meta(),

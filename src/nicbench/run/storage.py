@@ -21,9 +21,10 @@ from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_stamp
 from ..plan.model import StorageStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
-from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, child_pids
+from ..sampling.sampler import NetTarget, tool_procs
+from .common import PointSamplers, busy_ports, read, release_together, tool_version
 from ..tools import fio, iscsi_perf
-from .procnet import listening, listening_ports
+from .procnet import listening
 
 
 @dataclass
@@ -39,7 +40,7 @@ class StorageContext:
     ifname: str | None = "eth0"
     cpu_transport: Transport | None = None
     cpu_machine: str = "machine"
-    tcp_timestamps: dict[str, int | None] = field(default_factory=dict)
+    tcp_timestamps: dict[str, int | None] = field(default_factory=dict)   # set by the session, from facts
     nic_irqs: dict[str, str] = field(default_factory=dict)
     pin: dict[str, list[str]] = field(default_factory=dict)
     targets: list[Process] = field(default_factory=list)
@@ -62,15 +63,7 @@ def assignment(luns: int, clients: list[str], devices: dict[str, list[str]] | No
     return out
 
 
-def _version(t: Transport, argv: list[str], name: str) -> str:
-    try:
-        r = t.run(argv, timeout=10)
-    except PreflightError:
-        raise PreflightError(f"{name} is not installed", where=t.host,
-                             hint="apt-get install nbdkit fio (the set-up command in README.md does it)") from None
-    from ..tools.base import parse_version
-    v = parse_version(r.stdout + r.stderr)
-    return ".".join(map(str, v)) if v else "?"
+INSTALL = "apt-get install nbdkit fio tgt libiscsi-bin (the set-up command in README.md does it)"
 
 
 def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str]) -> tuple[StorageContext, list[str]]:
@@ -82,7 +75,7 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
                     "iscsi": [("tgtd", ["tgtd", "--version"]), ("tgtadm", ["tgtadm", "--version"])]}[s.target]
     for name, argv in server_tools:
         try:
-            versions[name] = _version(srv, argv, name)
+            versions[name] = tool_version(srv, argv, name, INSTALL)
         except PreflightError as e:
             problems.append(f"{plan.server}: {e.message}")
     for c in plan.clients:
@@ -92,7 +85,7 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
                     "iscsi-perf", hint="apt-get install libiscsi-bin")
                 versions["iscsi-perf"] = "0.1"
                 continue
-            versions["fio"] = _version(transports[c], ["fio", "--version"], "fio")
+            versions["fio"] = tool_version(transports[c], ["fio", "--version"], "fio", INSTALL)
             eng = transports[c].run(["fio", "--enghelp"], timeout=10)
             need = "nbd" if s.target == "nbd" else s.engine
             if need not in (eng.stdout + eng.stderr).split():
@@ -102,26 +95,15 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
                     problems.append(f"{c}: {dev} is not a block device on this host")
         except (PreflightError, ToolError) as e:
             problems.append(f"{c}: {e.message}")
-    busy: set[int] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            busy |= listening_ports(srv.read_text(table))
-        except OSError:
-            pass
+    busy = busy_ports(srv)
     wanted = {"nbd": set(range(s.port_base, s.port_base + s.luns)), "iscsi": {s.iscsi_port}, "devices": set()}[s.target]
     taken = sorted(busy & wanted)
     if taken:
         problems.append(f"{plan.server}: port(s) {', '.join(map(str, taken))} already in use")
     if problems:
         raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
-    ts = {}
-    for h in [plan.server, *plan.clients]:
-        try:
-            ts[h] = int(transports[h].read_text("/proc/sys/net/ipv4/tcp_timestamps").strip())
-        except (OSError, ValueError):
-            ts[h] = None
     return StorageContext(s, plan.server, list(plan.clients), dict(transports), addresses, versions,
-                          tcp_timestamps=ts, cpu_transport=LocalTransport("machine")), []
+                          cpu_transport=LocalTransport("machine")), []
 
 
 def target_argv(s: StorageStudy, address: str, lun: int) -> list[str]:
@@ -167,7 +149,7 @@ def _start_tgt(ctx: StorageContext, raw_dir: Path) -> None:
             ctx.tgt_up = True
             break
         if ctx.targets[0].poll() is not None or time.monotonic() > deadline:
-            raise ToolError(f"tgtd did not start: {tail(_read(err)) or tail(r.stderr)}", where=ctx.server)
+            raise ToolError(f"tgtd did not start: {tail(read(err)) or tail(r.stderr)}", where=ctx.server)
         time.sleep(0.05)
     for lun in range(s.luns):
         for args in (["--op", "new", "--mode", "target", "--tid", str(lun + 1), "-T", f"{IQN}:lun{lun}"],
@@ -200,7 +182,7 @@ def start(ctx: StorageContext, raw_dir: Path) -> list[RawOutput]:
         while True:
             rc = p.poll()
             if rc is not None:
-                msg = tail(_read(p.stderr_path)) or f"exited {rc}"
+                msg = tail(read(p.stderr_path)) or f"exited {rc}"
                 raise ToolError(f"the target for LUN {lun} (nbdkit, port {port}) did not start: {msg}",
                                 where=ctx.server, hint="another process may hold the port: set study.port_base"
                                 if "in use" in msg else None)
@@ -230,13 +212,6 @@ def stop(ctx: StorageContext, raw_dir: Path) -> list[RawOutput]:
     return raws
 
 
-def _read(p: Path) -> str:
-    try:
-        return p.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
 def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
     s = ctx.study
     op, bs = str(spec.params["op"]), int(spec.params["block_size"])
@@ -245,7 +220,7 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
     raws: list[RawOutput] = []
     procs: list[tuple[str, Process]] = []
     status, error = "ok", None
-    net = cpu = None
+    samplers: PointSamplers | None = None
     samples: list[Sample] = []
     try:
         dead = [lun for lun, p in enumerate(ctx.targets) if p.poll() is not None]
@@ -262,22 +237,10 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
                 procs.append((client, ctx.transports[client].spawn(argv, stdout=out, stderr=err, gated=True)))
                 meta["argv"][name] = argv
             meta["layout"].append({"client": client, "luns": luns})
-        ready_by = time.monotonic() + 5
-        while not all(p.is_ready() for _, p in procs):
-            if time.monotonic() > ready_by:
-                raise ToolError("initiator processes not ready at the start barrier after 5 s", where="initiators")
-            time.sleep(0.002)
-        net = NetSampler(_net_targets(ctx, procs), trial_id=spec.trial_id, interval=0.5)
-        net.read()
-        net.start()
-        if ctx.cpu_transport is not None:
-            cpu = CpuSampler(ctx.cpu_transport, _tool_procs(ctx, procs), machine=ctx.cpu_machine,
-                             trial_id=spec.trial_id, interval=0.25, nic_irqs=ctx.nic_irqs)
-            cpu.read()
-            cpu.start()
-        meta["released"] = time.time()
-        for _, p in procs:
-            p.release()
+        samplers = PointSamplers(spec.trial_id, _net_targets(ctx, procs), ctx.cpu_transport,
+                                 _tool_procs(ctx, procs), machine=ctx.cpu_machine,
+                                 nic_irqs=ctx.nic_irqs).start(first_read=True)
+        meta["released"] = release_together([p for _, p in procs], "initiators", "initiators")
         limit = s.ramp + s.duration + s.timeout_margin
         end_by = time.monotonic() + limit
         for client, p in procs:
@@ -286,9 +249,7 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
                 raise ToolError(f"{tool} on {client} still running after {limit:g}s (ramp + duration + "
                                 "timeout_margin): the target stopped answering", where=client,
                                 hint="check the target; raise study.timeout_margin if it is only slow")
-        net.read()
-        if cpu is not None:
-            cpu.read()
+        samplers.last_read()
     except KeyboardInterrupt:
         status, error = "interrupted", "interrupted by the user"
     except NicbenchError as e:
@@ -297,23 +258,20 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
         for _, p in procs:                        # first: nothing may outlive the point
             if p.poll() is None:
                 p.stop(0.5, sig=signal.SIGKILL)        # fio stuck in a dead connection ignores TERM
-        counters = net.stop() if net is not None else []
-        if cpu is not None:
-            counters += cpu.stop()
-            meta["tool_cpus"] = cpu.tool_cpus()
+        counters = samplers.stop(meta) if samplers is not None else []
     results: dict[str, dict] = {}
     if status == "ok":
         try:
             if s.target == "iscsi":
                 samples += _iscsi_samples(ctx, spec, procs, bs, results)
             for client, p in (procs if s.target != "iscsi" else []):
-                rep = fio.parse(_read(p.stdout_path) + "\n" + _read(p.stderr_path))
+                rep = fio.parse(read(p.stdout_path) + "\n" + read(p.stderr_path))
                 bad = [j for j in rep.jobs if j.error]
                 if rep.errors or bad or p.poll() not in (0, None):
                     why = rep.errors[0] if rep.errors else (f"job {bad[0].name} error {bad[0].error}" if bad
                                                              else f"exit {p.poll()}")
                     raise ToolError(f"fio on {client}: {why}", where=client)
-                t0 = parse_gate_stamp(_read(p.stderr_path))
+                t0 = parse_gate_stamp(read(p.stderr_path))
                 if t0 is None:
                     raise ToolError(f"fio on {client}: its start gate recorded no time", where=client)
                 for what in ("read", "write"):
@@ -366,7 +324,7 @@ def _iscsi_samples(ctx: StorageContext, spec: TrialSpec, procs, bs: int, results
     s = ctx.study
     per: dict[str, list[tuple[float, int, int]]] = {}
     for client, p in procs:
-        text = _read(p.stdout_path) + "\n" + _read(p.stderr_path)
+        text = read(p.stdout_path) + "\n" + read(p.stderr_path)
         seconds = iscsi_perf.parse(text)
         if p.poll() not in (0, 124):                 # 124: timeout fired and iscsi-perf finished on SIGINT
             last = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("nicbench-")]
@@ -375,7 +333,7 @@ def _iscsi_samples(ctx: StorageContext, spec: TrialSpec, procs, bs: int, results
         ios, n = iscsi_perf.measured(seconds, s.ramp)
         if n <= 0:
             raise ToolError(f"iscsi-perf on {client} ran no whole second after the ramp", where=client)
-        t0 = parse_gate_stamp(_read(p.stderr_path))
+        t0 = parse_gate_stamp(read(p.stderr_path))
         if t0 is None:
             raise ToolError(f"iscsi-perf on {client}: its start gate recorded no time", where=client)
         per.setdefault(client, []).append((t0, ios, n))
@@ -402,33 +360,10 @@ def _net_targets(ctx: StorageContext, procs) -> list[NetTarget]:
 
 def _tool_procs(ctx: StorageContext, procs):
     """Targets by PID; each initiator process below its gate shim and any
-    wrapper (timeout, taskset), found once it has exec'd."""
-    found: dict[int, int] = {}
+    wrapper (timeout, taskset), one id per process."""
+    if ctx.cpu_transport is None:
+        return lambda: []
     tool = "iscsi-perf" if ctx.study.target == "iscsi" else "fio"
-
-    def real(pid: int) -> int | None:
-        t = ctx.cpu_transport
-        for _ in range(4):
-            kids = child_pids(t, pid) if t is not None else []
-            if not kids:
-                return None
-            pid = kids[0]
-            try:
-                comm = t.read_text(f"/proc/{pid}/comm").strip() if t is not None else ""
-            except OSError:
-                return None
-            if comm not in ("timeout", "taskset", "numactl", "bash", "sh"):
-                return pid
-        return None
-
-    def list_() -> list[tuple[int, str, str, str]]:
-        out = [(p.pid, ctx.server, "target", f"lun{i}") for i, p in enumerate(ctx.targets)]
-        for i, (client, p) in enumerate(procs):
-            if p.pid not in found:
-                pid = real(p.pid)
-                if pid is not None:
-                    found[p.pid] = pid
-            if p.pid in found:
-                out.append((found[p.pid], client, tool, f"{client}#{i}"))
-        return out
-    return list_
+    return tool_procs(ctx.cpu_transport,
+                      lambda: [(p.pid, ctx.server, "target", f"lun{i}") for i, p in enumerate(ctx.targets)],
+                      [(p.pid, client, tool, f"{client}#{i}") for i, (client, p) in enumerate(procs)])

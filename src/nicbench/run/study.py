@@ -52,14 +52,33 @@ class TcpRun:
         return []
 
 
-class HttpsRun:
-    kind = "https"
+class _ServerRun:
+    """A study with a server process of its own (nginx, the LUN targets): its
+    module's preflight, start, run_trial and stop, looked up at call time."""
+
+    module_name = ""
+    kind = ""
 
     def __init__(self, plan: Plan, lab) -> None:
-        from . import https
+        import importlib
+        self.module = importlib.import_module(f"nicbench.run.{self.module_name}")
         self.plan = plan
-        self.ctx, self.warnings = https.preflight(plan, lab.transports(), {h.name: h.ip for h in lab.spec.hosts})
-        self.tools = ["nginx", "wrk", "openssl", "ethtool"]
+        self.ctx, self.warnings = self.module.preflight(plan, lab.transports(),
+                                                        {h.name: h.ip for h in lab.spec.hosts})
+
+    def start(self, raw_dir: Path) -> list[RawOutput]:
+        return self.module.start(self.ctx, raw_dir)
+
+    def trial(self, spec, raw_dir):
+        return self.module.run_trial(self.ctx, spec, raw_dir)
+
+    def stop(self, raw_dir: Path) -> list[RawOutput]:
+        return self.module.stop(self.ctx, raw_dir)
+
+
+class HttpsRun(_ServerRun):
+    kind = module_name = "https"
+    tools = ["nginx", "wrk", "openssl", "ethtool"]
 
     def meta(self) -> dict:
         s: HttpsStudy = self.plan.study  # type: ignore[assignment]
@@ -69,52 +88,25 @@ class HttpsRun:
                 "ktls_kernel_evidence": self.ctx.ktls_why,
                 "tls_versions": s.tls_versions, "file_size": s.file_size, "trim": 0.0}
 
-    def start(self, raw_dir: Path) -> list[RawOutput]:
-        from .https import start
-        return start(self.ctx, raw_dir)
 
-    def trial(self, spec, raw_dir):
-        from .https import run_trial
-        return run_trial(self.ctx, spec, raw_dir)
+class StorageRun(_ServerRun):
+    kind = module_name = "storage"
 
-    def stop(self, raw_dir: Path) -> list[RawOutput]:
-        from .https import stop
-        return stop(self.ctx, raw_dir)
-
-
-class StorageRun:
-    kind = "storage"
-
-    def __init__(self, plan: Plan, lab) -> None:
-        from . import storage
-        self.plan = plan
-        self.ctx, self.warnings = storage.preflight(plan, lab.transports(), {h.name: h.ip for h in lab.spec.hosts})
-        target = plan.study.target  # type: ignore[union-attr]
-        self.tools = {"nbd": ["nbdkit", "fio"], "iscsi": ["tgtd"], "devices": ["fio"]}[target] + ["ethtool"]
+    @property
+    def tools(self) -> list[str]:
+        target = self.plan.study.target  # type: ignore[union-attr]
+        return {"nbd": ["nbdkit", "fio"], "iscsi": ["tgtd"], "devices": ["fio"]}[target] + ["ethtool"]
 
     def meta(self) -> dict:
         s: StorageStudy = self.plan.study  # type: ignore[assignment]
-        from .storage import assignment
         v = self.ctx.versions
         engine = {"nbd": ("nbdkit + fio", f"nbdkit {v.get('nbdkit')}, fio {v.get('fio')}"),
                   "iscsi": ("tgt + iscsi-perf", f"tgtd {v.get('tgtd')}, iscsi-perf {v.get('iscsi-perf')}"),
                   "devices": (f"fio ({s.engine})", f"fio {v.get('fio')}")}[s.target]
         return {"engine": engine[0], "engine_version": engine[1], "versions": v, "target": s.target,
                 "lun_kind": s.lun_kind, "luns": s.luns, "lun_size": s.lun_size, "iodepth": s.iodepth,
-                "pattern": s.pattern, "assignment": assignment(s.luns, self.plan.clients, s.devices),
+                "pattern": s.pattern, "assignment": self.module.assignment(s.luns, self.plan.clients, s.devices),
                 "transport": s.transport or ("nbd" if s.target == "devices" else s.target), "trim": 0.0}
-
-    def start(self, raw_dir: Path) -> list[RawOutput]:
-        from .storage import start
-        return start(self.ctx, raw_dir)
-
-    def trial(self, spec, raw_dir):
-        from .storage import run_trial
-        return run_trial(self.ctx, spec, raw_dir)
-
-    def stop(self, raw_dir: Path) -> list[RawOutput]:
-        from .storage import stop
-        return stop(self.ctx, raw_dir)
 
 
 def study_run(plan: Plan, lab) -> StudyRun:

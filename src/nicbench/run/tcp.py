@@ -29,7 +29,8 @@ from ..plan.model import TcpStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, ToolInfo
-from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, child_pids
+from ..sampling.sampler import NetTarget, tool_procs
+from .common import PointSamplers, even_shares, read, release_together
 from .procnet import listening, socket_inodes
 
 MODE = {"tx": "fwd", "rx": "rev", "bidir": "bidir"}
@@ -54,17 +55,13 @@ def layout(connections: int, clients: Sequence[str], per: str, cap: int,
     gets that many.
     """
     n = len(clients)
-    if per == "client":
-        share = [connections] * n
-    else:
-        share = [connections // n + (1 if i < connections % n else 0) for i in range(n)]
+    share = [connections] * n if per == "client" else even_shares(connections, n)
     slots = []
     for client, c in zip(clients, share):
         if c == 0:
             continue
         procs = math.ceil(c / cap)
-        for k in range(procs):
-            streams = c // procs + (1 if k < c % procs else 0)
+        for k, streams in enumerate(even_shares(c, procs)):
             slots.append(ProcSlot(client, port_base + k, streams))
     return slots
 
@@ -91,7 +88,7 @@ def _wait_listening(t: Transport, proc: Process, port: int, deadline: float) -> 
     while True:
         rc = proc.poll()
         if rc is not None:
-            out = _read(proc.stdout_path) + "\n" + _read(proc.stderr_path)
+            out = read(proc.stdout_path) + "\n" + read(proc.stderr_path)
             msg = _server_error(out) or tail(out) or f"exited {rc}"
             hint = ("another process holds the port: pick another study.port_base, or stop it"
                     if "in use" in msg.lower() else None)
@@ -114,13 +111,6 @@ def _server_error(text: str) -> str | None:
         return iperf3.extract_json(text).get("error")
     except NicbenchError:
         return None
-
-
-def _read(p: Path) -> str:
-    try:
-        return p.read_text(errors="replace")
-    except OSError:
-        return ""
 
 
 _HINTS = {
@@ -177,8 +167,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                   "engine_version": ctx.tool.version_str, "argv": {}}
     status, error = "ok", None
     samples: list[Sample] = []
-    sampler: NetSampler | None = None
-    cpu_sampler: CpuSampler | None = None
+    samplers: PointSamplers | None = None
 
     def raw(host: str, role: str, name: str) -> tuple[Path, Path]:
         out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
@@ -222,27 +211,12 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
             clis.append((slot, srv_t.spawn(argv, stdout=out, stderr=err, gated=True)))
             meta["argv"][f"{ctx.server}:client:{slot.client}:{slot.port}"] = argv
         # 3. the barrier: once every shim waits at its gate, release them back to back
-        ready_by = time.monotonic() + 5.0
-        while not all(p.is_ready() for _, p in clis):
-            dead = [(sl, p) for sl, p in clis if p.poll() is not None]
-            if dead:
-                sl, p = dead[0]
-                raise ToolError(f"engine client to {sl.client}:{sl.port} died before the start barrier: "
-                                f"{tail(_read(p.stderr_path)) or 'no error text'}", where=ctx.server)
-            if time.monotonic() > ready_by:
-                raise ToolError("engine clients not ready at the start barrier after 5 s", where=ctx.server)
-            time.sleep(0.002)
-        t_release = time.time()
-        for _, proc in clis:
-            proc.release()
-        meta["released"] = t_release
-        if ctx.ifname:
-            sampler = NetSampler(_net_targets(ctx, servers, clis), trial_id=spec.trial_id,
-                                 interval=min(s.interval, 0.5)).start()
-        if ctx.cpu_transport is not None:
-            cpu_sampler = CpuSampler(ctx.cpu_transport, _tool_procs(ctx, servers, clis),
-                                     machine=ctx.cpu_machine, trial_id=spec.trial_id,
-                                     interval=min(s.interval, 0.25), nic_irqs=ctx.nic_irqs).start()
+        meta["released"] = release_together([p for _, p in clis], "engine clients", ctx.server)
+        # the window starts after the warm-up: the samplers start now, with the tools
+        samplers = PointSamplers(spec.trial_id, _net_targets(ctx, servers, clis) if ctx.ifname else [],
+                                 ctx.cpu_transport, _tool_procs(ctx, servers, clis), machine=ctx.cpu_machine,
+                                 nic_irqs=ctx.nic_irqs, net_interval=min(s.interval, 0.5),
+                                 cpu_interval=min(s.interval, 0.25)).start()
         # 4. wait for the clients; a hung point is stopped at its time limit
         end_by = time.monotonic() + limit
         for slot, proc in clis:
@@ -251,10 +225,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                 raise ToolError(f"engine client to {slot.client}:{slot.port} still running after "
                                 f"{limit:g}s (duration + omit + timeout_margin)", where=ctx.server,
                                 hint="the path may be stalled; raise study.timeout_margin if the host is slow")
-        if sampler is not None:
-            sampler.read()      # a last read as the clients finish (through the namespace)
-        if cpu_sampler is not None:
-            cpu_sampler.read()
+        samplers.last_read()        # as the clients finish (through the namespace)
         # 5. servers: iperf3 -1 exits by itself; an iperf2 server is stopped once
         #    every flow it serves has printed its summary (or after 2 s)
         flows_per_stream = 2 if mode == "bidir" else 1
@@ -265,10 +236,10 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                     proc.stop(0.5)
                 continue
             want = slot.streams * flows_per_stream
-            while (iperf2.finished_flows(_read(proc.stdout_path), s.interval) < want
+            while (iperf2.finished_flows(read(proc.stdout_path), s.interval) < want
                    and time.monotonic() < stop_by and proc.poll() is None):
                 time.sleep(0.01)
-            got = iperf2.finished_flows(_read(proc.stdout_path), s.interval)
+            got = iperf2.finished_flows(read(proc.stdout_path), s.interval)
             if got < want:
                 meta.setdefault("warnings", []).append(
                     f"iperf2 server {slot.client}:{slot.port} printed {got} of {want} flow summaries "
@@ -279,20 +250,16 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
     except NicbenchError as e:
         status, error = "failed", e.one_line().removeprefix("nicbench: ")
     finally:
-        counter_samples = sampler.stop() if sampler is not None else []
-        if cpu_sampler is not None:
-            counter_samples += cpu_sampler.stop()
-            meta["sampler_cpu_s"] = cpu_sampler.cpu_seconds
-            meta["tool_cpus"] = cpu_sampler.tool_cpus()
         for _, proc in clis + servers:
             if proc.poll() is None:
                 proc.stop(0.5)
+        counter_samples = samplers.stop(meta) if samplers is not None else []
 
     # 6. parse what the tools wrote (also after a failure: what parsed is kept)
     stamps: dict[str, float | None] = {}
     ends: dict[str, float | None] = {}
     for slot, proc in clis:
-        err_text = _read(proc.stderr_path)
+        err_text = read(proc.stderr_path)
         stamps[f"{slot.client}:{slot.port}"] = parse_gate_stamp(err_text)
         ends[f"{slot.client}:{slot.port}"] = parse_gate_stamp(err_text, END_MARK)
     good = [v for v in stamps.values() if v is not None]
@@ -331,20 +298,12 @@ def _net_targets(ctx: TcpContext, servers, clis) -> list[NetTarget]:
 
 def _tool_procs(ctx: TcpContext, servers, clis):
     """The tool processes whose own CPU is followed: engine servers by PID, engine
-    clients by the child of their gate shim (found once it exists)."""
-    found: dict[int, int] = {}
-
-    def procs() -> list[tuple[int, str, str, str]]:
-        out = [(p.pid, sl.client, "engine-server", str(sl.port)) for sl, p in servers]
-        for sl, p in clis:
-            if p.pid not in found and ctx.cpu_transport is not None:
-                kids = child_pids(ctx.cpu_transport, p.pid)
-                if kids:
-                    found[p.pid] = kids[0]
-            if p.pid in found:
-                out.append((found[p.pid], ctx.server, "engine-client", f"{sl.client}:{sl.port}"))
-        return out
-    return procs
+    clients below their gate shim."""
+    if ctx.cpu_transport is None:
+        return lambda: []
+    return tool_procs(ctx.cpu_transport,
+                      lambda: [(p.pid, sl.client, "engine-server", str(sl.port)) for sl, p in servers],
+                      [(p.pid, ctx.server, "engine-client", f"{sl.client}:{sl.port}") for sl, p in clis])
 
 
 # A test's end anchor is trusted unless it implies an implausible set-up time
@@ -375,7 +334,7 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
     if lag:
         meta["iperf2_stamp_lag_s"] = lag
     for slot, proc in clis:
-        text = _read(proc.stdout_path)
+        text = read(proc.stdout_path)
         key = f"{slot.client}:{slot.port}"
         if engine == "iperf3":
             rep = iperf3.parse(text)
@@ -399,7 +358,7 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
         else:
             if not text.strip():
                 raise _tool_error(f"iperf to {slot.client}:{slot.port} printed nothing: "
-                                  f"{tail(_read(proc.stderr_path)) or 'no error text'}", ctx.server)
+                                  f"{tail(read(proc.stderr_path)) or 'no error text'}", ctx.server)
             rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
                                 stamp_lag=lag)
             samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
@@ -415,7 +374,7 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
                     "intervals are placed late (a stamp quirk of this iperf version)")
     if engine == "iperf2":   # receiver side of the fwd flow lives in the server's CSV
         for slot, proc in servers:
-            text = _read(proc.stdout_path)
+            text = read(proc.stdout_path)
             rep2 = iperf2.parse(text, role="server", omit=s.omit, server_port=slot.port, interval=s.interval,
                                 stamp_lag=lag)
             samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)

@@ -63,14 +63,6 @@ def parse_interrupts(text: str) -> dict[str, tuple[dict[str, int], str]]:
     return out
 
 
-def irqs_of(interrupts: dict[str, tuple[dict[str, int], str]], ifname: str) -> dict[str, dict[str, int]]:
-    """The IRQs whose description names the interface (``eth0-TxRx-0``, ``eth0``).
-    Drivers that name queues after the device (virtio: ``virtio2-input.0``)
-    are found through the device's msi_irqs instead (host facts)."""
-    return {irq: c for irq, (c, desc) in interrupts.items()
-            if any(tok == ifname or tok.startswith(ifname + "-") for tok in desc.split())}
-
-
 # softirqs a network stack spends its receive and transmit work in
 NET_SOFTIRQS = ("NET_RX", "NET_TX")
 

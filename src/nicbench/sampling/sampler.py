@@ -162,8 +162,9 @@ def _sum_delta(a: dict[str, int], b: dict[str, int], keys: list[str]) -> int | N
     return total
 
 
-# what runs in a tool's PID before it execs the tool (pinning wrappers, the gate shim)
-LAUNCHERS = frozenset({"taskset", "numactl", "bash", "sh"})
+# what runs between a gate shim and the tool, or in a tool's PID before it execs
+# the tool: pinning wrappers, coreutils timeout, the shim's shell
+LAUNCHERS = frozenset({"taskset", "numactl", "timeout", "bash", "sh"})
 
 
 class CpuSampler(PeriodicSampler):
@@ -264,6 +265,44 @@ class CpuSampler(PeriodicSampler):
                     out.append(Sample(self.trial_id, "proc.cpu", v, "s", t0, t1,
                                       make_tags(host=host, role=role, proc=proc, kind=kind)))
         return out
+
+
+def tool_pid(t: Transport, shim_pid: int, depth: int = 4) -> int | None:
+    """The tool below a gate shim: its first child, past any wrapper
+    (timeout, taskset, numactl); None until the tool has been exec'd."""
+    pid = shim_pid
+    for _ in range(depth):
+        kids = child_pids(t, pid)
+        if not kids:
+            return None
+        pid = kids[0]
+        try:
+            comm = t.read_text(f"/proc/{pid}/comm").strip()
+        except OSError:
+            return None
+        if comm not in LAUNCHERS:
+            return pid
+    return None
+
+
+def tool_procs(t: Transport, fixed: Callable[[], list[tuple[int, str, str, str]]],
+               gated: list[tuple[int, str, str, str]]) -> Callable[[], list[tuple[int, str, str, str]]]:
+    """The processes a CpuSampler follows: ``fixed`` ones (by PID) and the tool
+    below each gate shim in ``gated`` (shim pid, host, role, proc id), found
+    once it exists and remembered."""
+    found: dict[int, int] = {}
+
+    def procs() -> list[tuple[int, str, str, str]]:
+        out = list(fixed())
+        for shim, host, role, proc in gated:
+            if shim not in found:
+                pid = tool_pid(t, shim)
+                if pid is not None:
+                    found[shim] = pid
+            if shim in found:
+                out.append((found[shim], host, role, proc))
+        return out
+    return procs
 
 
 def child_pids(t: Transport, pid: int) -> list[int]:

@@ -52,6 +52,13 @@ class Target:
     lab: bool = False                   # an embedded-lab namespace: host-wide settings are the machine's
 
 
+def lab_target(lab, host: str, facts: HostFacts | None, ifname: str = "eth0") -> Target:
+    """A lab host as a tuning target: its namespace, and a restore file named
+    after lab and host (one place knows that name: 'tune restore' finds it)."""
+    return Target(host, lab.spec.host(host).role, lab.transport(host), f"lab-{lab.spec.name}-{host}", ifname,
+                  facts, lab=True)
+
+
 @dataclass(frozen=True)
 class Row:
     """One line of an audit: a setting on a host, or a check that explains results."""

@@ -156,10 +156,6 @@ class Profile(_Strict):
             raise ValueError("one pinning setting per profile")
         return v
 
-    @property
-    def pinning(self) -> Pinning | None:
-        return next((s for s in self.settings if isinstance(s, Pinning)), None)
-
 
 def setting_id(s: BaseModel) -> str:
     """How a setting is named in tables and restore files."""

@@ -1,0 +1,125 @@
+"""What every study's runner does the same way: preflight checks, the start
+barrier, the samplers around a point.  One copy, so a fix reaches all studies."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..core.errors import PreflightError, ToolError, tail
+from ..hosts.transport import Process, Transport
+from ..records import Sample
+from ..sampling.sampler import CpuSampler, NetSampler, NetTarget
+from ..tools.base import parse_version
+from .procnet import listening_ports
+
+
+def read(p: Path) -> str:
+    """A tool's output file, or "" if it was never written."""
+    try:
+        return p.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def tool_version(t: Transport, argv: list[str], name: str, hint: str) -> str:
+    """``1.22.1`` from a tool's version output (stdout or stderr); PreflightError
+    naming the host when the tool is missing or says no version."""
+    try:
+        r = t.run(argv, timeout=10)
+    except PreflightError:
+        raise PreflightError(f"{name} is not installed", where=t.host, hint=hint) from None
+    v = parse_version(r.stdout + r.stderr)
+    if not v:
+        raise PreflightError(f"{name}: cannot read a version from {tail(r.stdout + r.stderr)!r}", where=t.host)
+    return ".".join(map(str, v))
+
+
+def busy_ports(t: Transport) -> set[int]:
+    """TCP ports something listens on in the host's namespace."""
+    busy: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            busy |= listening_ports(t.read_text(table))
+        except OSError:
+            pass
+    return busy
+
+
+def reach_problems(t: Transport, peers: dict[str, str]) -> list[str]:
+    """One ping from ``t`` to every peer (name -> address); a line per peer that does not answer."""
+    out = []
+    for name, addr in peers.items():
+        try:
+            r = t.run(["ping", "-c", "1", "-W", "2", "-n", "-q", addr], timeout=10)
+        except PreflightError as e:
+            return [f"{t.host}: {e.message} (apt-get install iputils-ping)"]
+        if r.returncode != 0:
+            out.append(f"{t.host} cannot reach {name} ({addr}): {tail(r.stdout + r.stderr) or 'no reply'}")
+    return out
+
+
+def even_shares(total: int, n: int) -> list[int]:
+    """``total`` split over ``n`` as evenly as possible, the first ones one more."""
+    return [total // n + (1 if i < total % n else 0) for i in range(n)]
+
+
+def release_together(procs: Sequence[Process], what: str, where: str, timeout: float = 5.0) -> float:
+    """The start barrier: once every gated process waits at its gate, release
+    them back to back; returns the release time.  A process that dies first,
+    or a gate not reached in ``timeout``, is a ToolError naming it."""
+    ready_by = time.monotonic() + timeout
+    while not all(p.is_ready() for p in procs):
+        dead = [p for p in procs if p.poll() is not None]
+        if dead:
+            raise ToolError(f"{what} died before the start barrier: "
+                            f"{tail(read(dead[0].stderr_path)) or 'no error text'}", where=dead[0].host)
+        if time.monotonic() > ready_by:
+            raise ToolError(f"{what} not ready at the start barrier after {timeout:g} s", where=where)
+        time.sleep(0.002)
+    t = time.time()
+    for p in procs:
+        p.release()
+    return t
+
+
+class PointSamplers:
+    """The network and CPU samplers of one point.
+
+    ``start(first_read=True)`` reads once before returning, for studies whose
+    window starts at the tools' release (HTTPS, storage); the TCP study's
+    window starts after the warm-up, so it starts them just after release.
+    """
+
+    def __init__(self, trial_id: str, targets: list[NetTarget], cpu_transport: Transport | None,
+                 procs: Callable[[], list[tuple[int, str, str, str]]], *, machine: str,
+                 nic_irqs: dict[str, str], net_interval: float = 0.5, cpu_interval: float = 0.25):
+        self.net = NetSampler(targets, trial_id=trial_id, interval=net_interval) if targets else None
+        self.cpu = (CpuSampler(cpu_transport, procs, machine=machine, trial_id=trial_id, interval=cpu_interval,
+                               nic_irqs=nic_irqs) if cpu_transport is not None else None)
+
+    def _each(self):
+        return [s for s in (self.net, self.cpu) if s is not None]
+
+    def start(self, first_read: bool = False) -> "PointSamplers":
+        for s in self._each():
+            if first_read:
+                s.read()
+            s.start()
+        return self
+
+    def last_read(self) -> None:
+        """As the tools finish (a read through the namespace if they are gone)."""
+        for s in self._each():
+            s.read()
+
+    def stop(self, meta: dict) -> list[Sample]:
+        """Every sample, and into ``meta`` the samplers' own CPU and where each tool ran."""
+        out: list[Sample] = []
+        for s in self._each():
+            out += s.stop()
+        if self.cpu is not None:
+            meta["sampler_cpu_s"] = self.cpu.cpu_seconds
+            meta["tool_cpus"] = self.cpu.tool_cpus()
+        return out
