@@ -20,3 +20,35 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "lab" in item.keywords:
             item.add_marker(skip)
+
+
+def _tool_pids(names) -> set[int]:
+    """Live (not zombie) processes whose name (comm) is one of ``names``."""
+    import subprocess
+    out: set[int] = set()
+    for n in names:
+        r = subprocess.run(["pgrep", "-x", n], capture_output=True, text=True)
+        for pid in map(int, r.stdout.split()):
+            try:
+                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    out.add(pid)
+            except OSError:
+                pass
+    return out
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_running(request):
+    """A test module that names its tools in ``TOOLS`` gets every test checked
+    for processes of those tools it started and left alive (killed ones are
+    reaped asynchronously: up to 3 s are allowed)."""
+    import time
+    names = tuple(getattr(request.module, "TOOLS", ()))
+    before = _tool_pids(names) if names else set()
+    yield
+    if not names:
+        return
+    deadline = time.monotonic() + 3.0
+    while (left := _tool_pids(names) - before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left == set(), f"left running: {sorted(left)}"

@@ -55,23 +55,3 @@ def nicbench(*args, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "nicbench.cli.main", *map(str, args)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
-
-def tool_pids(*names: str) -> set[int]:
-    """PIDs of processes whose name (comm) is one of ``names``."""
-    out: set[int] = set()
-    for n in names:
-        r = subprocess.run(["pgrep", "-x", n], capture_output=True, text=True)
-        out |= {int(x) for x in r.stdout.split()}
-    return out
-
-
-def left_behind(before: set[int], *names: str, wait: float = 3.0) -> set[int]:
-    """Processes named ``names`` that were not there ``before`` and are still
-    alive after ``wait`` seconds (killed ones are reaped asynchronously)."""
-    import time
-    deadline = time.monotonic() + wait
-    while True:
-        new = {p for p in tool_pids(*names) - before if alive(p)}
-        if not new or time.monotonic() > deadline:
-            return new
-        time.sleep(0.05)

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from helpers import left_behind, namespaces, tool_pids
+from helpers import namespaces
 from nicbench.analysis.aggregate import wire_rate
 from nicbench.core.errors import PreflightError, ToolError
 from nicbench.lab import manager
@@ -19,15 +19,8 @@ from nicbench.store.runs import RunReader
 
 pytestmark = pytest.mark.lab
 
-TOOLS = ("nginx", "wrk")
+TOOLS = ("nginx", "wrk")          # none may outlive a test (conftest.py checks)
 
-
-@pytest.fixture(autouse=True)
-def nothing_left_running():
-    """Every test here: no nginx (master or worker) or wrk outlives it."""
-    before = tool_pids(*TOOLS)
-    yield
-    assert left_behind(before, *TOOLS) == set()
 
 
 def plan(lab: str, extra: str = "") -> str:

@@ -4,6 +4,7 @@ barrier, the samplers around a point.  One copy, so a fix reaches all studies.""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -13,6 +14,21 @@ from ..records import Sample
 from ..sampling.sampler import CpuSampler, NetSampler, NetTarget
 from ..tools.base import parse_version
 from .procnet import listening_ports
+
+
+@dataclass(kw_only=True)
+class RunContext:
+    """What every study's context carries for the session: set by it (from
+    the store, the facts, the tuning) and read by the study's runner."""
+
+    rel: Callable[[Path], str] = str          # raw output path -> path in the run directory
+    warnings: list[str] = field(default_factory=list)
+    ifname: str | None = "eth0"               # each host's test interface, sampled during each point
+    cpu_transport: Transport | None = None    # reads /proc/stat of the machine the hosts run on
+    cpu_machine: str = "machine"
+    tcp_timestamps: dict[str, int | None] = field(default_factory=dict)   # host -> sysctl value, from facts
+    nic_irqs: dict[str, str] = field(default_factory=dict)   # IRQ -> label, counted per CPU (none on veth)
+    pin: dict[str, list[str]] = field(default_factory=dict)  # host -> argv prefix (taskset/numactl) from tuning
 
 
 def read(p: Path) -> str:

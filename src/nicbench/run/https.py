@@ -19,14 +19,13 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_stamp
 from ..plan.model import HttpsStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, child_pids, tool_procs
-from .common import PointSamplers, busy_ports, even_shares, reach_problems, read, release_together, tool_version
+from .common import RunContext, PointSamplers, busy_ports, even_shares, reach_problems, read, release_together, tool_version
 from ..tools import ktls, nginx, wrk
 from .procnet import listening
 
@@ -34,7 +33,7 @@ PAYLOAD = "payload.bin"
 
 
 @dataclass
-class HttpsContext:
+class HttpsContext(RunContext):
     study: HttpsStudy
     server: str
     clients: list[str]
@@ -42,14 +41,6 @@ class HttpsContext:
     addresses: dict[str, str]
     versions: dict[str, str]
     ktls_kernel: bool
-    rel: Callable[[Path], str] = str
-    warnings: list[str] = field(default_factory=list)
-    ifname: str | None = "eth0"
-    cpu_transport: Transport | None = None
-    cpu_machine: str = "machine"
-    tcp_timestamps: dict[str, int | None] = field(default_factory=dict)   # set by the session, from facts
-    nic_irqs: dict[str, str] = field(default_factory=dict)
-    pin: dict[str, list[str]] = field(default_factory=dict)
     prefix: str | None = None
     nginx: Process | None = None
     log_offset: int = 0

@@ -15,34 +15,25 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_stamp
 from ..plan.model import StorageStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, tool_procs
-from .common import PointSamplers, busy_ports, read, release_together, tool_version
+from .common import RunContext, PointSamplers, busy_ports, read, release_together, tool_version
 from ..tools import fio, iscsi_perf
 from .procnet import listening
 
 
 @dataclass
-class StorageContext:
+class StorageContext(RunContext):
     study: StorageStudy
     server: str
     clients: list[str]
     transports: dict[str, Transport]
     addresses: dict[str, str]
     versions: dict[str, str]
-    rel: Callable[[Path], str] = str
-    warnings: list[str] = field(default_factory=list)
-    ifname: str | None = "eth0"
-    cpu_transport: Transport | None = None
-    cpu_machine: str = "machine"
-    tcp_timestamps: dict[str, int | None] = field(default_factory=dict)   # set by the session, from facts
-    nic_irqs: dict[str, str] = field(default_factory=dict)
-    pin: dict[str, list[str]] = field(default_factory=dict)
     targets: list[Process] = field(default_factory=list)
     raws: list[RawOutput] = field(default_factory=list)
     tgt_up: bool = False                 # our tgtd answered: its socket files are ours to remove

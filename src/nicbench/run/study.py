@@ -13,11 +13,12 @@ from typing import Protocol
 
 from ..plan.model import HttpsStudy, Plan, StorageStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec
+from .common import RunContext
 
 
 class StudyRun(Protocol):
     kind: str
-    ctx: object          # carries rel, pin, nic_irqs, tcp_timestamps, ifname for the session
+    ctx: RunContext      # the session sets rel, pin, nic_irqs, tcp_timestamps on it
     warnings: list[str]
     tools: list[str]     # whose versions the host facts record
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import END_MARK, Process, Transport, parse_gate_stamp
@@ -30,7 +30,7 @@ from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, ToolInfo
 from ..sampling.sampler import NetTarget, tool_procs
-from .common import PointSamplers, even_shares, read, release_together
+from .common import RunContext, PointSamplers, even_shares, read, release_together
 from .procnet import listening, socket_inodes
 
 MODE = {"tx": "fwd", "rx": "rev", "bidir": "bidir"}
@@ -67,21 +67,13 @@ def layout(connections: int, clients: Sequence[str], per: str, cap: int,
 
 
 @dataclass
-class TcpContext:
+class TcpContext(RunContext):
     study: TcpStudy
     server: str
     transports: dict[str, Transport]
     addresses: dict[str, str]             # host -> test address
     tool: ToolInfo
     skip_rx_copy: bool = False
-    rel: Callable[[Path], str] = str
-    warnings: list[str] = field(default_factory=list)
-    ifname: str | None = "eth0"           # the server's test interface, sampled during each point
-    cpu_transport: Transport | None = None   # reads /proc/stat of the machine the hosts run on
-    cpu_machine: str = "machine"
-    tcp_timestamps: dict[str, int | None] = field(default_factory=dict)   # host -> sysctl value
-    nic_irqs: dict[str, str] = field(default_factory=dict)   # IRQ -> label, counted per CPU (none on veth)
-    pin: dict[str, list[str]] = field(default_factory=dict)  # host -> argv prefix (taskset/numactl) from tuning
 
 
 def _wait_listening(t: Transport, proc: Process, port: int, deadline: float) -> None:
