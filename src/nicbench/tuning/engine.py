@@ -160,26 +160,51 @@ def _queue_irqs(facts: HostFacts, ifname: str) -> list[tuple[str, str]]:
 
 # ---- audit ------------------------------------------------------------------
 
-def _sysctl_scope(t: Target, machine: Transport, key: str) -> tuple[Transport | None, str, str]:
-    """(where to read/write, scope, why) for a sysctl on this target."""
-    path = knobs.path_of(key)
-    r = t.transport.run(["sh", "-c", '[ -e "$1" ] || exit 2; [ -w "$1" ] || exit 3', "x", str(path)], timeout=15)
-    if r.returncode == 0:
-        return t.transport, "host", ""
+_STATES = ('for p in "$@"; do if [ ! -e "$p" ]; then printf "%s\\tmissing\\t\\n" "$p"; '
+           'elif [ -w "$p" ]; then printf "%s\\trw\\t%s\\n" "$p" "$(cat "$p")"; '
+           'else printf "%s\\tro\\t%s\\n" "$p" "$(cat "$p")"; fi; done')
+
+
+def sysctl_states(t: Transport, keys: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+    """key -> (missing | rw | ro, value) for every sysctl key, in one command
+    (an audit of a profile's sysctls costs one round trip per host, not two per key)."""
+    paths = {str(knobs.path_of(k)): k for k in keys}
+    if not paths:
+        return {}
+    r = t.run(["sh", "-c", _STATES, "x", *paths], timeout=15)
+    out: dict[str, tuple[str, str | None]] = {}
+    for line in r.stdout.splitlines():
+        path, state, value = (line.split("\t", 2) + ["", ""])[:3]
+        if path in paths:
+            out[paths[path]] = (state, " ".join(value.split()) if state != "missing" else None)
+    return out
+
+
+def _sysctl_scope(t: Target, machine: Transport, key: str, here: dict, there: dict
+                  ) -> tuple[Transport | None, str, str, str | None]:
+    """(where to write, scope, why, current value) for a sysctl on this target,
+    from the states read once for the target (``here``) and the machine (``there``)."""
+    state, value = here.get(key, ("missing", None))
+    if state == "rw":
+        return t.transport, "host", "", value
     if not t.lab:
-        return None, "host", ("not in this kernel" if r.returncode == 2 else "read-only on this host")
-    m = machine.run(["sh", "-c", '[ -e "$1" ]', "x", str(path)], timeout=15)
-    if m.returncode != 0:
-        return None, "host", "not in this kernel"
-    return machine, "machine", "host-wide: a network namespace cannot set it"
+        return None, "host", ("not in this kernel" if state == "missing" else "read-only on this host"), None
+    m_state, m_value = there.get(key, ("missing", None))
+    if m_state == "missing":
+        return None, "host", "not in this kernel", None
+    return machine, "machine", "host-wide: a network namespace cannot set it", m_value
+
+
+_READ = object()
 
 
 def _row(t: Target, setting: str, key: str, where: Transport | None, wanted: str | None, scope: str,
-         why: str = "", host_wide: bool = False) -> Row:
+         why: str = "", host_wide: bool = False, current: object = _READ) -> Row:
+    """One audit row; ``current`` when the value was already read (batched), else read now."""
     host = "machine" if (scope == "machine" and t.lab) else t.host
     if where is None:
         return Row(host, setting, key, None, wanted, "unsupported", why or "not on this host", scope)
-    cur = knobs.read(where, key)
+    cur = knobs.read(where, key) if current is _READ else current
     if cur is None:
         return Row(host, setting, key, None, wanted, "unsupported", why or "not on this host", scope)
     if wanted is None:
@@ -221,18 +246,23 @@ def audit(profile: Profile, targets: Sequence[Target], *, machine: Transport | N
     check_profile(profile, targets)
     machine = machine or LocalTransport("machine")
     out = Plan()
+    there: dict[str, tuple[str, str | None]] = {}       # the machine's, read once
     for t in targets:
         # in the lab, host-wide settings are the machine's: read them once, with the first host
         first = t is targets[0]
         hw = machine if t.lab else t.transport
+        keys = [f"sysctl:{s.key}" for s in profile.settings if isinstance(s, Sysctl)]
+        here = sysctl_states(t.transport, keys)
+        if t.lab and first:
+            there = sysctl_states(machine, keys)
         for s in profile.settings:
             rows: list[Row] = []
             if isinstance(s, Sysctl):
                 key = f"sysctl:{s.key}"
-                where, scope, why = _sysctl_scope(t, machine, key)
+                where, scope, why, cur = _sysctl_scope(t, machine, key, here, there)
                 if scope == "machine" and t.lab and not first:
                     continue
-                rows.append(_row(t, setting_id(s), key, where, str(s.value), scope, why, host_wide))
+                rows.append(_row(t, setting_id(s), key, where, str(s.value), scope, why, host_wide, cur))
             elif isinstance(s, Governor):
                 if t.lab and not first:
                     continue
