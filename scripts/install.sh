@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS="iperf3 iperf iproute2 iputils-ping ethtool procps util-linux mount numactl nginx-light wrk openssl nbdkit fio tgt libiscsi-bin python3-venv sqlite3"
+PKGS="iperf3 iperf iproute2 iputils-ping ethtool procps util-linux mount numactl nginx-light wrk openssl nbdkit fio tgt libiscsi-bin python3-venv sqlite3 netsniff-ng clang libbpf-dev bpftool gcc make libc6-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -19,6 +19,10 @@ if [ -n "$missing" ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
+
+# nbgen, nicbench's XDP packet generator (native/nbgen): make rebuilds it only
+# when its sources changed
+make -s -C native/nbgen
 
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
