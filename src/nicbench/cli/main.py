@@ -104,7 +104,7 @@ def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_r
     report = None if no_report else render(view)
     # the analysis has the last word: a point whose tools succeeded can still be
     # rejected (a window too short to trust, a process without receiver data)
-    trials = list(view.https_trials) or list(view.storage_trials) or view.trials
+    trials = list(view.https_trials) or list(view.storage_trials) or list(view.packet_trials) or view.trials
     rejected = [t for t in trials if t.status != "ok" and t.error and getattr(t, "problems", ())]
     failed = sum(t.status != "ok" for t in trials)
     ok = len(trials) - failed

@@ -42,6 +42,11 @@ class TerminalProgress:
         if rec.status == "ok" and http:
             g = sum(s.value * 8 / (s.t_end - s.t_start) for s in http) / 1e9
             self._last = f"last: {rec.spec.point} {g:.2f} Gbps (application)"
+        elif rec.status == "ok" and rec.spec.study == "packets":
+            from ..analysis.packets import packet_trial
+            t = packet_trial(rec, samples, self.trim)
+            self._last = (f"last: {rec.spec.point} {t.rx_pps / 1e6:.3f} Mpps received" if t.rx_pps
+                          else f"last: {rec.spec.point} {t.error}")
         elif rec.status == "ok" and blocks:
             mb = sum(s.value / 1e6 / (s.t_end - s.t_start) for s in blocks)
             self._last = f"last: {rec.spec.point} {mb:.0f} MB/s"

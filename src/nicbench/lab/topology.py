@@ -26,12 +26,37 @@ class LabHost:
 
 
 @dataclass(frozen=True)
+class DirectLink:
+    """A back-to-back veth pair between two hosts, outside the switch (the
+    packet study's ports, as the seed's generator and receiver are cabled).
+    Both ends are named ``pk<index>``; ``queues`` TX/RX queues on each end
+    let one generator thread per queue run on its own CPU."""
+
+    index: int
+    a: str               # host names: a = generator, b = receiver
+    b: str
+    queues: int = 1
+
+    @property
+    def ifname(self) -> str:
+        return f"pk{self.index}"
+
+    def ips(self, ip: int) -> tuple[str, str]:
+        """(a, b) addresses: 198.19.<index>.1/.2 (RFC 2544's range) or
+        2001:2:0:<index>::1/::2 (RFC 5180's IPv6 benchmarking range)."""
+        if ip == 6:
+            return f"2001:2:0:{self.index:x}::1", f"2001:2:0:{self.index:x}::2"
+        return f"198.19.{self.index}.1", f"198.19.{self.index}.2"
+
+
+@dataclass(frozen=True)
 class LabSpec:
     name: str
     mtu: int
     hosts: tuple[LabHost, ...]
     speed_bps: float | None = None          # the server's link, both directions
     client_speed_bps: float | None = None   # every client's link, both directions
+    direct: tuple[DirectLink, ...] = ()
 
     @property
     def shaped(self) -> bool:
@@ -54,12 +79,13 @@ class LabSpec:
     def to_dict(self) -> dict:
         return {"name": self.name, "mtu": self.mtu, "speed_bps": self.speed_bps,
                 "client_speed_bps": self.client_speed_bps,
-                "hosts": [h.__dict__ for h in self.hosts]}
+                "hosts": [h.__dict__ for h in self.hosts], "direct": [d.__dict__ for d in self.direct]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "LabSpec":
         return cls(d["name"], int(d["mtu"]), tuple(LabHost(**h) for h in d["hosts"]),
-                   d.get("speed_bps"), d.get("client_speed_bps"))
+                   d.get("speed_bps"), d.get("client_speed_bps"),
+                   tuple(DirectLink(**x) for x in d.get("direct", [])))
 
 
 def netns_name(lab: str, host: str) -> str:
@@ -68,7 +94,7 @@ def netns_name(lab: str, host: str) -> str:
 
 def make_spec(name: str, hosts: list[tuple[str, str]], mtu: int,
               subnet: str = "198.18.0.0/24", speed_bps: float | None = None,
-              client_speed_bps: float | None = None) -> LabSpec:
+              client_speed_bps: float | None = None, direct: tuple[DirectLink, ...] = ()) -> LabSpec:
     """Assign namespaces and addresses; ``hosts`` is [(name, role)], servers first."""
     net = ipaddress.IPv4Network(subnet)
     ordered = sorted(hosts, key=lambda h: (h[1] != "server", hosts.index(h)))
@@ -77,7 +103,7 @@ def make_spec(name: str, hosts: list[tuple[str, str]], mtu: int,
         raise ValueError(f"subnet {subnet} is too small for {len(ordered)} hosts")
     return LabSpec(name, mtu, tuple(
         LabHost(n, role, netns_name(name, n), str(addrs[i]), net.prefixlen)
-        for i, (n, role) in enumerate(ordered)), speed_bps, client_speed_bps)
+        for i, (n, role) in enumerate(ordered)), speed_bps, client_speed_bps, direct)
 
 
 # What this kernel's tbf charges per frame, measured on the lab's veths (see
@@ -142,4 +168,13 @@ def build_commands(spec: LabSpec) -> list[list[str]]:
             ["ip", "-n", h.netns, "addr", "add", f"{h.ip}/{h.prefix}", "dev", h.ifname],
         ]
     cmds.append(["ip", "-n", sw, "link", "set", "br0", "mtu", mtu, "up"])
+    for d in spec.direct:
+        na, nb = spec.host(d.a).netns, spec.host(d.b).netns
+        q = str(d.queues)
+        cmds.append(["ip", "link", "add", d.ifname, "netns", na, "numtxqueues", q, "numrxqueues", q, "type", "veth",
+                     "peer", "name", d.ifname, "netns", nb, "numtxqueues", q, "numrxqueues", q])
+        for ns, ip4, ip6 in ((na, d.ips(4)[0], d.ips(6)[0]), (nb, d.ips(4)[1], d.ips(6)[1])):
+            cmds += [["ip", "-n", ns, "link", "set", d.ifname, "mtu", mtu, "up"],
+                     ["ip", "-n", ns, "addr", "add", f"{ip4}/24", "dev", d.ifname],
+                     ["ip", "-n", ns, "addr", "add", f"{ip6}/64", "dev", d.ifname, "nodad"]]
     return cmds + shaping_commands(spec)

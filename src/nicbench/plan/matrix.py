@@ -6,7 +6,7 @@ import itertools
 
 from ..core.units import format_size
 from ..records import TrialSpec
-from .model import HttpsStudy, Plan, StorageStudy
+from .model import HttpsStudy, PacketStudy, Plan, StorageStudy
 
 
 def point_key(direction: str, connections: int, io_size: int) -> str:
@@ -25,6 +25,8 @@ def trials(plan: Plan) -> list[TrialSpec]:
         return _https_trials(s)
     if isinstance(s, StorageStudy):
         return _storage_trials(s)
+    if isinstance(s, PacketStudy):
+        return _packet_trials(s)
     matrix = list(itertools.product(s.directions, s.connections, s.io_sizes))
     if s.order == "interleaved":
         order = [(r, m) for r in range(s.repeats) for m in matrix]
@@ -68,3 +70,13 @@ def _storage_trials(s: StorageStudy) -> list[TrialSpec]:
                                           "duration": s.duration, "ramp": s.ramp, "pattern": s.pattern,
                                           "target": s.target, "engine": "fio"})
             for i, (rep, (op, bs)) in enumerate(_ordered(matrix, s.repeats, s.order))]  # type: ignore[misc]
+
+
+def _packet_trials(s: PacketStudy) -> list[TrialSpec]:
+    """``nbgen/ipv4/p1/t1/64B``: engine x IP version x ports x threads x frame size."""
+    matrix = list(itertools.product(s.engines, s.ip_versions, s.ports, s.threads, s.frame_sizes))
+    return [TrialSpec(trial_id=f"t{i + 1:04d}", index=i, study="packets",
+                      point=f"{engine}/ipv{ip}/p{ports}/t{threads}/{size}B", repeat=rep,
+                      params={"engine": engine, "ip": ip, "ports": ports, "threads": threads, "frame_size": size,
+                              "duration": s.duration, "rate": s.rate, "direction": "tx"})
+            for i, (rep, (engine, ip, ports, threads, size)) in enumerate(_ordered(matrix, s.repeats, s.order))]  # type: ignore[misc]

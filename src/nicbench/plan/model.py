@@ -294,6 +294,71 @@ class StorageStudy(_Sweep):
         return 0.0
 
 
+NBGEN_MAX_FRAME = 3408 + 4     # live frames: a page less XDP headroom, skb_shared_info and the page head (measured: 3409 B is EINVAL), + FCS
+
+
+class PacketStudy(_Sweep):
+    """Packet rate (seed 003): a generator and a receiver, back to back.
+
+    The study server is the generator (the host under test, as in the seed:
+    pkt-gen transmits); the receiver is the study's one client.  ``ports``
+    back-to-back links join them (the seed: single and dual port), each
+    driven by its own generator process with ``threads`` threads (= queues).
+    Frame sizes count from the destination MAC to the FCS (RFC 2544).  The
+    receiver counts the test flow with an XDP program and drops it.
+
+    ``line_rate`` is each port's nominal speed, for the ceiling: the lab does
+    not shape these links -- XDP transmit and trafgen's qdisc bypass both go
+    around tc, so a rate here is the generator's ``rate``, never a qdisc's.
+    """
+
+    SWEPT = ("engines", "frame_sizes", "ports", "threads", "ip_versions")
+    kind: Literal["packets"]
+    clients: list[str] | None = Field(None, description="the receiver host (default: the one client)")
+    engines: list[Literal["nbgen", "trafgen"]] = Field(default_factory=lambda: ["nbgen"], min_length=1)
+    frame_sizes: list[Annotated[int, Field(ge=1, le=9234)]] = Field(
+        default_factory=lambda: [64], min_length=1, description="bytes with FCS (64 .. MTU + 18)")
+    ports: list[Annotated[int, Field(ge=1, le=4)]] = Field(default_factory=lambda: [1], min_length=1)
+    threads: list[Annotated[int, Field(ge=1, le=64)]] = Field(
+        default_factory=lambda: [1], min_length=1, description="generator threads (queues) per port")
+    ip_versions: list[Literal[4, 6]] = Field(default_factory=lambda: [4], min_length=1)
+    duration: float = Field(5.0, gt=0, le=3600, description="seconds each generator sends")
+    trim: float = Field(0.5, ge=0, description="seconds cut from both ends of the measured window")
+    rate: float | None = Field(None, gt=0, description="frames/s per port (rate-limited mode); none: as fast as "
+                                                       "the engine can")
+    line_rate: Speed = Field(10e9, description="each port's nominal speed, for the ceiling (e.g. \"40G\")")
+    xdp_mode: Literal["auto", "native", "generic"] = Field(
+        "auto", description="receiver's XDP attach: auto tries native, falls back to generic and says so")
+    udp_port: int = Field(9, ge=1, le=65535)
+    repeats: int = Field(1, ge=1, le=100)
+    order: Literal["interleaved", "sequential"] = "interleaved"
+    timeout_margin: float = Field(15.0, ge=1, le=600, description="extra seconds before a point is declared hung")
+
+    @field_validator("threads", "ports", "frame_sizes", "engines", "ip_versions", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: object) -> object:
+        return [v] if isinstance(v, (int, str)) else v
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "PacketStudy":
+        from ..tools.frames import min_frame
+        for ip in self.ip_versions:
+            small = [f for f in self.frame_sizes if f < min_frame(ip)]
+            if small:
+                raise ValueError(f"study.frame_sizes: {small[0]} is below the {min_frame(ip)}-byte minimum "
+                                 f"(an Ethernet frame is at least 64 bytes with its FCS"
+                                 f"{'; Ethernet + IPv6 + UDP headers + FCS take 66' if ip == 6 else ''})")
+        if "nbgen" in self.engines:
+            big = [f for f in self.frame_sizes if f > NBGEN_MAX_FRAME]
+            if big:
+                raise ValueError(f"study.frame_sizes: {big[0]} bytes does not fit nbgen's live frames (one page: "
+                                 f"at most {NBGEN_MAX_FRAME} with the FCS); use engines = [\"trafgen\"] for jumbo "
+                                 "frames")
+        if self.duration <= 2 * self.trim:
+            raise ValueError(f"study.duration {self.duration}s leaves nothing after trimming {self.trim}s at both ends")
+        return self
+
+
 def _study_kind(v: object) -> str:
     """``kind`` picks the study; a plan without it is a TCP study."""
     if isinstance(v, dict):
@@ -302,9 +367,9 @@ def _study_kind(v: object) -> str:
 
 
 Study = Annotated[Union[Annotated[TcpStudy, Tag("tcp")], Annotated[HttpsStudy, Tag("https")],
-                        Annotated[StorageStudy, Tag("storage")]],
+                        Annotated[StorageStudy, Tag("storage")], Annotated[PacketStudy, Tag("packets")]],
                   Discriminator(_study_kind, custom_error_type="study_kind",
-                                custom_error_message='study.kind must be "tcp", "https" or "storage"')]
+                                custom_error_message='study.kind must be "tcp", "https", "storage" or "packets"')]
 
 
 class Output(Strict):
@@ -353,6 +418,20 @@ class Plan(Strict):
             if self.study.luns < n:
                 raise ValueError(f"study.luns = {self.study.luns} is fewer than the {n} initiators: every "
                                  "initiator needs at least one LUN")
+        if isinstance(self.study, PacketStudy):
+            rx = self.study.clients or clients
+            if len(rx) != 1:
+                raise ValueError(f"a packets study has one receiver: name it in study.clients (clients here: "
+                                 f"{', '.join(rx)})")
+            frame_max = self.link.mtu + 18
+            big = [f for f in self.study.frame_sizes if f > frame_max]
+            if big:
+                raise ValueError(f"study.frame_sizes: {big[0]} bytes is above the MTU ({self.link.mtu} + 18 "
+                                 f"header and FCS = {frame_max}): raise link.mtu for jumbo frames")
+            if self.link.speed or self.link.client_speed:
+                raise ValueError("link.speed shapes TCP links with tbf, which XDP and trafgen's qdisc bypass go "
+                                 "around: give the ports' nominal speed as study.line_rate, and a generator "
+                                 "rate as study.rate")
         if isinstance(self.study, HttpsStudy):
             n = len(self.study.clients or clients)
             few = [c for c in self.study.connections if c < n]

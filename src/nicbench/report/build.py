@@ -27,6 +27,8 @@ class RunView:
     https_points: tuple = ()
     storage_trials: tuple = ()               # storage studies: StorageTrial / StoragePoint
     storage_points: tuple = ()
+    packet_trials: tuple = ()                # packet studies: PacketTrial / PacketPoint
+    packet_points: tuple = ()
 
     @property
     def failures(self) -> list[TrialResult]:
@@ -58,6 +60,12 @@ def load_run(run_dir: Path) -> RunView:
             sps = tuple(storage_points(sts, link, str(info.meta.get("transport") or info.meta.get("target") or "nbd"),
                                        len(clients) if isinstance(clients, list) else None))
             return RunView(run_dir, info, r.meta(), [], [], link, facts, storage_trials=sts, storage_points=sps)
+        if info.study == "packets":
+            from ..analysis.packets import packet_points, packet_trial
+            pts_ = tuple(packet_trial(t, by_trial.get(t.spec.trial_id, []), trim) for t in r.trials())
+            lr = info.meta.get("line_rate_bps")
+            return RunView(run_dir, info, r.meta(), [], [], link, facts, packet_trials=pts_,
+                           packet_points=tuple(packet_points(pts_, float(lr) if lr else None)))
         results = [trial_result(t, by_trial.get(t.spec.trial_id, []), trim, link) for t in r.trials()]
     finally:
         r.close()
@@ -160,11 +168,28 @@ def storage_rows(view: RunView) -> list[dict[str, Any]]:
              "errors": list(p.errors), "warnings": list(p.warnings)} for p in view.storage_points]
 
 
+def packet_rows(view: RunView) -> list[dict[str, Any]]:
+    """One row per packet point: Mpps received and sent, loss, Gbps, ceiling, CPU."""
+    return [{"point": p.point, "engine": p.engine, "ip": p.ip, "ports": p.ports, "threads": p.threads,
+             "frame_size": p.frame_size, "repeats_ok": p.n_ok, "repeats_failed": p.n_failed,
+             "rx_mpps": _r(p.rx_mpps), "rx_min": _r(p.rx_min), "rx_max": _r(p.rx_max), "tx_mpps": _r(p.tx_mpps),
+             "loss_pct": _r(p.loss * 100 if p.loss is not None else None, 3),
+             "gbps_l2": _r(p.gbps_l2), "gbps_l1": _r(p.gbps_l1), "ceiling_mpps": _r(p.ceiling_mpps),
+             "pct_of_ceiling": _r(p.of_ceiling * 100 if p.of_ceiling is not None else None, 1),
+             "cores_busy": _r(p.cores_busy, 2), "cpu_pct_of_machine": _r(p.cpu_pct, 1),
+             "engine_cores": _r(p.engine_cores, 2), "mpps_per_core": _r(p.mpps_per_core),
+             "if_tx_mpps": _r(p.if_tx_mpps), "if_rx_mpps": _r(p.if_rx_mpps), "xdp_mode": ", ".join(p.xdp_modes),
+             "errors": list(p.errors), "warnings": list(p.warnings)} for p in view.packet_points]
+
+
 def point_values(view: RunView) -> tuple[str, dict[str, list[float]]]:
     """The figure a comparison is about, one value per ok repeat of each point."""
     values: dict[str, list[float]] = {}
     if view.https_trials:
         metric, pairs = "application Gbps", [(t.point, t.app_gbps) for t in view.https_trials if t.status == "ok"]
+    elif view.packet_trials:
+        metric, pairs = "Mpps received", [(t.point, t.rx_pps / 1e6 if t.rx_pps else None)
+                                          for t in view.packet_trials if t.status == "ok"]
     elif view.storage_trials:
         metric, pairs = "MB/s (10^6 B/s)", [(t.point, t.mb_s) for t in view.storage_trials if t.status == "ok"]
     else:

@@ -175,3 +175,35 @@ def storage_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> li
         ax.set_title(f"{title}: {label} vs block size", fontsize=10)
         paths.append(_save(fig, out_dir, f"storage-{metric}"))
     return paths
+
+
+def packet_figures(rows: list[dict[str, Any]], out_dir: Path, title: str, line_rate: str | None) -> list[Path]:
+    """Seed 003 as a figure: Mpps received vs frame size, one line per engine,
+    IP version, ports and threads, with each port count's line-rate ceiling."""
+    pts = [r for r in rows if r["rx_mpps"] is not None]
+    if not pts:
+        return []
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=110)
+    series: dict[tuple, list] = defaultdict(list)
+    for r in pts:
+        series[(r["engine"], r["ip"], r["ports"], r["threads"])].append(r)
+    sizes = sorted({r["frame_size"] for r in pts})
+    for (eng, ip, ports, threads), rs in sorted(series.items()):
+        rs.sort(key=lambda r: r["frame_size"])
+        ax.plot([r["frame_size"] for r in rs], [r["rx_mpps"] for r in rs], "o-",
+                label=f"{eng} IPv{ip}, {ports} port{'s' if ports > 1 else ''}, {threads} thread{'s' if threads > 1 else ''}")
+    for ports in sorted({r["ports"] for r in pts}):
+        cs = sorted(((r["frame_size"], r["ceiling_mpps"]) for r in rows if r["ports"] == ports and r["ceiling_mpps"]))
+        if cs:
+            ax.plot([c[0] for c in dict(cs).items()], [c[1] for c in dict(cs).items()], "--", lw=1, color="gray",
+                    label=f"line rate, {ports} x {line_rate}")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(sizes))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([str(x) for x in sizes])
+    ax.set_yscale("log")
+    ax.set_xlabel("frame size, bytes (with FCS)")
+    ax.set_ylabel("Mpps received")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    ax.set_title(f"{title}: packet rate vs frame size", fontsize=10)
+    return [_save(fig, out_dir, "packets-mpps")]

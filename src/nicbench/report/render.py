@@ -154,6 +154,33 @@ def render_storage(view: RunView, out: Path) -> Path:
                       cpu=cpu_sentence(view))
 
 
+def render_packets(view: RunView, out: Path) -> Path:
+    """Seed 003's report: Mpps vs frame size against line rate, the single/dual-port table, CPU."""
+    from ..analysis.linerate import format_speed
+    from ..analysis.packets import port_table
+    from .build import packet_rows
+    from .figures import packet_figures
+    rows = packet_rows(view)
+    lr = view.info.meta.get("line_rate_bps")
+    figs = packet_figures(rows, out, view.info.name, format_speed(float(lr)) if lr else None)
+    cols = ["point", "engine", "ip", "ports", "threads", "frame_size", "repeats_ok", "repeats_failed", "rx_mpps",
+            "rx_min", "rx_max", "tx_mpps", "loss_pct", "gbps_l2", "gbps_l1", "ceiling_mpps", "pct_of_ceiling",
+            "cores_busy", "cpu_pct_of_machine", "engine_cores", "mpps_per_core", "if_tx_mpps", "if_rx_mpps", "xdp_mode"]
+    write_exports(view, out, rows, cols,
+                  {"rx_mpps": "10^6 frames/s counted by the receiver's XDP program", "tx_mpps": "10^6 frames/s sent",
+                   "gbps_l2": "10^9 bit/s of frames with FCS", "gbps_l1": "10^9 bit/s on the wire (+20 B/frame)",
+                   "frame_size": "bytes, destination MAC to FCS"},
+                  [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status, "error": t.error,
+                    "rx_pps": t.rx_pps, "tx_pps": t.tx_pps, "loss": t.loss, "per_port_rx_pps": dict(t.per_port_rx_pps),
+                    "window": t.window} for t in view.packet_trials])
+    table = port_table(view.packet_points)
+    ports = sorted({p.ports for p in view.packet_points})
+    return write_page(out, "packets.html.j2", view, rows=rows, table=table, ports=ports,
+                      line_rate=format_speed(float(lr)) if lr else None, figures=[p.name for p in figs],
+                      failures=[t for t in view.packet_trials if t.status != "ok"], cpu=cpu_sentence(view),
+                      facts=facts_section(view), pinned=pinned_tools(view))
+
+
 def render(view: RunView, out: Path | None = None) -> Path:
     """Render the report into ``out`` (default ``<run>/report``); returns index.html."""
     out = out or view.run_dir / "report"
@@ -162,6 +189,8 @@ def render(view: RunView, out: Path | None = None) -> Path:
         return render_https(view, out)
     if view.info.study == "storage":
         return render_storage(view, out)
+    if view.info.study == "packets":
+        return render_packets(view, out)
     rows = table_rows(view)
     lab = view.info.meta.get("lab") or {}
     mtu = lab.get("mtu") if isinstance(lab, dict) else None

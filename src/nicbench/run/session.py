@@ -24,9 +24,9 @@ from .. import __version__
 from ..core.errors import Interrupted, LabError, NicbenchError, PreflightError
 from ..hosts.transport import LocalTransport
 from ..lab import manager
-from ..lab.topology import LabSpec, make_spec
+from ..lab.topology import DirectLink, LabSpec, make_spec
 from ..plan.matrix import trials as plan_trials
-from ..plan.model import Plan
+from ..plan.model import PacketStudy, Plan
 from ..hosts.facts import collect_quietly
 from ..hosts.transport import Transport
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
@@ -94,8 +94,12 @@ def _quietly(step) -> None:
 
 
 def lab_spec(plan: Plan) -> LabSpec:
+    direct: tuple[DirectLink, ...] = ()
+    if isinstance(plan.study, PacketStudy):     # the generator's ports, cabled to the receiver
+        direct = tuple(DirectLink(i, plan.server, plan.clients[0], max(plan.study.threads))
+                       for i in range(max(plan.study.ports)))
     return make_spec(plan.lab.name, [(n, h.role) for n, h in plan.hosts.items()],
-                     plan.link.mtu, plan.lab.subnet, plan.link.speed, plan.link.client_speed)
+                     plan.link.mtu, plan.lab.subnet, plan.link.speed, plan.link.client_speed, direct)
 
 
 @contextmanager
@@ -272,7 +276,8 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
             transports = lab.transports()
             # the lab hosts (their namespaces: interfaces, namespaced sysctls) and
             # the machine they share (host-wide sysctls, services, CPU)
-            fact_hosts = ([(transports[h], plan.hosts[h].role, ["eth0"]) for h in plan.hosts]
+            fact_hosts = ([(transports[h], plan.hosts[h].role,
+                            ["eth0"] + [d.ifname for d in spec.direct if h in (d.a, d.b)]) for h in plan.hosts]
                           + [(LocalTransport("machine"), "machine", [])])
             facts = gather_facts(fact_hosts, tools)
             profile, targets = tuning_targets(plan, lab, facts)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from ..plan.model import HttpsStudy, Plan, StorageStudy
+from ..plan.model import HttpsStudy, PacketStudy, Plan, StorageStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec
 from .common import RunContext
 
@@ -110,9 +110,28 @@ class StorageRun(_ServerRun):
                 "transport": s.transport or ("nbd" if s.target == "devices" else s.target), "trim": 0.0}
 
 
+class PacketRun(_ServerRun):
+    kind = module_name = "packets"
+
+    @property
+    def tools(self) -> list[str]:
+        return [e for e in self.plan.study.engines if e != "nbgen"] + ["ethtool"]  # type: ignore[union-attr]
+
+    def meta(self) -> dict:
+        s: PacketStudy = self.plan.study  # type: ignore[assignment]
+        v = self.ctx.versions
+        return {"engine": " + ".join(s.engines), "engine_version": ", ".join(f"{k} {x}" for k, x in v.items()),
+                "versions": v, "engines": s.engines, "line_rate_bps": s.line_rate, "rate": s.rate,
+                "xdp_mode": s.xdp_mode, "generator": self.ctx.server, "receiver": self.ctx.receiver,
+                "generator_kernel": self.ctx.kernel, "trim": s.trim, "udp_port": s.udp_port,
+                "shaping": "none: XDP transmit and trafgen's qdisc bypass go around tc; line_rate is nominal"}
+
+
 def study_run(plan: Plan, lab) -> StudyRun:
     if isinstance(plan.study, HttpsStudy):
         return HttpsRun(plan, lab)
     if isinstance(plan.study, StorageStudy):
         return StorageRun(plan, lab)
+    if isinstance(plan.study, PacketStudy):
+        return PacketRun(plan, lab)
     return TcpRun(plan, lab)

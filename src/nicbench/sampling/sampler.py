@@ -127,11 +127,17 @@ class NetSampler(PeriodicSampler):
     def samples(self) -> list[Sample]:
         with self._lock:
             reads = list(self.reads)
-        by_host: dict[str, list] = {}
+        # one series per (host, interface): a host followed on several ports
+        # (the packet study) gives one target per port; its protocol counters
+        # are taken from the first only, or they would count twice
+        by_host: dict[tuple[str, str | None], list] = {}
         for r in sorted(reads, key=lambda r: r[2]):
-            by_host.setdefault(r[0], []).append(r)
+            by_host.setdefault((r[0], r[1]), []).append(r)
+        first_if: dict[str, str | None] = {}
+        for h, ifn in by_host:
+            first_if.setdefault(h, ifn)
         out = []
-        for host, rs in by_host.items():
+        for (host, ifn), rs in by_host.items():
             for (_, ifname, t0, a, pa), (_, _, t1, b, pb) in zip(rs, rs[1:]):
                 if t1 <= t0:
                     continue
@@ -143,7 +149,7 @@ class NetSampler(PeriodicSampler):
                             if v is not None:
                                 out.append(Sample(self.trial_id, f"if.{what}", float(v), unit,  # type: ignore[arg-type]
                                                   t0, t1, tags))
-                for name in pa.keys() & pb.keys():
+                for name in (pa.keys() & pb.keys()) if first_if[host] == ifn else ():
                     v = delta(pa[name], pb[name])
                     if v is not None:
                         out.append(Sample(self.trial_id, f"net.{name}", float(v), "count", t0, t1,

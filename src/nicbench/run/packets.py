@@ -1,0 +1,377 @@
+"""The packet-rate study (seed 003): a generator, a receiver, back-to-back ports.
+
+Per point and port: ``nbgen rx`` on the receiver attaches its XDP counter
+(through a BPF link, so it cannot outlive the process) and says so; then the
+generator's engine starts behind the start barrier -- nbgen (XDP live
+frames, one thread per queue) or trafgen (AF_PACKET) -- sending the same
+frames for ``duration`` seconds and stopping by itself.  After a short drain
+the receivers are stopped; each prints its final per-CPU counts and
+detaches.  Received frames come from the receiver's XDP counter, sent
+frames from nbgen's own XDP counter or, for trafgen, the generator's
+interface counters; the interface counters of both ends are sampled beside
+them for every engine.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.errors import NicbenchError, PreflightError, ToolError, tail
+from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_stamp, END_MARK
+from ..plan.model import PacketStudy
+from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ..sampling.sampler import NetTarget, child_pids, tool_procs
+from ..tools import frames as fr
+from ..tools import nbgen, trafgen
+from .common import PointSamplers, RunContext, read, release_together, tool_version
+
+INSTALL = "run scripts/install.sh (it installs clang, libbpf-dev, bpftool and netsniff-ng and builds nbgen)"
+# capability bits (linux/capability.h)
+CAPS = {"CAP_NET_ADMIN": 12, "CAP_NET_RAW": 13, "CAP_SYS_ADMIN": 21, "CAP_PERFMON": 38, "CAP_BPF": 39}
+DRAIN_S = 0.3            # after the generators end, before the receivers' last count
+
+
+def port_ifname(i: int) -> str:
+    """The lab's back-to-back port names (lab.topology.DirectLink)."""
+    return f"pk{i}"
+
+
+def port_ips(i: int, ip: int) -> tuple[str, str]:
+    if ip == 6:
+        return f"2001:2:0:{i:x}::1", f"2001:2:0:{i:x}::2"
+    return f"198.19.{i}.1", f"198.19.{i}.2"
+
+
+@dataclass
+class PacketContext(RunContext):
+    study: PacketStudy
+    server: str                          # the generator
+    receiver: str
+    transports: dict[str, Transport]
+    versions: dict[str, str]
+    exe: str | None                      # nbgen
+    macs: dict[tuple[str, int], str] = field(default_factory=dict)   # (host, port) -> MAC
+    cpus: list[int] = field(default_factory=lambda: [0])   # the generator's online CPUs
+    kernel: str = ""
+
+
+def _caps(t: Transport) -> int | None:
+    """The effective capability mask of a process started through ``t``."""
+    try:
+        r = t.run(["cat", "/proc/self/status"], timeout=10)
+    except NicbenchError:
+        return None
+    for line in r.stdout.splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    return None
+
+
+def missing_caps(mask: int | None, engine: str) -> list[str]:
+    """What ``engine`` needs that ``mask`` lacks (CAP_SYS_ADMIN stands in for
+    CAP_BPF/CAP_PERFMON on kernels before 5.8)."""
+    if mask is None:
+        return []
+    need = ["CAP_NET_ADMIN", "CAP_BPF", "CAP_PERFMON"] if engine == "nbgen" else ["CAP_NET_RAW"]
+    has = {n for n, bit in CAPS.items() if mask >> bit & 1}
+    if "CAP_SYS_ADMIN" in has:
+        has |= {"CAP_BPF", "CAP_PERFMON"}
+    return [n for n in need if n not in has]
+
+
+def _link(t: Transport, dev: str) -> dict | None:
+    r = t.run(["ip", "-j", "-d", "link", "show", "dev", dev], timeout=10)
+    if r.returncode != 0:
+        return None
+    try:
+        return json.loads(r.stdout)[0]
+    except (ValueError, IndexError):
+        return None
+
+
+def xdp_attached(info: dict | None) -> str | None:
+    """The XDP program an ``ip -j link`` entry shows attached, as text, or None."""
+    x = (info or {}).get("xdp")
+    if not x:
+        return None
+    prog = x.get("prog") or {}
+    return f"id {prog.get('id', '?')} ({prog.get('name', '?')}, mode {x.get('mode', '?')})"
+
+
+def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str]) -> tuple[PacketContext, list[str]]:
+    """Every problem at once: engines built and runnable, privileges,
+    interfaces present with room for the frames, no XDP program already
+    on a receiver port, a kernel with live frames."""
+    s: PacketStudy = plan.study
+    gen, rx = plan.server, plan.clients[0]
+    problems: list[str] = []
+    warnings: list[str] = []
+    versions: dict[str, str] = {}
+    exe = nbgen.binary()
+    if exe is None:
+        problems.append(f"nbgen is not built (native/nbgen/build/nbgen): {INSTALL}")
+    hosts = {gen: s.engines if "nbgen" in s.engines else [*s.engines], rx: ["nbgen"]}
+    for host, engines in hosts.items():
+        t = transports[host]
+        for eng in dict.fromkeys(engines):
+            try:
+                if eng == "nbgen" and exe:
+                    versions["nbgen"] = tool_version(t, [exe, "version"], "nbgen", INSTALL)
+                elif eng == "trafgen":
+                    versions["trafgen"] = tool_version(t, ["trafgen", "-v"], "trafgen", INSTALL)
+            except PreflightError as e:
+                problems.append(f"{host}: {e.message}")
+        mask = _caps(t)
+        for eng in dict.fromkeys(engines):
+            lack = missing_caps(mask, eng)
+            if lack:
+                problems.append(f"{host}: {eng} needs {', '.join(lack)}, which this user lacks (run as root)")
+    macs: dict[tuple[str, int], str] = {}
+    biggest = max(s.frame_sizes)
+    for i in range(max(s.ports)):
+        dev = port_ifname(i)
+        for host in (gen, rx):
+            info = _link(transports[host], dev)
+            if info is None:
+                problems.append(f"{host}: interface {dev} does not exist (port {i + 1} of {max(s.ports)})")
+                continue
+            macs[(host, i)] = str(info.get("address", ""))
+            mtu = int(info.get("mtu") or 0)
+            if biggest > mtu + 18:
+                problems.append(f"{host}: {dev} has MTU {mtu}: a {biggest}-byte frame needs MTU {biggest - 18}")
+            if host == rx:
+                on = xdp_attached(info)
+                if on:
+                    problems.append(f"{rx}: {dev} already has an XDP program attached, {on}: remove it "
+                                    f"(ip link set dev {dev} xdp off) or stop what attached it")
+                qs = int(info.get("num_rx_queues") or 1)
+                if qs < max(s.threads):
+                    warnings.append(f"{rx}: {dev} has {qs} receive queue(s) for up to {max(s.threads)} "
+                                    "generator threads: threads share queues")
+    kernel = transports[gen].run(["uname", "-r"], timeout=10).stdout.strip()
+    if "nbgen" in s.engines and tuple(int(x) for x in kernel.split(".")[:2] if x.isdigit()) < (5, 18):
+        problems.append(f"{gen}: kernel {kernel} has no XDP live frames (5.18 or later): use engines = [\"trafgen\"]")
+    online = _online(transports[gen])
+    cpus = len(online)
+    if max(s.threads) * max(s.ports) > cpus:
+        warnings.append(f"{gen}: {max(s.threads) * max(s.ports)} generator threads on {cpus} CPUs: "
+                        "threads share cores, so Mpps per thread drops")
+    if s.rate and "nbgen" in s.engines and max(s.threads) * max(s.ports) > cpus:
+        problems.append(f"{gen}: study.rate paces each nbgen thread on a CPU of its own: "
+                        f"{max(s.threads) * max(s.ports)} threads need {max(s.threads) * max(s.ports)} CPUs, "
+                        f"the host has {cpus}")
+    if problems:
+        raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
+    return PacketContext(s, gen, rx, dict(transports), versions, exe, macs, online, kernel,
+                         ifname=None, cpu_transport=LocalTransport("machine")), warnings
+
+
+def _online(t: Transport) -> list[int]:
+    try:
+        text = t.read_text("/sys/devices/system/cpu/online").strip()
+    except OSError:
+        return [0]
+    out: list[int] = []
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        out += list(range(int(a), int(b or a) + 1))
+    return out
+
+
+def start(ctx: PacketContext, raw_dir: Path) -> list[RawOutput]:
+    return []
+
+
+def stop(ctx: PacketContext, raw_dir: Path) -> list[RawOutput]:
+    return []
+
+
+def _frames(ctx: PacketContext, port: int, ip: int, size: int, threads: int) -> list[bytes]:
+    src, dst = port_ips(port, ip)
+    return fr.thread_frames(threads, src_mac=ctx.macs[(ctx.server, port)], dst_mac=ctx.macs[(ctx.receiver, port)],
+                            src_ip=src, dst_ip=dst, size=size, dport=ctx.study.udp_port)
+
+
+def _wait_attached(procs: list[tuple[int, Process]], timeout: float = 10.0) -> dict[int, dict]:
+    """Each receiver's "attached" line (mode, why), or a ToolError with nbgen's words."""
+    by = time.monotonic() + timeout
+    seen: dict[int, dict] = {}
+    while len(seen) < len(procs):
+        for port, p in procs:
+            if port in seen:
+                continue
+            for line in read(p.stdout_path).splitlines():
+                if '"attached"' in line:
+                    seen[port] = json.loads(line)
+            if port not in seen and p.poll() is not None:
+                err = nbgen.error_of(read(p.stderr_path)) or tail(read(p.stderr_path)) or "no error text"
+                raise ToolError(f"nbgen rx on {port_ifname(port)}: {err}", where=p.host)
+        if len(seen) < len(procs):
+            if time.monotonic() > by:
+                raise ToolError(f"nbgen rx did not attach within {timeout:g}s", where=procs[0][1].host)
+            time.sleep(0.01)
+    return seen
+
+
+def run_trial(ctx: PacketContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+    s = ctx.study
+    p = spec.params
+    engine, ip, ports, threads, size = (str(p["engine"]), int(p["ip"]), int(p["ports"]), int(p["threads"]),
+                                        int(p["frame_size"]))
+    rate = s.rate
+    gen_t, rx_t = ctx.transports[ctx.server], ctx.transports[ctx.receiver]
+    started = time.time()
+    meta: dict = {"engine": engine, "generator": ctx.server, "receiver": ctx.receiver, "argv": {}, "ports": []}
+    raws: list[RawOutput] = []
+    rxs: list[tuple[int, Process]] = []
+    txs: list[tuple[int, Process]] = []
+    status, error = "ok", None
+    samplers: PointSamplers | None = None
+    samples: list[Sample] = []
+    cpus = ctx.cpus
+    try:
+        for i in range(ports):
+            dev = port_ifname(i)
+            out, err = raw_dir / f"rx-{dev}.out", raw_dir / f"rx-{dev}.err"
+            argv = nbgen.rx_argv(ctx.exe or "nbgen", dev, duration=s.duration + s.timeout_margin, port=s.udp_port,
+                                 mode=s.xdp_mode)
+            raws += [RawOutput(spec.trial_id, ctx.receiver, "receiver", "nbgen", "stdout", ctx.rel(out)),
+                     RawOutput(spec.trial_id, ctx.receiver, "receiver", "nbgen", "stderr", ctx.rel(err))]
+            rxs.append((i, rx_t.spawn(argv, stdout=out, stderr=err)))
+            meta["argv"][f"rx {dev}"] = argv
+        attached = _wait_attached(rxs)
+        meta["xdp"] = {port_ifname(i): {"mode": a.get("mode"), "why": a.get("why") or None} for i, a in attached.items()}
+        generic = [f"{port_ifname(i)}: {a.get('why')}" for i, a in attached.items() if a.get("mode") == "generic"]
+        if generic and s.xdp_mode == "auto":
+            meta.setdefault("warnings", []).append(
+                "receiver XDP runs in generic mode (slower, after the skb is built): " + "; ".join(generic))
+        for i in range(ports):
+            dev = port_ifname(i)
+            frames = _frames(ctx, i, ip, size, threads)
+            out, err = raw_dir / f"tx-{dev}.out", raw_dir / f"tx-{dev}.err"
+            # every generator thread of the point on a CPU of its own while CPUs last
+            pin = [cpus[(i * threads + k) % len(cpus)] for k in range(threads)]
+            if engine == "nbgen":
+                argv = nbgen.tx_argv(ctx.exe or "nbgen", dev, frames, duration=s.duration, cpus=pin, rate=rate)
+            else:
+                conf = raw_dir / f"trafgen-{dev}.cfg"
+                conf.write_text(fr.trafgen_config(frames, pin))
+                argv = trafgen.argv(dev, str(conf), duration=s.duration, cpus=max(pin) + 1,
+                                    rate=rate / threads if rate else None, frame_size=size)
+            meta.setdefault("pinning", {})[dev] = pin
+            raws += [RawOutput(spec.trial_id, ctx.server, "generator", engine, "stdout", ctx.rel(out)),
+                     RawOutput(spec.trial_id, ctx.server, "generator", engine, "stderr", ctx.rel(err))]
+            txs.append((i, gen_t.spawn(argv, stdout=out, stderr=err, gated=True)))
+            meta["argv"][f"tx {dev}"] = argv
+            meta["ports"].append({"port": dev, "frame_hex": frames[0].hex(), "threads": threads})
+        samplers = PointSamplers(spec.trial_id, _net_targets(ctx, rxs, txs, ports), ctx.cpu_transport,
+                                 _tool_procs(ctx, rxs, txs, engine), machine=ctx.cpu_machine,
+                                 nic_irqs=ctx.nic_irqs, net_interval=0.25).start(first_read=True)
+        meta["released"] = release_together([pr for _, pr in txs], engine, ctx.server)
+        end_by = time.monotonic() + s.duration + s.timeout_margin
+        for i, pr in txs:
+            if pr.wait(end_by - time.monotonic()) is None:
+                raise ToolError(f"{engine} on {port_ifname(i)} still running after {s.duration + s.timeout_margin:g}s",
+                                where=ctx.server, hint="raise study.timeout_margin if the host is only slow")
+        time.sleep(DRAIN_S)
+        samplers.last_read()
+        for _, pr in rxs:
+            pr.stop(2.0, signal.SIGTERM)     # nbgen prints its last counts, then detaches
+    except KeyboardInterrupt:
+        status, error = "interrupted", "interrupted by the user"
+    except NicbenchError as e:
+        status, error = "failed", e.one_line().removeprefix("nicbench: ")
+    finally:
+        for _, pr in txs + rxs:
+            if pr.poll() is None:
+                pr.stop(1.0)
+        counters = samplers.stop(meta) if samplers is not None else []
+    if status == "ok":
+        try:
+            samples += _results(ctx, spec, engine, txs, rxs, meta)
+        except NicbenchError as e:
+            status, error = "failed", e.one_line().removeprefix("nicbench: ")
+    samples += counters
+    ended = time.time()
+    meta["overhead_s"] = (ended - started) - s.duration
+    return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+
+
+def _results(ctx: PacketContext, spec: TrialSpec, engine: str, txs, rxs, meta: dict) -> list[Sample]:
+    out: list[Sample] = []
+    meta["tx"], meta["rx"] = {}, {}
+    for i, pr in txs:
+        dev = port_ifname(i)
+        o, e = read(pr.stdout_path), read(pr.stderr_path)
+        rc = pr.poll()
+        t0, t1 = parse_gate_stamp(e), parse_gate_stamp(e, END_MARK)
+        tags = make_tags(host=ctx.server, port=dev, side="sender", engine=engine)
+        if engine == "nbgen":
+            tx = nbgen.parse_tx(o, e, where=ctx.server)
+            meta["tx"][dev] = {"sent": tx.sent, "paced_out": tx.paced_out, "per_cpu": list(tx.per_cpu),
+                               "threads": list(tx.threads), "span": [tx.t_start, tx.t_end]}
+            for (a, na), (b, nb) in zip(tx.reads, tx.reads[1:]):
+                if b > a:
+                    out.append(Sample(spec.trial_id, "pkt.sent", float(nb - na), "packets", a, b, tags))
+        else:
+            # timeout's 124 is the duration ending it; anything else is trafgen's own failure
+            if rc not in (0, 124, 130, -2):
+                raise ToolError(f"trafgen on {dev} exited {rc}: {tail(e) or tail(o)}", where=ctx.server)
+            sm = trafgen.parse(o)
+            if sm is None:
+                raise ToolError(f"trafgen on {dev} printed no summary: {tail(e) or tail(o)}", where=ctx.server)
+            if t0 is None or t1 is None:
+                raise ToolError(f"trafgen on {dev}: the start gate recorded no time", where=ctx.server)
+            meta["tx"][dev] = {"sent": sm.packets, "bytes": sm.bytes, "per_cpu": sm.per_cpu, "span": [t0, t1]}
+            # one span for the whole run: the rate comes from the interface counters
+            out.append(Sample(spec.trial_id, "pkt.sent", float(sm.packets), "packets", t0, t1, tags))
+    for i, pr in rxs:
+        dev = port_ifname(i)
+        rx = nbgen.parse_rx(read(pr.stdout_path), read(pr.stderr_path), where=ctx.receiver)
+        if not rx.ended:
+            raise ToolError(f"nbgen rx on {dev} was killed before its last count", where=ctx.receiver)
+        meta["rx"][dev] = {"packets": rx.packets, "bytes": rx.bytes, "other": rx.other, "per_cpu": list(rx.per_cpu),
+                           "mode": rx.mode}
+        tags = make_tags(host=ctx.receiver, port=dev, side="receiver", engine=engine)
+        for (a, na, ba), (b, nb, bb) in zip(rx.reads, rx.reads[1:]):
+            if b > a:
+                out.append(Sample(spec.trial_id, "pkt.received", float(nb - na), "packets", a, b, tags))
+                out.append(Sample(spec.trial_id, "pkt.received_bytes", float(bb - ba), "bytes", a, b, tags))
+        if rx.packets == 0:
+            raise ToolError(f"the receiver counted no test frame on {dev} (sent: "
+                            f"{meta['tx'].get(dev, {}).get('sent', '?')})", where=ctx.receiver,
+                            hint="does the generator's driver transmit XDP frames (ndo_xdp_xmit)? "
+                                 "engines = [\"trafgen\"] does not need it")
+    return out
+
+
+def _net_targets(ctx: PacketContext, rxs, txs, ports: int) -> list[NetTarget]:
+    gen_pids = lambda: [pr.pid for _, pr in txs]   # noqa: E731 - the shims live in the generator's namespace
+    rx_pids = lambda: [pr.pid for _, pr in rxs]    # noqa: E731
+    out = []
+    for i in range(ports):
+        out.append(NetTarget(ctx.server, ctx.transports[ctx.server], gen_pids, port_ifname(i)))
+        out.append(NetTarget(ctx.receiver, ctx.transports[ctx.receiver], rx_pids, port_ifname(i)))
+    return out
+
+
+def _tool_procs(ctx: PacketContext, rxs, txs, engine: str):
+    """The receivers by PID, each generator below its gate shim and, for
+    trafgen, the per-CPU senders it forks (its parent only waits)."""
+    if ctx.cpu_transport is None:
+        return lambda: []
+    t = ctx.cpu_transport
+    fixed = [(pr.pid, ctx.receiver, "nbgen-rx", port_ifname(i)) for i, pr in rxs]
+    base = tool_procs(t, lambda: fixed, [(pr.pid, ctx.server, engine, port_ifname(i)) for i, pr in txs])
+
+    def procs() -> list[tuple[int, str, str, str]]:
+        out = base()
+        if engine == "trafgen":
+            out += [(kid, host, role, f"{proc} sender {n}") for pid, host, role, proc in list(out)
+                    if role == "trafgen" for n, kid in enumerate(child_pids(t, pid))]
+        return out
+    return procs
