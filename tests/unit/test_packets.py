@@ -166,6 +166,7 @@ def test_packet_plan_matrix_and_defaults():
     ("frame_sizes = [4000]\n", "nbgen's live frames"),
     ('engines = ["pktgen"]\n', "study.engines"),
     ("threads = 0\n", "study.threads"),
+    ('search = "ndr"\nrate = 1000\n', "chooses the rate itself"),
 ])
 def test_bad_packet_plans_are_one_line_errors(extra, words):
     with pytest.raises(InputError) as e:
@@ -230,3 +231,40 @@ def test_trial_without_cover_or_window_fails_with_a_reason():
     assert "no window" in packet_trial(rec, samples, trim=3.0).error
     failed = packet_trial(*_trial(status="failed"), trim=0.5)
     assert failed.status == "failed" and failed.error == "boom"
+
+
+def test_ndr_search_bisects_to_the_highest_lossless_rate(monkeypatch, tmp_path):
+    """The search loop against a path that carries at most 3 Mpps: flat out
+    loses, bisection closes in from below, the best passing step is kept."""
+    from types import SimpleNamespace
+    from nicbench.run import packets as run_packets
+    tried = []
+
+    def measure(ctx, spec, raw_dir, rate):
+        tried.append(rate)
+        tx = rate if rate else 5e6
+        rec, samples = _trial(rx_rate=min(tx, 3e6), tx_rate=tx)
+        return TrialRecord(spec, "ok", rec.started, rec.ended, None, dict(rec.meta)), samples, []
+
+    monkeypatch.setattr(run_packets, "_measure", measure)
+    ctx = SimpleNamespace(study=SimpleNamespace(search="ndr", search_steps=4, trim=0.5, loss_threshold=0.001, rate=None))
+    spec = _trial()[0].spec
+    rec, samples, _ = run_packets.run_trial(ctx, spec, tmp_path)
+    assert tried == [None, 2.5e6, 3.75e6, 3.125e6, 2.8125e6]
+    assert rec.status == "ok" and rec.meta["ndr"]["rate_per_port"] == 2.8125e6
+    assert [s["passed"] for s in rec.meta["ndr"]["steps"]] == [False, True, False, False, True]
+    assert packet_trial(rec, samples, 0.5).rx_pps == pytest.approx(2.8125e6)
+
+
+def test_ndr_reports_when_no_rate_is_clean(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+    from nicbench.run import packets as run_packets
+
+    def measure(ctx, spec, raw_dir, rate):
+        rec, samples = _trial(rx_rate=(rate or 5e6) * 0.5, tx_rate=rate or 5e6)
+        return TrialRecord(spec, "ok", rec.started, rec.ended, None, dict(rec.meta)), samples, []
+
+    monkeypatch.setattr(run_packets, "_measure", measure)
+    ctx = SimpleNamespace(study=SimpleNamespace(search="ndr", search_steps=3, trim=0.5, loss_threshold=0.001, rate=None))
+    rec, samples, _ = run_packets.run_trial(ctx, _trial()[0].spec, tmp_path)
+    assert rec.status == "failed" and "no rate tried had loss <= 0.100%" in rec.error and samples == []

@@ -26,6 +26,7 @@ from .cpu import CpuUsage, cpu_usage, cpu_warnings
 from .points import by_point, median_of
 
 WIRE_EXTRA = linerate.PREAMBLE_SFD + linerate.IFG
+RATE_TOLERANCE = 0.05      # a rate-limited point off by more than this from what was asked says so
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class PacketTrial:
     if_rx_pps: float | None = None            # receiver's interface counters, all ports
     cpu: CpuUsage | None = None
     xdp_modes: Mapping[str, str] = field(default_factory=dict)
+    ndr: Mapping[str, object] | None = None   # the search's steps, when the point was a no-drop-rate search
     warnings: tuple[str, ...] = ()
 
     @property
@@ -92,6 +94,12 @@ def packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> Pa
     else:
         tx = if_tx                      # trafgen reports one total: its rate is the interface's
     warnings = list(rec.meta.get("warnings") or ())
+    asked = rec.spec.params.get("rate")
+    if asked and tx:
+        want = float(asked) * int(rec.spec.params.get("ports") or 1)       # study.rate is per port
+        if abs(tx / want - 1) > RATE_TOLERANCE:
+            warnings.append(f"{rec.spec.params.get('engine')} sent {tx / 1e3:.1f} kframes/s of the {want / 1e3:.1f} "
+                            f"asked ({tx / want:.0%}): its pacing, not the path, set this point's rate")
     u = cpu_usage(samples, (w0, w1))
     if u:
         warnings += cpu_warnings(u)
@@ -100,7 +108,8 @@ def packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> Pa
                            window=(w0, w1), **common)
     modes = {k: str(v.get("mode")) for k, v in (rec.meta.get("rx") or {}).items()}
     return PacketTrial(status="ok", error=None, window=(w0, w1), rx_pps=rx, tx_pps=tx, per_port_rx_pps=per_port,
-                       if_tx_pps=if_tx, if_rx_pps=if_rx, cpu=u, xdp_modes=modes, warnings=tuple(warnings), **common)
+                       if_tx_pps=if_tx, if_rx_pps=if_rx, cpu=u, xdp_modes=modes, ndr=rec.meta.get("ndr"),
+                       warnings=tuple(warnings), **common)
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,7 @@ class PacketPoint:
     if_tx_mpps: float | None
     if_rx_mpps: float | None
     xdp_modes: tuple[str, ...]
+    ndr_steps: int | None                      # steps of the no-drop-rate search, when it was one
     errors: tuple[str, ...]
     warnings: tuple[str, ...]
 
@@ -179,6 +189,7 @@ def packet_points(trials: Iterable[PacketTrial], line_rate_bps: float | None) ->
             med(t.if_tx_pps / 1e6 if t.if_tx_pps else None for t in ok),
             med(t.if_rx_pps / 1e6 if t.if_rx_pps else None for t in ok),
             tuple(sorted({m for t in ok for m in t.xdp_modes.values()})),
+            max((len(t.ndr.get("steps") or []) for t in ok if t.ndr), default=None),  # type: ignore[arg-type]
             tuple(sorted({t.error for t in ts if t.error})),
             tuple(sorted({w for t in ts for w in t.warnings}))))
     return sorted(out, key=lambda q: (q.engine, q.ip, q.ports, q.threads, q.frame_size))

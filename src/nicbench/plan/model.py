@@ -327,6 +327,10 @@ class PacketStudy(_Sweep):
     rate: float | None = Field(None, gt=0, description="frames/s per port (rate-limited mode); none: as fast as "
                                                        "the engine can")
     line_rate: Speed = Field(10e9, description="each port's nominal speed, for the ceiling (e.g. \"40G\")")
+    search: Literal["none", "ndr"] = Field("none", description="ndr: bisect for the highest rate whose loss "
+                                                              "is at most loss_threshold")
+    loss_threshold: float = Field(0.001, ge=0, lt=1, description="ndr: the loss allowed, a fraction (0.001 = 0.1 %)")
+    search_steps: int = Field(6, ge=1, le=20, description="ndr: bisection steps after the unpaced one")
     xdp_mode: Literal["auto", "native", "generic"] = Field(
         "auto", description="receiver's XDP attach: auto tries native, falls back to generic and says so")
     udp_port: int = Field(9, ge=1, le=65535)
@@ -356,6 +360,8 @@ class PacketStudy(_Sweep):
                                  "frames")
         if self.duration <= 2 * self.trim:
             raise ValueError(f"study.duration {self.duration}s leaves nothing after trimming {self.trim}s at both ends")
+        if self.search == "ndr" and self.rate:
+            raise ValueError("study.rate: the no-drop-rate search chooses the rate itself; leave rate out")
         return self
 
 

@@ -165,14 +165,15 @@ def render_packets(view: RunView, out: Path) -> Path:
     figs = packet_figures(rows, out, view.info.name, format_speed(float(lr)) if lr else None)
     cols = ["point", "engine", "ip", "ports", "threads", "frame_size", "repeats_ok", "repeats_failed", "rx_mpps",
             "rx_min", "rx_max", "tx_mpps", "loss_pct", "gbps_l2", "gbps_l1", "ceiling_mpps", "pct_of_ceiling",
-            "cores_busy", "cpu_pct_of_machine", "engine_cores", "mpps_per_core", "if_tx_mpps", "if_rx_mpps", "xdp_mode"]
+            "cores_busy", "cpu_pct_of_machine", "engine_cores", "mpps_per_core", "if_tx_mpps", "if_rx_mpps", "xdp_mode",
+            "ndr_steps"]
     write_exports(view, out, rows, cols,
                   {"rx_mpps": "10^6 frames/s counted by the receiver's XDP program", "tx_mpps": "10^6 frames/s sent",
                    "gbps_l2": "10^9 bit/s of frames with FCS", "gbps_l1": "10^9 bit/s on the wire (+20 B/frame)",
                    "frame_size": "bytes, destination MAC to FCS"},
                   [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status, "error": t.error,
                     "rx_pps": t.rx_pps, "tx_pps": t.tx_pps, "loss": t.loss, "per_port_rx_pps": dict(t.per_port_rx_pps),
-                    "window": t.window} for t in view.packet_trials])
+                    "window": t.window, "ndr": t.ndr} for t in view.packet_trials])
     table = port_table(view.packet_points)
     ports = sorted({p.ports for p in view.packet_points})
     return write_page(out, "packets.html.j2", view, rows=rows, table=table, ports=ports,

@@ -218,14 +218,76 @@ def _wait_attached(procs: list[tuple[int, Process]], timeout: float = 10.0) -> d
 
 
 def run_trial(ctx: PacketContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+    """One point: a measurement at the study's rate (or as fast as the engine
+    goes), or with ``search = "ndr"`` the no-drop-rate search."""
+    if ctx.study.search == "ndr":
+        return _ndr(ctx, spec, raw_dir)
+    return _measure(ctx, spec, raw_dir, ctx.study.rate)
+
+
+def _ndr(ctx: PacketContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+    """The highest rate whose loss stays at or below ``loss_threshold``
+    (RFC 2544's throughput, by bisection, as packet-generator users expect).
+
+    Step 0 runs unpaced: if it loses nothing, the generator is the limit and
+    that is the answer.  Otherwise bisect between 0 and its sent rate for
+    ``search_steps`` steps.  The point keeps the samples of the best passing
+    step; every step's rate and loss are in its meta.  The loss of a step is
+    worked out by the analysis' own pure function (a search needs its result
+    to choose the next rate)."""
+    from ..analysis.packets import packet_trial
+    s = ctx.study
+    ports = int(spec.params["ports"])
+    started = time.time()
+    steps: list[dict] = []
+    best: tuple[float, float | None, TrialRecord, list[Sample]] | None = None   # rx_pps, rate, record, samples
+    raws_all: list[RawOutput] = []
+    low, high = 0.0, 0.0
+    rate: float | None = None
+    for step in range(s.search_steps + 1):
+        rec, samples, raws = _measure(ctx, spec, raw_dir / f"step{step}", rate)
+        raws_all += raws
+        if rec.status != "ok":
+            return rec, samples, raws_all     # a failed or interrupted step ends the point
+        t = packet_trial(rec, samples, s.trim)
+        if t.status != "ok" or not t.tx_pps or t.rx_pps is None:
+            return TrialRecord(spec, "failed", started, time.time(), f"ndr step {step}: {t.error or 'nothing sent'}",
+                               rec.meta), [], raws_all
+        passed = (t.loss or 0.0) <= s.loss_threshold
+        steps.append({"step": step, "rate_per_port": rate, "tx_pps": t.tx_pps, "rx_pps": t.rx_pps, "loss": t.loss,
+                      "passed": passed})
+        if passed and (best is None or t.rx_pps > best[0]):
+            best = (t.rx_pps, rate, rec, samples)
+        if step == 0:
+            if passed:
+                break                         # lossless flat out: the generator sets the rate
+            high = t.tx_pps / ports
+        elif passed:
+            low = rate or 0.0
+        else:
+            high = rate or 0.0
+        rate = (low + high) / 2
+    search = {"loss_threshold": s.loss_threshold, "steps": steps}
+    if best is None:
+        return TrialRecord(spec, "failed", started, time.time(),
+                           f"no rate tried had loss <= {s.loss_threshold:.3%} (lowest tried {rate or 0:.0f} "
+                           "frames/s per port)", {"ndr": search}), [], raws_all
+    _, best_rate, rec, samples = best
+    search["rate_per_port"] = best_rate          # None: unpaced, the generator's own maximum
+    return TrialRecord(spec, "ok", started, time.time(), None, {**rec.meta, "ndr": search}), samples, raws_all
+
+
+def _measure(ctx: PacketContext, spec: TrialSpec, raw_dir: Path, rate: float | None
+             ) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
     s = ctx.study
     p = spec.params
     engine, ip, ports, threads, size = (str(p["engine"]), int(p["ip"]), int(p["ports"]), int(p["threads"]),
                                         int(p["frame_size"]))
-    rate = s.rate
     gen_t, rx_t = ctx.transports[ctx.server], ctx.transports[ctx.receiver]
     started = time.time()
-    meta: dict = {"engine": engine, "generator": ctx.server, "receiver": ctx.receiver, "argv": {}, "ports": []}
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    meta: dict = {"engine": engine, "generator": ctx.server, "receiver": ctx.receiver, "argv": {}, "ports": [],
+                  "rate_per_port": rate}
     raws: list[RawOutput] = []
     rxs: list[tuple[int, Process]] = []
     txs: list[tuple[int, Process]] = []

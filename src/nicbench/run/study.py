@@ -124,6 +124,7 @@ class PacketRun(_ServerRun):
                 "versions": v, "engines": s.engines, "line_rate_bps": s.line_rate, "rate": s.rate,
                 "xdp_mode": s.xdp_mode, "generator": self.ctx.server, "receiver": self.ctx.receiver,
                 "generator_kernel": self.ctx.kernel, "trim": s.trim, "udp_port": s.udp_port,
+                "search": s.search, "loss_threshold": s.loss_threshold,
                 "shaping": "none: XDP transmit and trafgen's qdisc bypass go around tc; line_rate is nominal"}
 
 
