@@ -159,3 +159,13 @@ def test_the_servers_nic_irqs_come_from_its_facts():
     assert nic_irqs([(real, "")], "srv", "eth0") == {"37": "eth0:virtio2-config", "38": "eth0:virtio2-input.0",
                                                      "39": "eth0:virtio2-output.0"}
     assert nic_irqs([(veth, "")], "srv", "eth0") == {}
+
+
+def test_other_packet_generators_are_recorded():
+    """Kernel pktgen and netmap, recorded on this machine (it has neither);
+    an older recording without the check says why it is unknown."""
+    h = facts("machine-pktgen-absent.txt", host="machine", role="machine")
+    assert h.value("packet.pktgen") == "absent (no /proc/net/pktgen, no module)"
+    assert h.value("packet.netmap") == "absent (no /dev/netmap), no pkt-gen"
+    old = facts("netns_veth.txt")
+    assert old.value("packet.pktgen") is None and old.get("packet.pktgen").unknown

@@ -208,6 +208,24 @@ def _daemons(f: _Facts, text: str, rc: int | None) -> None:
         f.add(f"service.{d}", "running" if d in running else "not running", "/proc/*/comm")
 
 
+def _pktgen(f: _Facts, text: str, rc: int | None) -> None:
+    """The packet generators a host has besides trafgen and nbgen: kernel
+    pktgen (/proc/net/pktgen, or a module to load) and netmap (/dev/netmap +
+    its pkt-gen).  Recorded, not used: the packet study's engines are nbgen
+    and trafgen (see README, "The packet-rate study")."""
+    seen = dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
+    if not seen:
+        f.unknown("packet.pktgen", _failure(text, rc, "pktgen check"), "/proc/net/pktgen")
+        f.unknown("packet.netmap", _failure(text, rc, "netmap check"), "/dev/netmap")
+        return
+    f.add("packet.pktgen", {"loaded": "loaded (/proc/net/pktgen)", "module": "available as a module (modinfo pktgen)",
+                            "absent": "absent (no /proc/net/pktgen, no module)"}.get(seen.get("pktgen", ""), "?"),
+          "/proc/net/pktgen, modinfo pktgen")
+    nm = "loaded (/dev/netmap)" if seen.get("netmap") == "loaded" else "absent (no /dev/netmap)"
+    f.add("packet.netmap", nm + (", pkt-gen installed" if seen.get("pkt-gen") == "installed" else ", no pkt-gen"),
+          "/dev/netmap, command -v pkt-gen")
+
+
 def _sysctls(f: _Facts, text: str, rc: int | None) -> None:
     for line in text.splitlines():
         path, sep, val = line.partition("\t")
@@ -373,7 +391,7 @@ _PER_IF: dict[str, Callable[[_Facts, str, str, int | None], None]] = {
 
 _GLOBAL: dict[str, Callable[[_Facts, str, int | None], None]] = {
     "uname": _uname, "os-release": _os_release, "meminfo": _meminfo, "numa": _numa,
-    "governor": _governor, "tuned": _tuned, "daemons": _daemons, "sysctl": _sysctls,
+    "governor": _governor, "tuned": _tuned, "daemons": _daemons, "sysctl": _sysctls, "pktgen": _pktgen,
 }
 
 

@@ -78,6 +78,10 @@ nic() { i=$1; d=/sys/class/net/$i
   printf 'busdev\t%s\n' "$p"
   kv $p/numa_node $p/local_cpulist $p/current_link_speed $p/max_link_speed $p/current_link_width $p/max_link_width
   for q in $p/msi_irqs/*; do [ -e "$q" ] && printf 'msi\t%s\n' "${q##*/}"; done; true; }
+pktgens() { if [ -d /proc/net/pktgen ]; then echo 'pktgen loaded'
+  elif modinfo pktgen >/dev/null 2>&1; then echo 'pktgen module'; else echo 'pktgen absent'; fi
+  if [ -e /dev/netmap ]; then echo 'netmap loaded'; else echo 'netmap absent'; fi
+  if command -v pkt-gen >/dev/null 2>&1; then echo 'pkt-gen installed'; else echo 'pkt-gen absent'; fi; }
 irqs() { i=$1; list=; d=
   # a virtual interface has no IRQs: a name match in the machine-wide /proc/interrupts
   # would be another device's (the machine's own eth0 seen from a lab namespace)
@@ -111,6 +115,7 @@ def script(ifnames: Sequence[str], tools: Sequence[str]) -> str:
              "sec governor governor",
              "sec tuned tuned",
              "sec daemons daemons",
+             "sec pktgen pktgens",
              "sec sysctl sysctls " + " ".join(SYSCTLS)]
     for i in ifnames:
         lines += [f"sec 'nic {i}' nic {i}",

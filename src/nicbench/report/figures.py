@@ -195,7 +195,8 @@ def packet_figures(rows: list[dict[str, Any]], out_dir: Path, title: str, line_r
     for ports in sorted({r["ports"] for r in pts}):
         cs = sorted(((r["frame_size"], r["ceiling_mpps"]) for r in rows if r["ports"] == ports and r["ceiling_mpps"]))
         if cs:
-            ax.plot([c[0] for c in dict(cs).items()], [c[1] for c in dict(cs).items()], "--", lw=1, color="gray",
+            ax.plot([c[0] for c in dict(cs).items()], [c[1] for c in dict(cs).items()], "--" if ports == 1 else ":",
+                    lw=1, color="gray",
                     label=f"line rate, {ports} x {line_rate}")
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(sizes))

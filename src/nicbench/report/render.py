@@ -176,10 +176,14 @@ def render_packets(view: RunView, out: Path) -> Path:
                     "window": t.window, "ndr": t.ndr} for t in view.packet_trials])
     table = port_table(view.packet_points)
     ports = sorted({p.ports for p in view.packet_points})
+    gen = str(view.info.meta.get("generator"))
+    others = [f"{h.host}: kernel pktgen {h.get(k).display() if h.get(k) else 'not recorded'}" if k == "packet.pktgen"
+              else f"netmap {h.get(k).display() if h.get(k) else 'not recorded'}"
+              for h in view.facts if h.host == gen for k in ("packet.pktgen", "packet.netmap")]
     return write_page(out, "packets.html.j2", view, rows=rows, table=table, ports=ports,
                       line_rate=format_speed(float(lr)) if lr else None, figures=[p.name for p in figs],
                       failures=[t for t in view.packet_trials if t.status != "ok"], cpu=cpu_sentence(view),
-                      facts=facts_section(view), pinned=pinned_tools(view))
+                      facts=facts_section(view), pinned=pinned_tools(view), others="; ".join(others))
 
 
 def render(view: RunView, out: Path | None = None) -> Path:
