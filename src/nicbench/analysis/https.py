@@ -19,17 +19,11 @@ from . import linerate
 from .aggregate import WireRate, wire_rate
 from .counters import Counters, counter_warnings, counters
 from .cpu import CpuUsage, cpu_usage, cpu_warnings
-from .points import LinkInfo, by_point, median_of
+from .points import LinkInfo, TrialHead, by_point, head, median_of
 
 
 @dataclass(frozen=True)
-class HttpsTrial:
-    trial_id: str
-    point: str
-    repeat: int
-    params: Mapping[str, object]
-    status: str
-    error: str | None
+class HttpsTrial(TrialHead):
     app_gbps: float | None
     window: tuple[float, float] | None
     requests: int = 0
@@ -56,8 +50,7 @@ class HttpsTrial:
 def https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | None) -> HttpsTrial:
     by = [s for s in samples if s.metric == "http.bytes"]
     meta = rec.meta
-    common = dict(trial_id=rec.spec.trial_id, point=rec.spec.point, repeat=rec.spec.repeat,
-                  params=dict(rec.spec.params), ktls=str(meta.get("ktls") or ""),
+    common = dict(**head(rec), ktls=str(meta.get("ktls") or ""),
                   warnings=tuple(meta.get("warnings") or ()), wrk=dict(meta.get("wrk") or {}))
     if rec.status != "ok" or not by:
         return HttpsTrial(status="failed" if rec.status == "ok" else rec.status,

@@ -23,20 +23,14 @@ from ..records import Sample, TrialRecord
 from . import linerate
 from .aggregate import covers, integrate
 from .cpu import CpuUsage, cpu_usage, cpu_warnings
-from .points import by_point, median_of
+from .points import TrialHead, by_point, head, median_of
 
 WIRE_EXTRA = linerate.PREAMBLE_SFD + linerate.IFG
 RATE_TOLERANCE = 0.05      # a rate-limited point off by more than this from what was asked says so
 
 
 @dataclass(frozen=True)
-class PacketTrial:
-    trial_id: str
-    point: str
-    repeat: int
-    params: Mapping[str, object]
-    status: str
-    error: str | None
+class PacketTrial(TrialHead):
     window: tuple[float, float] | None = None
     rx_pps: float | None = None
     tx_pps: float | None = None
@@ -75,8 +69,7 @@ def _rate(series: dict[str, list[Sample]], w0: float, w1: float) -> tuple[float 
 
 
 def packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> PacketTrial:
-    common = dict(trial_id=rec.spec.trial_id, point=rec.spec.point, repeat=rec.spec.repeat,
-                  params=dict(rec.spec.params))
+    common = head(rec)
     if rec.status != "ok":
         return PacketTrial(status=rec.status, error=rec.error, **common)
     spans = [tuple(v["span"]) for v in (rec.meta.get("tx") or {}).values() if v.get("span")]

@@ -64,13 +64,27 @@ class LinkInfo:
 
 
 @dataclass(frozen=True)
-class TrialResult:
+class TrialHead:
+    """What every study's analysed trial starts with: which trial and point,
+    which repeat, its parameters, and how it went."""
+
     trial_id: str
     point: str
     repeat: int
     params: Mapping[str, object]
     status: str
     error: str | None
+
+
+def head(rec: TrialRecord) -> dict:
+    """A TrialHead's identity fields from the stored record (status and error
+    are the analysis' to set)."""
+    return dict(trial_id=rec.spec.trial_id, point=rec.spec.point, repeat=rec.spec.repeat,
+                params=dict(rec.spec.params))
+
+
+@dataclass(frozen=True)
+class TrialResult(TrialHead):
     receiver: Mapping[str, DirectionAggregate]
     sender: Mapping[str, DirectionAggregate]
     start_skew_s: float | None

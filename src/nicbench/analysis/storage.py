@@ -18,20 +18,14 @@ from ..records import Sample, TrialRecord
 from . import linerate
 from .counters import Counters, counter_warnings, counters
 from .cpu import CpuUsage, cpu_usage, cpu_warnings
-from .points import LinkInfo, by_point, median_of
+from .points import LinkInfo, TrialHead, by_point, head, median_of
 
 # a point "reaches line rate" at this fraction of its ceiling
 LINE_RATE = 0.95
 
 
 @dataclass(frozen=True)
-class StorageTrial:
-    trial_id: str
-    point: str
-    repeat: int
-    params: Mapping[str, object]
-    status: str
-    error: str | None
+class StorageTrial(TrialHead):
     mb_s: float | None = None                 # all ops, 10^6 bytes/s
     iops: float | None = None
     per_initiator_mb_s: Mapping[str, float] = field(default_factory=dict)
@@ -43,8 +37,7 @@ class StorageTrial:
 
 
 def storage_trial(rec: TrialRecord, samples: Sequence[Sample]) -> StorageTrial:
-    common = dict(trial_id=rec.spec.trial_id, point=rec.spec.point, repeat=rec.spec.repeat,
-                  params=dict(rec.spec.params))
+    common = head(rec)
     by = [s for s in samples if s.metric == "storage.bytes" and s.t_end > s.t_start]
     ios = [s for s in samples if s.metric == "storage.ios" and s.t_end > s.t_start]
     if rec.status != "ok" or not by:

@@ -3,12 +3,13 @@ barrier, the samplers around a point.  One copy, so a fix reaches all studies.""
 
 from __future__ import annotations
 
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..core.errors import PreflightError, ToolError, tail
+from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import Process, Transport
 from ..records import Sample
 from ..sampling.sampler import CpuSampler, NetSampler, NetTarget
@@ -139,3 +140,38 @@ class PointSamplers:
             meta["sampler_cpu_s"] = self.cpu.cpu_seconds
             meta["tool_cpus"] = self.cpu.tool_cpus()
         return out
+
+
+class PointGuard:
+    """One point's fate, the same in every study.
+
+    ``with guard:`` around a point's side effects turns Ctrl-C into
+    "interrupted" and a NicbenchError into "failed" with its one line; on the
+    way out, whatever happened, every process of the point still running is
+    stopped by process group (``sig``, then SIGKILL after ``grace``) and the
+    samplers are stopped, their samples in ``counters``.  Anything else
+    propagates (a bug), after the same clean-up.
+    """
+
+    def __init__(self, meta: dict, procs: Callable[[], Sequence[Process]], *, grace: float = 0.5,
+                 sig: int = signal.SIGTERM):
+        self.meta, self.procs, self.grace, self.sig = meta, procs, grace, sig
+        self.status, self.error = "ok", None
+        self.samplers: PointSamplers | None = None
+        self.counters: list[Sample] = []
+
+    def __enter__(self) -> "PointGuard":
+        return self
+
+    def __exit__(self, et, ev, tb) -> bool:
+        try:
+            if et is not None and issubclass(et, KeyboardInterrupt):
+                self.status, self.error = "interrupted", "interrupted by the user"
+            elif et is not None and issubclass(et, NicbenchError):
+                self.status, self.error = "failed", ev.one_line().removeprefix("nicbench: ")
+        finally:
+            for p in self.procs():                # first: nothing may outlive the point
+                if p.poll() is None:
+                    p.stop(self.grace, sig=self.sig)
+            self.counters = self.samplers.stop(self.meta) if self.samplers is not None else []
+        return et is None or issubclass(et, (KeyboardInterrupt, NicbenchError))

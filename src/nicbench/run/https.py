@@ -25,7 +25,7 @@ from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_sta
 from ..plan.model import HttpsStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, child_pids, tool_procs
-from .common import RunContext, PointSamplers, busy_ports, even_shares, reach_problems, read, release_together, tool_version
+from .common import PointGuard, PointSamplers, RunContext, busy_ports, even_shares, reach_problems, read, release_together, tool_version
 from ..tools import ktls, nginx, wrk
 from .procnet import listening
 
@@ -223,11 +223,10 @@ def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialR
     meta: dict = {"url": url, "engine": "wrk", "server": ctx.server, "argv": {}, "layout": []}
     raws: list[RawOutput] = []
     procs: list[tuple[str, Process]] = []
-    status, error = "ok", None
-    samplers: PointSamplers | None = None
+    guard = PointGuard(meta, lambda: [p for _, p in procs], grace=0.5)
     samples: list[Sample] = []
     before = _tls_stat(ctx)
-    try:
+    with guard:
         if ctx.nginx is None or ctx.nginx.poll() is not None:
             raise ToolError("nginx is not running", where=ctx.server,
                             hint="its error log is in the run's raw/https/")
@@ -242,7 +241,7 @@ def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialR
             meta["layout"].append({"client": client, "connections": n, "threads": min(threads, n)})
         # samplers first: the window starts at the first wrk's start, so their
         # first read must come before it
-        samplers = PointSamplers(spec.trial_id, _net_targets(ctx, procs), ctx.cpu_transport,
+        samplers = guard.samplers = PointSamplers(spec.trial_id, _net_targets(ctx, procs), ctx.cpu_transport,
                                  _tool_procs(ctx, procs), machine=ctx.cpu_machine,
                                  nic_irqs=ctx.nic_irqs).start(first_read=True)
         meta["released"] = release_together([p for _, p in procs], "wrk", "clients")
@@ -253,15 +252,7 @@ def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialR
                                 where=client, hint="the server stopped answering; raise study.timeout_margin "
                                                    "if the host is only slow")
         samplers.last_read()
-    except KeyboardInterrupt:
-        status, error = "interrupted", "interrupted by the user"
-    except NicbenchError as e:
-        status, error = "failed", e.one_line().removeprefix("nicbench: ")
-    finally:
-        for _, p in procs:
-            if p.poll() is None:
-                p.stop(0.5)
-        counters = samplers.stop(meta) if samplers is not None else []
+    status, error, counters = guard.status, guard.error, guard.counters
     after = _tls_stat(ctx)
     meta["tls_stat"] = {"before": before, "after": after}
     meta["ktls"] = ktls.verdict(scheme, before, after, kernel_has_tls=ctx.ktls_kernel, why=ctx.ktls_why)

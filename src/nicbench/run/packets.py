@@ -27,7 +27,7 @@ from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, child_pids, tool_procs
 from ..tools import frames as fr
 from ..tools import nbgen, trafgen
-from .common import PointSamplers, RunContext, read, release_together, tool_version
+from .common import PointGuard, PointSamplers, RunContext, read, release_together, tool_version
 
 INSTALL = "run scripts/install.sh (it installs clang, libbpf-dev, bpftool and netsniff-ng and builds nbgen)"
 # capability bits (linux/capability.h)
@@ -291,11 +291,10 @@ def _measure(ctx: PacketContext, spec: TrialSpec, raw_dir: Path, rate: float | N
     raws: list[RawOutput] = []
     rxs: list[tuple[int, Process]] = []
     txs: list[tuple[int, Process]] = []
-    status, error = "ok", None
-    samplers: PointSamplers | None = None
+    guard = PointGuard(meta, lambda: [p for _, p in txs + rxs], grace=1.0)
     samples: list[Sample] = []
     cpus = ctx.cpus
-    try:
+    with guard:
         for i in range(ports):
             dev = port_ifname(i)
             out, err = raw_dir / f"rx-{dev}.out", raw_dir / f"rx-{dev}.err"
@@ -330,7 +329,7 @@ def _measure(ctx: PacketContext, spec: TrialSpec, raw_dir: Path, rate: float | N
             txs.append((i, gen_t.spawn(argv, stdout=out, stderr=err, gated=True)))
             meta["argv"][f"tx {dev}"] = argv
             meta["ports"].append({"port": dev, "frame_hex": frames[0].hex(), "threads": threads})
-        samplers = PointSamplers(spec.trial_id, _net_targets(ctx, rxs, txs, ports), ctx.cpu_transport,
+        samplers = guard.samplers = PointSamplers(spec.trial_id, _net_targets(ctx, rxs, txs, ports), ctx.cpu_transport,
                                  _tool_procs(ctx, rxs, txs, engine), machine=ctx.cpu_machine,
                                  nic_irqs=ctx.nic_irqs, net_interval=0.25).start(first_read=True)
         meta["released"] = release_together([pr for _, pr in txs], engine, ctx.server)
@@ -343,15 +342,7 @@ def _measure(ctx: PacketContext, spec: TrialSpec, raw_dir: Path, rate: float | N
         samplers.last_read()
         for _, pr in rxs:
             pr.stop(2.0, signal.SIGTERM)     # nbgen prints its last counts, then detaches
-    except KeyboardInterrupt:
-        status, error = "interrupted", "interrupted by the user"
-    except NicbenchError as e:
-        status, error = "failed", e.one_line().removeprefix("nicbench: ")
-    finally:
-        for _, pr in txs + rxs:
-            if pr.poll() is None:
-                pr.stop(1.0)
-        counters = samplers.stop(meta) if samplers is not None else []
+    status, error, counters = guard.status, guard.error, guard.counters
     if status == "ok":
         try:
             samples += _results(ctx, spec, engine, txs, rxs, meta)

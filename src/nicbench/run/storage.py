@@ -21,7 +21,7 @@ from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_sta
 from ..plan.model import StorageStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, tool_procs
-from .common import RunContext, PointSamplers, busy_ports, read, release_together, tool_version
+from .common import PointGuard, PointSamplers, RunContext, busy_ports, read, release_together, tool_version
 from ..tools import fio, iscsi_perf
 from .procnet import listening
 
@@ -210,10 +210,10 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
     meta: dict = {"engine": "fio", "server": ctx.server, "argv": {}, "layout": []}
     raws: list[RawOutput] = []
     procs: list[tuple[str, Process]] = []
-    status, error = "ok", None
-    samplers: PointSamplers | None = None
+    # fio stuck in a dead connection ignores TERM: KILL at once
+    guard = PointGuard(meta, lambda: [p for _, p in procs], grace=0.5, sig=signal.SIGKILL)
     samples: list[Sample] = []
-    try:
+    with guard:
         dead = [lun for lun, p in enumerate(ctx.targets) if p.poll() is not None]
         if dead:
             what = "tgtd exited" if s.target == "iscsi" else "their nbdkit exited"
@@ -228,7 +228,7 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
                 procs.append((client, ctx.transports[client].spawn(argv, stdout=out, stderr=err, gated=True)))
                 meta["argv"][name] = argv
             meta["layout"].append({"client": client, "luns": luns})
-        samplers = PointSamplers(spec.trial_id, _net_targets(ctx, procs), ctx.cpu_transport,
+        samplers = guard.samplers = PointSamplers(spec.trial_id, _net_targets(ctx, procs), ctx.cpu_transport,
                                  _tool_procs(ctx, procs), machine=ctx.cpu_machine,
                                  nic_irqs=ctx.nic_irqs).start(first_read=True)
         meta["released"] = release_together([p for _, p in procs], "initiators", "initiators")
@@ -241,15 +241,7 @@ def run_trial(ctx: StorageContext, spec: TrialSpec, raw_dir: Path) -> tuple[Tria
                                 "timeout_margin): the target stopped answering", where=client,
                                 hint="check the target; raise study.timeout_margin if it is only slow")
         samplers.last_read()
-    except KeyboardInterrupt:
-        status, error = "interrupted", "interrupted by the user"
-    except NicbenchError as e:
-        status, error = "failed", e.one_line().removeprefix("nicbench: ")
-    finally:
-        for _, p in procs:                        # first: nothing may outlive the point
-            if p.poll() is None:
-                p.stop(0.5, sig=signal.SIGKILL)        # fio stuck in a dead connection ignores TERM
-        counters = samplers.stop(meta) if samplers is not None else []
+    status, error, counters = guard.status, guard.error, guard.counters
     results: dict[str, dict] = {}
     if status == "ok":
         try:

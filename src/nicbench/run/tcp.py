@@ -30,7 +30,7 @@ from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, ToolInfo
 from ..sampling.sampler import NetTarget, tool_procs
-from .common import RunContext, PointSamplers, even_shares, read, release_together
+from .common import PointGuard, PointSamplers, RunContext, even_shares, read, release_together
 from .procnet import listening, socket_inodes
 
 MODE = {"tx": "fwd", "rx": "rev", "bidir": "bidir"}
@@ -157,9 +157,8 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
     raws: list[RawOutput] = []
     meta: dict = {"layout": [vars(x) for x in slots], "engine": engine, "server": ctx.server,
                   "engine_version": ctx.tool.version_str, "argv": {}}
-    status, error = "ok", None
     samples: list[Sample] = []
-    samplers: PointSamplers | None = None
+    guard = PointGuard(meta, lambda: [p for _, p in clis + servers], grace=0.5)
 
     def raw(host: str, role: str, name: str) -> tuple[Path, Path]:
         out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
@@ -169,7 +168,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
         return out, err
 
     limit = s.omit + s.duration + s.timeout_margin
-    try:
+    with guard:
         # 1. engine servers on the client hosts
         for slot in slots:
             t = ctx.transports[slot.client]
@@ -205,7 +204,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
         # 3. the barrier: once every shim waits at its gate, release them back to back
         meta["released"] = release_together([p for _, p in clis], "engine clients", ctx.server)
         # the window starts after the warm-up: the samplers start now, with the tools
-        samplers = PointSamplers(spec.trial_id, _net_targets(ctx, servers, clis) if ctx.ifname else [],
+        samplers = guard.samplers = PointSamplers(spec.trial_id, _net_targets(ctx, servers, clis) if ctx.ifname else [],
                                  ctx.cpu_transport, _tool_procs(ctx, servers, clis), machine=ctx.cpu_machine,
                                  nic_irqs=ctx.nic_irqs, net_interval=min(s.interval, 0.5),
                                  cpu_interval=min(s.interval, 0.25)).start()
@@ -237,15 +236,7 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
                     f"iperf2 server {slot.client}:{slot.port} printed {got} of {want} flow summaries "
                     "before it was stopped: its last interval may be missing")
             proc.stop(grace=0.0, sig=signal.SIGKILL)
-    except KeyboardInterrupt:
-        status, error = "interrupted", "interrupted by the user"
-    except NicbenchError as e:
-        status, error = "failed", e.one_line().removeprefix("nicbench: ")
-    finally:
-        for _, proc in clis + servers:
-            if proc.poll() is None:
-                proc.stop(0.5)
-        counter_samples = samplers.stop(meta) if samplers is not None else []
+    status, error, counter_samples = guard.status, guard.error, guard.counters
 
     # 6. parse what the tools wrote (also after a failure: what parsed is kept)
     stamps: dict[str, float | None] = {}
