@@ -5,9 +5,10 @@ Builds a generator and a receiver joined back to back by one veth port
 (``queues`` TX/RX queues), then alternates the two engines ``--pairs`` times
 for each thread count, 64-byte frames, ``--seconds`` each.  The receiver is
 the same for both: nbgen's XDP counter, which drops the frames.  For each
-run: frames the receiver counted / the engine's run time = Mpps, and the
-machine's busy CPU-seconds over that time (/proc/stat, every CPU: the
-generator and the receiver share this machine) = busy cores.  Prints every
+run: frames the receiver counted / the engine's own sending time = Mpps
+(nbgen's start..end, trafgen's per-CPU time), and frames / the machine's
+busy CPU-seconds over the run (/proc/stat, every CPU: the generator and the
+receiver share this machine) = Mpps per busy core.  Prints every
 run, the medians and nbgen/trafgen.  Goal: nbgen >= 4 Mpps per busy core
 here and >= 8x trafgen.  Needs root.
 
@@ -46,24 +47,38 @@ def one_run(engine: str, threads: int, seconds: float, lab, exe: str, cfg_dir: P
     rx = subprocess.Popen(["ip", "netns", "exec", sink.netns, *nbgen.rx_argv(exe, "pk0", duration=seconds + 10,
                                                                              port=9)],
                           stdout=subprocess.PIPE, text=True, start_new_session=True)
-    first = rx.stdout.readline() if rx.stdout else ""
-    assert '"attached"' in first, first
-    if engine == "nbgen":
-        argv = nbgen.tx_argv(exe, "pk0", fs, duration=seconds, cpus=cpus)
-    else:
-        conf = cfg_dir / f"tg{threads}.cfg"
-        conf.write_text(frames.trafgen_config(fs, cpus))
-        argv = trafgen.argv("pk0", str(conf), duration=seconds, cpus=threads)
-    b0, t0, w0 = *busy_ticks(), time.monotonic()
-    subprocess.run(["ip", "netns", "exec", gen.netns, *argv], capture_output=True, text=True, timeout=seconds + 20)
-    b1, t1, w1 = *busy_ticks(), time.monotonic()
-    rx.terminate()
-    out, _ = rx.communicate(timeout=10)
+    try:
+        first = rx.stdout.readline() if rx.stdout else ""
+        assert '"attached"' in first, first
+        if engine == "nbgen":
+            argv = nbgen.tx_argv(exe, "pk0", fs, duration=seconds, cpus=cpus)
+        else:
+            conf = cfg_dir / f"tg{threads}.cfg"
+            conf.write_text(frames.trafgen_config(fs, cpus))
+            argv = trafgen.argv("pk0", str(conf), duration=seconds, cpus=threads)
+        b0, t0, w0 = *busy_ticks(), time.monotonic()
+        r = subprocess.run(["ip", "netns", "exec", gen.netns, *argv], capture_output=True, text=True,
+                           timeout=seconds + 20)
+        b1, t1, w1 = *busy_ticks(), time.monotonic()
+    finally:
+        rx.terminate()
+        out, _ = rx.communicate(timeout=10)
     got = nbgen.parse_rx(first + out)
-    busy_cores = (b1 - b0) / (t1 - t0) * (os.cpu_count() or 1)    # busy share of all CPUs' time, in cores
-    mpps = got.packets / (w1 - w0) / 1e6
-    return {"engine": engine, "threads": threads, "mpps": mpps, "busy_cores": busy_cores,
-            "mpps_per_core": mpps / busy_cores if busy_cores else float("nan")}
+    # the engine's own sending time (not the exec, XDP load or ring set-up around it)
+    if engine == "nbgen":
+        tx = nbgen.parse_tx(r.stdout, r.stderr)
+        span = tx.t_end - tx.t_start
+    else:
+        sm = trafgen.parse(r.stdout)
+        assert sm is not None, r.stdout + r.stderr
+        span = sm.seconds
+    # busy CPU-seconds of the whole machine over the run, and frames per busy
+    # CPU-second: independent of the span above
+    busy_s = (b1 - b0) / (t1 - t0) * (os.cpu_count() or 1) * (w1 - w0)
+    mpps = got.packets / span / 1e6
+    per_core = got.packets / busy_s / 1e6
+    return {"engine": engine, "threads": threads, "mpps": mpps, "busy_cores": busy_s / span,
+            "mpps_per_core": per_core}
 
 
 def main() -> None:

@@ -35,14 +35,22 @@ struct {
 const volatile __u16 udp_port = 9;   /* host order; set by nbgen before load */
 const volatile __u32 drop = 1;
 const volatile __u64 gap_ns = 0;     /* nb_tx: > 0 paces each CPU to one frame per gap */
+const volatile __u64 gap_frac = 0;   /* the gap's fraction of a ns, in 1/65536 */
 const volatile __u64 burst_ns = 0;   /* how far the pacing schedule may lag behind */
 
-/* per CPU: when the next paced frame may leave */
+/* per CPU: when the next paced frame may leave, in ns and 1/65536 ns (the
+ * gap is rarely a whole number of ns: 15 Mpps is 66.67 ns, and rounding it
+ * would send 1 % too fast) */
+struct pace_state {
+	__u64 next;
+	__u64 frac;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct pace_state);
 } pace SEC(".maps");
 
 static __always_inline void count(__u32 key, __u64 len)
@@ -65,21 +73,26 @@ int nb_tx(struct xdp_md *ctx)
 {
 	if (gap_ns) {
 		__u32 zero = 0;
-		__u64 *next = bpf_map_lookup_elem(&pace, &zero);
+		struct pace_state *p = bpf_map_lookup_elem(&pace, &zero);
 		__u64 now = bpf_ktime_get_ns();
 
-		if (!next)
+		if (!p)
 			return XDP_DROP;
-		if (now < *next) {
+		if (now < p->next) {
 			count(C_PACED, 0);
 			return XDP_DROP;
 		}
 		/* Frames leave in batches (nbgen's batch_size), so the schedule
 		 * may lag by up to one batch and catch up; beyond that a stall
 		 * is forgotten rather than repaid as a burst. */
-		if (*next + burst_ns < now)
-			*next = now - burst_ns;
-		*next += gap_ns;
+		if (p->next + burst_ns < now)
+			p->next = now - burst_ns;
+		p->next += gap_ns;
+		p->frac += gap_frac;
+		if (p->frac >= 65536) {
+			p->next += 1;
+			p->frac -= 65536;
+		}
 	}
 	count(C_SENT, ctx->data_end - ctx->data);
 	return XDP_TX;

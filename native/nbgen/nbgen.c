@@ -165,6 +165,7 @@ struct tx_thread {
 	unsigned char *frame;
 	unsigned len;
 	volatile int done;
+	int pin_failed;
 	double cpu_s;
 	int err;                 /* -errno of a failed run (EINTR, our stop signal, is not one) */
 };
@@ -187,10 +188,19 @@ static void *tx_body(void *arg)
 
 	if (t->cpu >= 0) {
 		cpu_set_t set;
+		int err;
 
 		CPU_ZERO(&set);
 		CPU_SET(t->cpu, &set);
-		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+		err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+		if (err) {
+			/* a thread elsewhere than asked would share a CPU (and, paced,
+			 * its pacing slot) with another: fail rather than mismeasure */
+			t->err = -err;
+			t->pin_failed = 1;
+			t->done = 1;
+			return NULL;
+		}
 	}
 	while (!tx_stop && !stop_now) {
 		LIBBPF_OPTS(bpf_test_run_opts, opts,
@@ -310,6 +320,11 @@ static int cmd_tx(int argc, char **argv)
 	}
 	if (rate > 0 && ncpus < nthreads)
 		die(EX_USAGE, "--rate: give each of the %d threads its own CPU in --cpus", nthreads);
+	if (rate > 0)
+		for (int i = 0; i < nthreads; i++)
+			for (int j = 0; j < i; j++)
+				if (cpus[i] == cpus[j])
+					die(EX_USAGE, "--rate paces per CPU: threads %d and %d both on CPU %d", j, i, cpus[i]);
 
 	unsigned ifindex = ifindex_of(dev);
 
@@ -317,7 +332,12 @@ static int cmd_tx(int argc, char **argv)
 	skel = nbgen_bpf__open();
 	if (!skel)
 		die(EX_ERR, "cannot open the embedded BPF object: %s", strerror(errno));
-	skel->rodata->gap_ns = rate > 0 ? (uint64_t)(1e9 * nthreads / rate) : 0;
+	if (rate > 0) {
+		double gap = 1e9 * nthreads / rate;
+
+		skel->rodata->gap_ns = (uint64_t)gap;
+		skel->rodata->gap_frac = (uint64_t)((gap - (uint64_t)gap) * 65536);
+	}
 	skel->rodata->burst_ns = skel->rodata->gap_ns * LIVE_BATCH;
 	load_or_die(skel);
 	memset(th, 0, sizeof(th));
@@ -401,6 +421,9 @@ static int cmd_tx(int argc, char **argv)
 		if (th[i].err) {
 			int e = -th[i].err;
 
+			if (th[i].pin_failed)
+				die(EX_USAGE, "cannot run thread %d on CPU %d (%s): is that CPU online and allowed?", i,
+				    th[i].cpu, strerror(e));
 			if (e == EINVAL)
 				die(EX_UNSUPP, "the kernel refused a live-frames run of %u bytes on %s (%s): it needs "
 				    "kernel >= 5.18 and a frame that fits one page with XDP headroom", th[i].len, dev,

