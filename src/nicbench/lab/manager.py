@@ -157,6 +157,8 @@ def down(name: str) -> list[str]:
         else:
             raise LabError(f"cannot delete namespace {ns}: {tail(r.stderr)}", where=f"lab {name}")
     tracker.clear()
+    from .sshd import remove as remove_ssh
+    remove_ssh(name)             # the SSH mode's keys and configs, if any
     _paths(name)[0].unlink(missing_ok=True)
     return removed
 

@@ -82,6 +82,11 @@ class Lab(Strict):
 
     name: str = Field("lab", pattern=LAB_NAME)
     subnet: str = Field("198.18.0.0/24", description="RFC 2544 benchmarking range by default")
+    transport: Literal["netns", "ssh"] = Field(
+        "netns", description="how nicbench reaches the lab hosts: into their namespaces, or over SSH to an sshd "
+                             "each host runs (the whole SSH path, tested on one machine)")
+    max_clock_offset: float = Field(0.05, gt=0, le=10, description="ssh: the largest clock offset between this "
+                                                                   "machine and a host that preflight accepts, s")
 
     @field_validator("subnet")
     @classmethod

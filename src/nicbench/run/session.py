@@ -269,18 +269,23 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
     started = None
     with sigterm_as_interrupt():
         lab, owned = None, False
+        hosts = None
         try:
             lab, owned = acquire_lab(spec)
-            study = study_run(plan, lab)
+            hosts, ssh_checks = lab, {}
+            if plan.lab.transport == "ssh":
+                from ..lab.sshd import ssh_lab
+                hosts, ssh_checks = ssh_lab(lab, max_offset=plan.lab.max_clock_offset)
+            study = study_run(plan, hosts)
             ctx, warnings, tools = study.ctx, study.warnings, study.tools
-            transports = lab.transports()
+            transports = hosts.transports()
             # the lab hosts (their namespaces: interfaces, namespaced sysctls) and
             # the machine they share (host-wide sysctls, services, CPU)
             fact_hosts = ([(transports[h], plan.hosts[h].role,
                             ["eth0"] + [d.ifname for d in spec.direct if h in (d.a, d.b)]) for h in plan.hosts]
                           + [(LocalTransport("machine"), "machine", [])])
             facts = gather_facts(fact_hosts, tools)
-            profile, targets = tuning_targets(plan, lab, facts)
+            profile, targets = tuning_targets(plan, hosts, facts)
             if not profile.audit_only:
                 left = in_force(targets, host_wide)
                 if left:
@@ -304,7 +309,9 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                          "counters_count_frames": spec.shaped,
                          "tcp_timestamps": ctx.tcp_timestamps},
                 "cpu": cpu_facts(), "tuning": tuning,
-                "lab_reused": not owned, "pid": os.getpid()})
+                "lab_reused": not owned, "pid": os.getpid(), "transport": plan.lab.transport,
+                "ssh": {h: {"clock_offset_s": c.clock_offset_s, "clock_uncertainty_s": c.clock_uncertainty_s,
+                            "root": c.root} for h, c in ssh_checks.items()}})
             writer = RunWriter.create(store, info)
             ctx.rel = writer.rel
             store_facts(writer, facts)
@@ -336,6 +343,9 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                 untune_error: list[str] = []
                 if started is not None and writer is not None:
                     _quietly(lambda: writer.write_raws(started.stop(writer.raw_dir(started.kind))))
+                if hosts is not lab and hosts is not None:
+                    from ..hosts.ssh import close_all
+                    _quietly(lambda: close_all(hosts.transports()))   # sessions end: remote watchdogs fire
                 if lab is not None:
                     _quietly(lab.tracker.kill_all)
                     if tuned:
