@@ -472,7 +472,6 @@ class HostCheck:
 _CHECK = r'''
 printf 'uid %s\n' "$(id -u)"
 if sudo -n true 2>/dev/null; then echo 'sudo yes'; else echo 'sudo no'; fi
-printf 'clock %s\n' "$(date +%s.%N)"
 n=nicbench   # (split, so this script's own command line does not match)
 for p in /proc/[0-9]*; do
   c=$(tr '\0\n' '  ' < "$p/cmdline" 2>/dev/null) || continue
@@ -489,13 +488,25 @@ done
 '''
 
 
-def parse_check(host: str, text: str, t0: float, t1: float, *, want: dict[str, tuple[str | None, int | None]],
-                max_offset: float, own_pids: set[int] = frozenset()) -> HostCheck:
+def clock_offset(samples: list[tuple[float, float, float]]) -> tuple[float, float] | None:
+    """(offset, uncertainty) of a remote clock from (local before, remote,
+    local after) readings: the one with the shortest round trip, whose
+    midpoint is closest to the remote reading's true time (as NTP does)."""
+    ok = [(t1 - t0, remote - (t0 + t1) / 2) for t0, remote, t1 in samples if t1 >= t0]
+    if not ok:
+        return None
+    rtt, off = min(ok)
+    return off, rtt / 2
+
+
+def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
+                want: dict[str, tuple[str | None, int | None]], max_offset: float,
+                own_pids: frozenset[int] = frozenset()) -> HostCheck:
     """The check script's answer (pure).  ``want``: interface -> (address,
-    MTU) the plan expects; ``t0``/``t1``: local times around the round trip."""
+    MTU) the plan expects; ``clock``: (offset, uncertainty) measured beside it."""
     problems: list[str] = []
     root = sudo = None
-    offset = unc = None
+    offset, unc = clock if clock else (None, None)
     left: list[int] = []
     seen_if: dict[str, tuple[int, list[str]]] = {}
     for line in text.splitlines():
@@ -504,11 +515,6 @@ def parse_check(host: str, text: str, t0: float, t1: float, *, want: dict[str, t
             root = rest.strip() == "0"
         elif kind == "sudo":
             sudo = rest.strip() == "yes"
-        elif kind == "clock":
-            try:
-                offset, unc = float(rest) - (t0 + t1) / 2, (t1 - t0) / 2
-            except ValueError:
-                pass
         elif kind == "left":
             pid = int(rest.split()[0])
             if pid not in own_pids:
@@ -549,10 +555,18 @@ def preflight(transports: dict[str, "SshTransport"], want: dict[str, dict[str, t
     def one(t: "SshTransport") -> HostCheck:
         t.connect()
         ifs = list(want.get(t.host, {}))
-        t0 = time.time()
         r = t.run(["sh", "-c", _CHECK, "nicbench-check", *ifs], timeout=t.target.connect_timeout + 10)
-        t1 = time.time()
-        return parse_check(t.host, r.stdout, t0, t1, want=want.get(t.host, {}), max_offset=max_offset)
+        # the clock on the open command shell (no login in the round trip), best of 5
+        samples = []
+        for _ in range(5):
+            t0 = time.time()
+            c = t.run(["date", "+%s.%N"], timeout=10)
+            t1 = time.time()
+            try:
+                samples.append((t0, float(c.stdout), t1))
+            except ValueError:
+                pass
+        return parse_check(t.host, r.stdout, clock_offset(samples), want=want.get(t.host, {}), max_offset=max_offset)
     results = _parallel(one, transports)
     checks: dict[str, HostCheck] = {}
     problems: list[str] = []

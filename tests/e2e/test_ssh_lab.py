@@ -1,0 +1,149 @@
+"""Hosts over SSH, against real sshd in the lab's SSH mode (root): the same
+results as through namespaces, strict host keys, a dropped connection that
+leaves nothing running, a host that is down named in preflight."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import alive, namespaces, plan_text
+from nicbench.core.errors import PreflightError
+from nicbench.hosts.ssh import SshTransport, preflight
+from nicbench.lab import manager, sshd
+from nicbench.lab.topology import make_spec
+from nicbench.plan import parse_plan
+from nicbench.report.build import load_run
+from nicbench.run.session import execute
+
+pytestmark = pytest.mark.lab
+
+TOOLS = ("iperf3", "sshd")   # none may outlive a test (conftest.py checks)
+
+
+def ssh_plan(lab: str, transport: str, duration: float = 3) -> str:
+    return plan_text("ssh-e2e", lab, connections=(4,), duration=duration, omit=1, speed="1G").replace(
+        f'name = "{lab}"', f'name = "{lab}"\ntransport = "{transport}"')
+
+
+def _ours(pattern: str) -> list[int]:
+    """PIDs whose command line contains ``pattern`` (read from /proc: no name-based kill anywhere)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if pattern in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    out.append(int(p.name))
+            except OSError:
+                pass
+    return out
+
+
+def test_tcp_over_ssh_gives_the_netns_result(tmp_path):
+    views = {}
+    for transport in ("netns", "ssh"):
+        text = ssh_plan("e2ess1", transport)
+        out = execute(parse_plan(text), text, store=tmp_path / transport)
+        assert namespaces("e2ess1") == []
+        views[transport] = load_run(out.run_dir)
+    a, b = views["netns"].trials[0], views["ssh"].trials[0]
+    assert a.status == b.status == "ok", (a.error, b.error)
+    # a shaped 1G link: both at the line rate, so the same result within noise
+    assert b.gbps == pytest.approx(a.gbps, rel=0.02)
+    meta = views["ssh"].info.meta
+    assert meta["transport"] == "ssh" and set(meta["ssh"]) == {"srv", "c1", "c2"}
+    assert all(abs(h["clock_offset_s"]) < 0.05 and h["root"] for h in meta["ssh"].values())
+    assert not Path("/var/lib/nicbench/lab-ssh/e2ess1").exists()
+    assert _ours("nicbench-wrap") == []
+
+
+@pytest.fixture
+def ssh_lab_up():
+    spec = make_spec("e2ess2", [("srv", "server"), ("c1", "client"), ("c2", "client")], 1500)
+    lab = manager.up(spec)
+    try:
+        yield lab, sshd.start(lab)
+    finally:
+        manager.down("e2ess2")
+
+
+def test_a_changed_or_unknown_host_key_is_refused(ssh_lab_up):
+    lab, targets = ssh_lab_up
+    kh = sshd.ssh_dir("e2ess2") / "known_hosts"
+    good = kh.read_text()
+    other = sshd.ssh_dir("e2ess2") / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    ip = lab.spec.host("srv").ip
+    kind, key = other.with_suffix(".pub").read_text().split()[:2]
+    kh.write_text("".join(f"{ip} {kind} {key}\n" if ln.startswith(ip + " ") else ln + "\n"
+                          for ln in good.splitlines()))
+    t = SshTransport("srv", targets["srv"])
+    with pytest.raises(PreflightError) as e:
+        t.connect()
+    line = e.value.one_line()
+    assert "srv" in line and "CHANGED" in line and "ssh-keygen -R" in line
+    kh.write_text("".join(ln + "\n" for ln in good.splitlines() if not ln.startswith(ip + " ")))
+    with pytest.raises(PreflightError, match="not in known_hosts"):
+        SshTransport("srv", targets["srv"]).connect()
+    kh.write_text(good)
+    t = SshTransport("srv", targets["srv"]).connect()
+    assert t.run(["hostname"]).stdout.strip() == "srv"
+    t.close()
+
+
+def test_a_host_that_is_down_is_named_in_preflight_with_the_others_problems(ssh_lab_up):
+    lab, targets = ssh_lab_up
+    subprocess.run(["ip", "-n", lab.spec.host("c1").netns, "link", "set", "eth0", "down"], check=True)
+    ts = {h: SshTransport(h, t) for h, t in targets.items()}
+    want = {h.name: {"eth0": (h.ip, 1500)} for h in lab.spec.hosts}
+    want["c2"]["eth0"] = (lab.spec.host("c2").ip, 9000)
+    t0 = time.monotonic()
+    checks, problems = preflight(ts, want)
+    assert time.monotonic() - t0 < 15                   # bounded by the connect timeout, hosts in parallel
+    text = "; ".join(problems)
+    assert "c1: cannot connect over SSH" in text and ("does not answer" in text or "not up after" in text)
+    assert "c2: eth0 has MTU 1500, the plan wants 9000" in text
+    assert "srv" not in text and checks["srv"].root
+    for t in ts.values():
+        t.close()
+
+
+def test_a_dropped_connection_fails_the_point_and_leaves_no_remote_process(tmp_path):
+    """c1's SSH master killed mid-point: its sessions drop, the wrappers' watchdogs
+    kill the iperf3 servers there, the point fails, the run ends, nothing remains."""
+    text = ssh_plan("e2ess3", "ssh", duration=6)
+    seen: dict = {}
+
+    def drop_c1() -> None:
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            lab = manager.load("e2ess3")
+            if lab is not None and _ours("iperf3 -c"):
+                ip = lab.spec.host("c1").ip
+                masters = [p for p in _ours(f"root@{ip}") if p in _ours(" -M -N ")]
+                if masters:
+                    time.sleep(1.5)                     # well inside the measured part
+                    seen["iperf3"] = _ours("iperf3 -s")
+                    os.kill(masters[0], signal.SIGKILL)
+                    seen["killed"] = masters[0]
+                    return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=drop_c1, daemon=True)
+    killer.start()
+    out = execute(parse_plan(text), text, store=tmp_path)
+    killer.join(5)
+    assert "killed" in seen, "the run never got to its point"
+    view = load_run(out.run_dir)
+    assert view.trials[0].status == "failed", view.trials[0].error
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in seen["iperf3"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in seen["iperf3"] if alive(p)]
+    assert _ours("nicbench-wrap") == [] and namespaces("e2ess3") == []

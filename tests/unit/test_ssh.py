@@ -1,0 +1,66 @@
+"""SSH transport, pure parts: ssh's argv, its failures explained, the
+one-round-trip host check and the clock offset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nicbench.hosts.ssh import SshTarget, clock_offset, explain, parse_check
+
+FIX = Path(__file__).parent.parent / "fixtures" / "ssh" / "9.2"   # ssh's stderr, recorded against the lab's sshd
+
+
+def test_ssh_argv_is_strict_and_multiplexed():
+    t = SshTarget("lab1", user="bench", port=2222, identity="/k", options=("ProxyJump=bastion",),
+                  prefix=("ip", "netns", "exec", "sw"), config="/cfg")
+    a = t.ssh_argv("/tmp/c")
+    assert a[:5] == ["ip", "netns", "exec", "sw", "ssh"] and a[5:7] == ["-F", "/cfg"]
+    for opt in ("BatchMode=yes", "StrictHostKeyChecking=yes", "ControlPath=/tmp/c", "ProxyJump=bastion"):
+        assert opt in a
+    assert a[a.index("-l") + 1] == "bench" and a[a.index("-p") + 1] == "2222" and a[a.index("-i") + 1] == "/k"
+    assert "-F" not in SshTarget("h").ssh_argv("/c")          # the user's own ~/.ssh/config by default
+
+
+@pytest.mark.parametrize("case, words, hint", [
+    ("host-key-changed", "host key has CHANGED", "ssh-keygen -R"),
+    ("host-key-unknown", "not in known_hosts", "connect once by hand"),
+    ("permission-denied", "authentication refused", "authorized_keys"),
+    ("connection-refused", "nothing listens", "sshd running"),
+    ("host-down", "does not answer", "host up"),
+])
+def test_ssh_failures_are_explained(case, words, hint):
+    msg, h = explain((FIX / f"{case}.err").read_text())
+    assert words in msg and hint in (h or "")
+
+
+def test_clock_offset_takes_the_shortest_round_trip():
+    # (local before, remote, local after): the 2 ms round trip wins over the 300 ms one
+    off, unc = clock_offset([(100.0, 100.5, 100.3), (200.0, 200.021, 200.002)])
+    assert off == pytest.approx(0.020) and unc == pytest.approx(0.001)
+    assert clock_offset([]) is None
+
+
+CHECK = """uid 0
+sudo no
+left 4242 bash -c nicbench-gate iperf3 -s
+if eth0 1500 198.18.0.2 fe80::1
+noif eth9
+"""
+
+
+def test_host_check_lists_every_problem():
+    c = parse_check("c1", CHECK, (0.2, 0.001), max_offset=0.05,
+                    want={"eth0": ("198.18.0.9", 9000), "eth9": (None, None)})
+    text = "; ".join(c.problems)
+    assert "c1: interface eth9 does not exist" in text
+    assert "clock is +200.0 ms off" in text and "chrony" in text
+    assert "PIDs 4242" in text
+    assert "eth0 has MTU 1500, the plan wants 9000" in text and "does not have the plan's address 198.18.0.9" in text
+    assert c.root and c.leftovers == (4242,)
+    ok = parse_check("c1", "uid 1000\nsudo yes\nif eth0 1500 198.18.0.2\n", (0.001, 0.001), max_offset=0.05,
+                     want={"eth0": ("198.18.0.2", 1500)})
+    assert ok.problems == () and ok.root
+    no = parse_check("c1", "uid 1000\nsudo no\n", (0.0, 0.001), max_offset=0.05, want={})
+    assert "sudo -n" in no.problems[0] and not no.root
