@@ -57,7 +57,7 @@ def test_tcp_over_ssh_gives_the_netns_result(tmp_path):
     # a shaped 1G link: both at the line rate, so the same result within noise
     assert b.gbps == pytest.approx(a.gbps, rel=0.02)
     meta = views["ssh"].info.meta
-    assert meta["transport"] == "ssh" and set(meta["ssh"]) == {"srv", "c1", "c2"}
+    assert meta["host_transport"] == "ssh" and set(meta["ssh"]) == {"srv", "c1", "c2"}
     assert all(abs(h["clock_offset_s"]) < 0.05 and h["root"] for h in meta["ssh"].values())
     assert not Path("/var/lib/nicbench/lab-ssh/e2ess1").exists()
     assert _ours("nicbench-wrap") == []

@@ -56,7 +56,7 @@ class FakeProcess:
         if not self.script.hang:
             self._rc = self.script.returncode
 
-    def release(self) -> None:
+    def release(self, at: float | None = None) -> None:
         if self.gated and self.released_at is None:
             self.released_at = time.time()
             with open(self.stderr_path, "a") as f:

@@ -134,7 +134,7 @@ setsid "$@" < "$d/in" &
 pid=$!
 exec 3> "$d/in" 4<&0
 printf 'nicbench-pid %s\n' "$pid" >&2
-( if IFS= read -r _; then printf '\n' >&3; while IFS= read -r _; do :; done; fi
+( if IFS= read -r l; then printf '%s\n' "$l" >&3; while IFS= read -r _; do :; done; fi
   kill -TERM -"$pid" 2>/dev/null; sleep 2; kill -KILL -"$pid" 2>/dev/null ) <&4 &
 w=$!
 exec 3>&- 4<&-
@@ -181,10 +181,15 @@ class SshProcess:
             return True
         return READY_MARK in _read(self.stderr_path, 4096)
 
-    def release(self) -> None:
+    scheduled = True        # released with a start time: the release itself crosses a network
+
+    def release(self, at: float | None = None) -> None:
+        """Start at ``at`` (this machine's clock; sent in the host's, with the
+        offset preflight measured), or at once."""
         if self._gated and self._popen.stdin is not None:
+            line = b"\n" if at is None else f"{int((at + self.t.clock_offset) * 1e6)}\n".encode()
             try:
-                self._popen.stdin.write(b"\n")
+                self._popen.stdin.write(line)
                 self._popen.stdin.flush()          # the lifeline stays open
             except (BrokenPipeError, OSError):
                 pass
@@ -258,6 +263,7 @@ class SshTransport:
         self.control = os.path.join(self._dir, "c")      # short: a socket path is at most 107 bytes
         self._master: subprocess.Popen | None = None
         self._shell: subprocess.Popen | None = None
+        self.clock_offset = 0.0           # host clock - this clock, s (set by preflight)
         self._lock = threading.Lock()
 
     # -- connection -------------------------------------------------------
@@ -574,6 +580,9 @@ def preflight(transports: dict[str, "SshTransport"], want: dict[str, dict[str, t
         if isinstance(res, HostCheck):
             checks[host] = res
             problems += res.problems
+            # an offset within its own uncertainty is not known to be one: not applied
+            off, unc = res.clock_offset_s or 0.0, res.clock_uncertainty_s or 0.0
+            transports[host].clock_offset = off if abs(off) > unc else 0.0
         elif hasattr(res, "message"):
             problems.append(f"{host}: {res.message}")
         else:

@@ -309,7 +309,7 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                          "counters_count_frames": spec.shaped,
                          "tcp_timestamps": ctx.tcp_timestamps},
                 "cpu": cpu_facts(), "tuning": tuning,
-                "lab_reused": not owned, "pid": os.getpid(), "transport": plan.lab.transport,
+                "lab_reused": not owned, "pid": os.getpid(), "host_transport": plan.lab.transport,
                 "ssh": {h: {"clock_offset_s": c.clock_offset_s, "clock_uncertainty_s": c.clock_uncertainty_s,
                             "root": c.root} for h, c in ssh_checks.items()}})
             writer = RunWriter.create(store, info)
