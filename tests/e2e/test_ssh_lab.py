@@ -147,3 +147,41 @@ def test_a_dropped_connection_fails_the_point_and_leaves_no_remote_process(tmp_p
         time.sleep(0.1)
     assert not [p for p in seen["iperf3"] if alive(p)]
     assert _ours("nicbench-wrap") == [] and namespaces("e2ess3") == []
+
+
+def test_real_hosts_from_an_ansible_inventory(tmp_path):
+    """The lab's sshds stand in for real machines: no lab for the run, the
+    hosts from a YAML inventory (address, user, NIC, test address, ssh
+    arguments with a ProxyCommand into the lab's switch), the same result."""
+    spec = make_spec("e2ess4", [("srv", "server"), ("c1", "client"), ("c2", "client")], 1500, speed_bps=1e9)
+    lab = manager.up(spec)
+    try:
+        sshd.start(lab)
+        cfg = sshd.ssh_dir("e2ess4") / "ssh_config"
+        proxy = "ip netns exec nb-e2ess4-sw bash -c 'exec 3<>/dev/tcp/%h/%p; cat <&3 & exec cat >&3'"
+
+        def hosts(role):
+            return "".join(f"        {h.name}:\n          ansible_host: {h.ip}\n          nicbench_test_ip: {h.ip}\n"
+                           for h in spec.hosts if h.role == role)
+        (tmp_path / "lab.yml").write_text(
+            "all:\n  vars:\n    ansible_user: root\n    nicbench_interface: eth0\n"
+            f"    ansible_ssh_common_args: >-\n      -F {cfg} -o \"ProxyCommand={proxy}\"\n"
+            "  children:\n    nicbench_server:\n      hosts:\n" + hosts("server")
+            + "    nicbench_clients:\n      hosts:\n" + hosts("client"))
+        (tmp_path / "plan.toml").write_text('name = "remote-e2e"\ninventory = "lab.yml"\n[link]\nspeed = "1G"\n'
+                                            '[study]\nconnections = [4]\nduration = 3\nomit = 1\ninterval = 0.5\n'
+                                            'trim = 0.25\n')
+        from nicbench.plan.load import load_plan
+        p, text = load_plan(tmp_path / "plan.toml")
+        assert p.remote and p.hosts["srv"].ssh == lab.spec.host("srv").ip
+        out = execute(p, text, store=tmp_path / "st")
+        view = load_run(out.run_dir)
+        t = view.trials[0]
+        assert t.status == "ok", t.error
+        assert 0.97 <= view.points[0].of_ceiling <= 1.005          # the 1G ceiling, as in the lab
+        assert t.cpu is not None                                   # the server's CPU, read over SSH
+        assert view.info.meta["cpu"]["scope"] == "host" and set(view.info.meta["ssh"]) == {"srv", "c1", "c2"}
+        assert sorted(h.host for h in view.facts) == ["c1", "c2", "srv"]  # each host, no lab machine
+        assert _ours("nicbench-wrap") == []
+    finally:
+        manager.down("e2ess4")

@@ -64,3 +64,25 @@ def test_host_check_lists_every_problem():
     assert ok.problems == () and ok.root
     no = parse_check("c1", "uid 1000\nsudo no\n", (0.0, 0.001), max_offset=0.05, want={})
     assert "sudo -n" in no.problems[0] and not no.root
+
+
+def test_what_a_login_shell_prints_is_not_taken_for_output(tmp_path):
+    """A chatty .bashrc prints before the command shell's first answer and
+    before a spawned tool's output: both are skipped."""
+    import os
+    import subprocess
+    from nicbench.hosts.ssh import BEGIN_MARK, SshTransport
+    from nicbench.run.common import read
+    f = tmp_path / "iperf3.out"
+    f.write_text("Welcome to host a!\npyenv: warning\n" + BEGIN_MARK + '{"start": {}}\n')
+    assert read(f) == '{"start": {}}\n'
+    r, w = os.pipe()
+    os.write(w, b"Welcome!\nmotd line\n@@nb-out ab12 3\nhi\n@@nb-err ab12 0\n@@nb-end ab12 0\n")
+    os.close(w)
+    fake = subprocess.Popen(["cat"], stdin=r, stdout=subprocess.PIPE)
+    os.close(r)
+    t = SshTransport("h", SshTarget("h"))
+    import time
+    assert t._answer(fake, "ab12", time.monotonic() + 5) == ("hi\n", "", 0)
+    fake.wait()
+    t.close()

@@ -47,6 +47,7 @@ from ..core.errors import PreflightError, ToolError, tail
 from .transport import READY_MARK, CommandResult, ProcessSink, gate_argv
 
 PID_MARK = "nicbench-pid "
+BEGIN_MARK = "@@nicbench-begin\n"     # a spawned process's stdout starts after it
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class SshTarget:
     options: tuple[str, ...] = ()          # extra "-o Key=Value" settings
     prefix: tuple[str, ...] = ()
     config: str | None = None              # an ssh_config file instead of ~/.ssh/config (the lab: its own)
+    args: tuple[str, ...] = ()             # more ssh arguments as given (an inventory's ansible_ssh_common_args)
     sudo: bool = False                     # run every remote command through sudo -n
     connect_timeout: float = 10.0
 
@@ -78,7 +80,7 @@ class SshTarget:
             argv += ["-p", str(self.port)]
         if self.identity:
             argv += ["-i", self.identity]
-        return argv
+        return argv + list(self.args)
 
 
 # what ssh says on stderr -> (message, hint)
@@ -123,11 +125,14 @@ while IFS=' ' read -r id s i; do
 done
 '''
 
-# A spawned process: its own session (PID = process group), its PID on
+# A spawned process: a mark on stdout first (what the login shell's start-up
+# files print lands before it: ``run.common.read`` drops it), its own session
+# (PID = process group), its PID on
 # stderr, the gate byte passed through a fifo, and a watchdog on stdin (kept
 # as fd 4: sh gives a background list /dev/null as its stdin, before any
 # redirection of its own, so ``<&0`` would not do).
 _WRAPPER = r'''
+printf '@@nicbench-begin\n'
 d=$(mktemp -d /tmp/nicbench-proc.XXXXXX) || exit 125
 mkfifo "$d/in"
 setsid "$@" < "$d/in" &
@@ -392,6 +397,10 @@ class SshTransport:
         parts: dict[str, bytes] = {}
         for kind in ("out", "err"):
             head = line().decode(errors="replace").split()
+            skipped = 0
+            # whatever a login shell's start-up files print comes before the first answer
+            while kind == "out" and head[:2] != ["@@nb-out", rid] and skipped < 10000:
+                head, skipped = line().decode(errors="replace").split(), skipped + 1
             if head[:2] != [f"@@nb-{kind}", rid]:
                 raise EOFError(f"unexpected answer {head!r}")
             parts[kind] = block(int(head[2]))

@@ -127,7 +127,27 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"not valid TOML: {e}", where=source,
                          hint="strings need quotes, e.g. io_sizes = [\"4K\", \"64K\"]") from None
+    if isinstance(data, dict) and data.get("inventory"):
+        data = _with_inventory(data, source)
     return validate(Plan, data, source)
+
+
+def _with_inventory(data: dict, source: str) -> dict:
+    """[hosts] filled from the plan's Ansible inventory (a path relative to the plan)."""
+    from .inventory import InventoryError, parse, plan_hosts
+    base = Path(source).parent if source and not source.startswith("<") else Path.cwd()
+    path = base / str(data["inventory"])
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise InputError(f"cannot read the inventory: {e.strerror or e}", where=f"{source}: inventory",
+                         hint="give a path relative to the plan file") from None
+    wanted = data.get("hosts") if isinstance(data.get("hosts"), dict) else None
+    try:
+        hosts = plan_hosts(parse(text, path.name), wanted)
+    except InventoryError as e:
+        raise InputError(str(e), where=str(path), hint="see README, 'Hosts over SSH'") from None
+    return {**data, "hosts": hosts}
 
 
 def validate(model: type[M], data: Any, source: str) -> M:

@@ -38,9 +38,32 @@ class Strict(BaseModel):
 
 
 class Host(Strict):
-    """A host taking part.  In the embedded lab it becomes a network namespace."""
+    """A host taking part.  In the embedded lab it becomes a network namespace;
+    with ``ssh`` it is a real machine reached over SSH (then every host is)."""
 
     role: Literal["server", "client"]
+    ssh: str | None = Field(None, min_length=1, max_length=255, pattern=r"^[A-Za-z0-9@._:%\[\]-]+$",
+                            description="where to log in: an alias from ~/.ssh/config, a name or an address, "
+                                        "optionally user@")
+    user: str | None = Field(None, pattern=r"^[a-z_][a-z0-9_.-]{0,31}$")
+    port: int | None = Field(None, ge=1, le=65535)
+    identity: str | None = None
+    ssh_args: list[str] = Field(default_factory=list, description="extra ssh arguments (an inventory's "
+                                                                  "ansible_ssh_common_args)")
+    sudo: bool = Field(False, description="run the tools through sudo -n")
+    interface: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:@-]{1,15}$", description="the test NIC (ssh hosts)")
+    test_ip: str | None = Field(None, description="the address the study's traffic uses (ssh hosts)")
+
+    @field_validator("test_ip")
+    @classmethod
+    def _ip(cls, v: str | None) -> str | None:
+        if v is not None:
+            import ipaddress
+            try:
+                ipaddress.ip_address(v)
+            except ValueError:
+                raise ValueError(f"{v!r} is not an IP address") from None
+        return v
 
 
 Speed = Annotated[float, _as_field(parse_speed, (ModelError,))]
@@ -398,6 +421,13 @@ class Plan(Strict):
     tuning: str | None = Field(None, description="a tuning profile applied before the first point, "
                                                  "restored after the last")
     profiles: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")], Profile] = Field(default_factory=dict)
+    inventory: str | None = Field(None, description="an Ansible inventory (INI or YAML) the hosts come from, "
+                                                    "relative to the plan")
+
+    @property
+    def remote(self) -> bool:
+        """Real hosts over SSH (no lab is built)."""
+        return any(h.ssh for h in self.hosts.values())
 
     @model_validator(mode="after")
     def _roles(self) -> "Plan":
@@ -414,7 +444,18 @@ class Plan(Strict):
             if self.tuning not in self.profiles and self.tuning not in shipped():
                 raise ValueError(f"tuning = {self.tuning!r} is neither a shipped profile ({', '.join(shipped())}) "
                                  "nor defined under [profiles]")
-        if len(self.hosts) > 13:
+        if any(h.ssh for h in self.hosts.values()):
+            missing = [n for n, h in self.hosts.items() if not h.ssh or not h.test_ip]
+            if missing:
+                raise ValueError(f"hosts reached over SSH each need ssh and test_ip; {', '.join(missing)} lack(s) "
+                                 "them (or take them from an inventory: nicbench_test_ip)")
+            if isinstance(self.study, PacketStudy):
+                raise ValueError("a packets study runs on the lab's back-to-back ports; on real hosts it is not "
+                                 "supported yet (use the lab, with [lab] transport = \"ssh\" to go through SSH)")
+            if self.link.client_speed:
+                raise ValueError("link.client_speed shapes lab links; real hosts are not shaped: give their NIC "
+                                 "speed as link.speed (the ceiling)")
+        elif len(self.hosts) > 13:
             raise ValueError("the embedded lab holds at most 13 hosts")
         if isinstance(self.study, StorageStudy) and self.study.devices:
             for h in self.study.devices:

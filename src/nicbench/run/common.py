@@ -30,14 +30,24 @@ class RunContext:
     tcp_timestamps: dict[str, int | None] = field(default_factory=dict)   # host -> sysctl value, from facts
     nic_irqs: dict[str, str] = field(default_factory=dict)   # IRQ -> label, counted per CPU (none on veth)
     pin: dict[str, list[str]] = field(default_factory=dict)  # host -> argv prefix (taskset/numactl) from tuning
+    ifnames: dict[str, str] = field(default_factory=dict)    # host -> its test interface, where hosts differ
+
+    def if_of(self, host: str) -> str | None:
+        """The test interface of ``host`` (real hosts name theirs; lab hosts all have ``ifname``)."""
+        return self.ifnames.get(host, self.ifname) if self.ifname else None
 
 
 def read(p: Path) -> str:
-    """A tool's output file, or "" if it was never written."""
+    """A tool's output file, or "" if it was never written.  Over SSH, what the
+    host's login shell printed before the tool began is dropped (see
+    hosts.ssh: the wrapper marks where the tool's output starts)."""
+    from ..hosts.ssh import BEGIN_MARK
     try:
-        return p.read_text(errors="replace")
+        text = p.read_text(errors="replace")
     except OSError:
         return ""
+    i = text.find(BEGIN_MARK, 0, 1 << 16)
+    return text[i + len(BEGIN_MARK):] if i >= 0 else text
 
 
 def tool_version(t: Transport, argv: list[str], name: str, hint: str) -> str:
@@ -120,6 +130,10 @@ class PointSamplers:
     def __init__(self, trial_id: str, targets: list[NetTarget], cpu_transport: Transport | None,
                  procs: Callable[[], list[tuple[int, str, str, str]]], *, machine: str,
                  nic_irqs: dict[str, str], net_interval: float = 0.5, cpu_interval: float = 0.25):
+        if machine != "machine":
+            # one host's CPU (real hosts): only that host's processes are its to read
+            every = procs
+            procs = lambda: [p for p in every() if p[1] == machine]  # noqa: E731
         self.net = NetSampler(targets, trial_id=trial_id, interval=net_interval) if targets else None
         self.cpu = (CpuSampler(cpu_transport, procs, machine=machine, trial_id=trial_id, interval=cpu_interval,
                                nic_irqs=nic_irqs) if cpu_transport is not None else None)

@@ -303,9 +303,9 @@ def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialR
 
 def _net_targets(ctx: HttpsContext, procs) -> list[NetTarget]:
     nginx_pid = ctx.nginx.pid if ctx.nginx is not None else None
-    out = [NetTarget(ctx.server, ctx.transports[ctx.server], lambda: [nginx_pid] if nginx_pid else [], ctx.ifname)]
+    out = [NetTarget(ctx.server, ctx.transports[ctx.server], lambda: [nginx_pid] if nginx_pid else [], ctx.if_of(ctx.server))]
     for client, p in procs:
-        out.append(NetTarget(client, ctx.transports[client], lambda p=p: [p.pid], ctx.ifname))
+        out.append(NetTarget(client, ctx.transports[client], lambda p=p: [p.pid], ctx.if_of(client)))
     return out
 
 

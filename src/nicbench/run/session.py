@@ -215,6 +215,9 @@ def tuning_targets(plan: Plan, lab: manager.Lab, facts: list[tuple[HostFacts, st
     audits: every run records the tuning state it ran in) and the lab hosts."""
     profile = load_profile(plan.tuning or "stock", dict(plan.profiles))
     by_host = {h.host: h for h, _ in facts}
+    if getattr(lab, "kind", "") == "ssh":         # real hosts: their own host-wide settings, their own restore file
+        return profile, [Target(h, plan.hosts[h].role, lab.transport(h), f"ssh-{h}", lab.spec.host(h).ifname,
+                                by_host.get(h), lab=False) for h in plan.hosts]
     return profile, [lab_target(lab, h, by_host.get(h)) for h in plan.hosts]
 
 
@@ -259,7 +262,11 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
             keep_lab: bool = False, host_wide: bool = False) -> RunOutcome:
     progress = progress or NoProgress()
     manager.require_root()
-    spec = lab_spec(plan)
+    remote = None
+    if plan.remote:
+        from ..hosts.remote import RemoteHosts
+        remote = RemoteHosts(plan)
+    spec = remote.spec if remote else lab_spec(plan)
     trial_list = plan_trials(plan)
     writer: RunWriter | None = None
     ok = failed = 0
@@ -271,19 +278,32 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
         lab, owned = None, False
         hosts = None
         try:
-            lab, owned = acquire_lab(spec)
-            hosts, ssh_checks = lab, {}
-            if plan.lab.transport == "ssh":
-                from ..lab.sshd import ssh_lab
-                hosts, ssh_checks = ssh_lab(lab, max_offset=plan.lab.max_clock_offset)
+            if remote is not None:
+                hosts = remote
+                problems = remote.connect(plan.lab.max_clock_offset)
+                if problems:
+                    raise PreflightError("; ".join(problems), where="ssh preflight",
+                                         hint="fix every item listed, then run again")
+                ssh_checks = remote.checks
+            else:
+                lab, owned = acquire_lab(spec)
+                hosts, ssh_checks = lab, {}
+                if plan.lab.transport == "ssh":
+                    from ..lab.sshd import ssh_lab
+                    hosts, ssh_checks = ssh_lab(lab, max_offset=plan.lab.max_clock_offset)
             study = study_run(plan, hosts)
             ctx, warnings, tools = study.ctx, study.warnings, study.tools
             transports = hosts.transports()
-            # the lab hosts (their namespaces: interfaces, namespaced sysctls) and
-            # the machine they share (host-wide sysctls, services, CPU)
+            ctx.ifnames = {h.name: h.ifname for h in spec.hosts}
+            if remote is not None:
+                # real hosts: CPU is the study server's own (the host under test, as the seeds report it)
+                ctx.cpu_transport, ctx.cpu_machine = transports[plan.server], plan.server
+            # the hosts (lab: their namespaces' interfaces and sysctls) and, in the
+            # lab, the machine they share (host-wide sysctls, services, CPU)
             fact_hosts = ([(transports[h], plan.hosts[h].role,
-                            ["eth0"] + [d.ifname for d in spec.direct if h in (d.a, d.b)]) for h in plan.hosts]
-                          + [(LocalTransport("machine"), "machine", [])])
+                            [spec.host(h).ifname] + [d.ifname for d in spec.direct if h in (d.a, d.b)])
+                           for h in plan.hosts]
+                          + ([(LocalTransport("machine"), "machine", [])] if remote is None else []))
             facts = gather_facts(fact_hosts, tools)
             profile, targets = tuning_targets(plan, hosts, facts)
             if not profile.audit_only:
@@ -297,7 +317,7 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
             tuning, facts = tune_for_run(plan, profile, targets, ctx, facts, fact_hosts, tools, host_wide)
             warnings += [f"tuning: {r['host']} {r['setting']} did not take: {r['note']}"
                          for r in tuning["rows"] if r["status"] == "failed"]
-            ctx.nic_irqs = nic_irqs(facts, plan.server, ctx.ifname)
+            ctx.nic_irqs = nic_irqs(facts, plan.server, ctx.if_of(plan.server))
             ctx.tcp_timestamps = timestamps(facts, [plan.server, *plan.clients])
             run_id = new_run_id(plan.name)
             info = RunInfo(run_id, plan.name, study.kind, time.time(), plan_text, "plan", __version__, {
@@ -308,7 +328,9 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                          # with GSO on, a veth counts 64 KB super-packets, not frames
                          "counters_count_frames": spec.shaped,
                          "tcp_timestamps": ctx.tcp_timestamps},
-                "cpu": cpu_facts(), "tuning": tuning,
+                "cpu": cpu_facts() if remote is None else {
+                    "scope": "host", "host": plan.server, "cpus": None, "mhz": None, "nic_irqs": ctx.nic_irqs,
+                    "shared_by": "nothing: the study server's own CPUs, read over SSH"}, "tuning": tuning,
                 "lab_reused": not owned, "pid": os.getpid(), "host_transport": plan.lab.transport,
                 "ssh": {h: {"clock_offset_s": c.clock_offset_s, "clock_uncertainty_s": c.clock_uncertainty_s,
                             "root": c.root} for h, c in ssh_checks.items()}})
@@ -346,6 +368,8 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                 if hosts is not lab and hosts is not None:
                     from ..hosts.ssh import close_all
                     _quietly(lambda: close_all(hosts.transports()))   # sessions end: remote watchdogs fire
+                if remote is not None:
+                    _quietly(remote.close)
                 if lab is not None:
                     _quietly(lab.tracker.kill_all)
                     if tuned:

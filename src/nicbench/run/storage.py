@@ -335,9 +335,9 @@ def _iscsi_samples(ctx: StorageContext, spec: TrialSpec, procs, bs: int, results
 
 def _net_targets(ctx: StorageContext, procs) -> list[NetTarget]:
     pids = [p.pid for p in ctx.targets]
-    out = [NetTarget(ctx.server, ctx.transports[ctx.server], lambda: pids, ctx.ifname)]
+    out = [NetTarget(ctx.server, ctx.transports[ctx.server], lambda: pids, ctx.if_of(ctx.server))]
     for client, p in procs:
-        out.append(NetTarget(client, ctx.transports[client], lambda p=p: [p.pid], ctx.ifname))
+        out.append(NetTarget(client, ctx.transports[client], lambda p=p: [p.pid], ctx.if_of(client)))
     return out
 
 

@@ -272,10 +272,10 @@ def run_trial(ctx: TcpContext, spec: TrialSpec, raw_dir: Path,
 def _net_targets(ctx: TcpContext, servers, clis) -> list[NetTarget]:
     """The study server (seen through its engine clients) and every client host
     (through the engine servers living in its namespace)."""
-    out = [NetTarget(ctx.server, ctx.transports[ctx.server], lambda: [p.pid for _, p in clis], ctx.ifname)]
+    out = [NetTarget(ctx.server, ctx.transports[ctx.server], lambda: [p.pid for _, p in clis], ctx.if_of(ctx.server))]
     for client in dict.fromkeys(sl.client for sl, _ in servers):
         out.append(NetTarget(client, ctx.transports[client],
-                             lambda c=client: [p.pid for sl, p in servers if sl.client == c], ctx.ifname))
+                             lambda c=client: [p.pid for sl, p in servers if sl.client == c], ctx.if_of(client)))
     return out
 
 

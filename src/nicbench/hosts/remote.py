@@ -1,0 +1,64 @@
+"""Real hosts over SSH, given the shape the studies expect of a lab.
+
+The studies ask their hosts for transports, names, roles and test
+addresses; the embedded lab answers from its namespaces, this from the
+plan (or its Ansible inventory): each host's SSH destination, test NIC and
+test address.  No link is shaped: ``link.speed`` is the NICs' speed, for
+the ceiling.  The local ssh clients are tracked like lab processes, so an
+interrupted run kills them, and the remote watchdogs end what they ran.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from ..lab.manager import state_dir
+from ..lab.topology import LabHost, LabSpec
+from ..lab.tracker import ProcessTracker
+from .ssh import SshTarget, SshTransport, close_all, preflight
+
+
+@dataclass(frozen=True)
+class RemoteSpec(LabSpec):
+    """Hosts as a LabSpec (names, roles, test addresses, NICs); never shaped."""
+
+    @property
+    def shaped(self) -> bool:
+        return False
+
+    @property
+    def namespaces(self) -> list[str]:
+        return []
+
+
+class RemoteHosts:
+    kind = "ssh"
+
+    def __init__(self, plan):
+        order = sorted(plan.hosts.items(), key=lambda kv: kv[1].role != "server")
+        hosts = tuple(LabHost(n, h.role, "", str(h.test_ip), ipaddress.ip_address(h.test_ip).max_prefixlen,
+                              h.interface or "eth0") for n, h in order)
+        self.spec = RemoteSpec(plan.name, plan.link.mtu, hosts, plan.link.speed, None)
+        self.tracker = ProcessTracker(state_dir() / f"ssh-{plan.name}.pids")
+        self._t = {n: SshTransport(n, SshTarget(dest=str(h.ssh), user=h.user, port=h.port, identity=h.identity,
+                                                args=tuple(h.ssh_args), sudo=h.sudo), self.tracker)
+                   for n, h in plan.hosts.items()}
+        self.checks: dict = {}
+
+    def transport(self, host: str) -> SshTransport:
+        return self._t[host]
+
+    def transports(self) -> dict[str, SshTransport]:
+        return dict(self._t)
+
+    def connect(self, max_offset: float) -> list[str]:
+        """Connect and check every host (in parallel); the problems, all of them."""
+        want = {h.name: {h.ifname: (h.ip, self.spec.mtu)} for h in self.spec.hosts}
+        self.checks, problems = preflight(self._t, want, max_offset=max_offset)
+        return problems
+
+    def close(self) -> None:
+        close_all(self._t)
+        self.tracker.kill_all()
+        self.tracker.clear()
