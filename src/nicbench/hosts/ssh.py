@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import IO, Sequence
 
 from ..core.errors import PreflightError, ToolError, tail
-from .transport import READY_MARK, CommandResult, ProcessSink, gate_argv
+from .transport import READY_MARK, CommandResult, PopenWaiter, ProcessSink, gate_argv
 
 PID_MARK = "nicbench-pid "
 BEGIN_MARK = "@@nicbench-begin\n"     # a spawned process's stdout starts after it
@@ -150,7 +150,7 @@ exit $rc
 '''
 
 
-class SshProcess:
+class SshProcess(PopenWaiter):
     """A process on a remote host: ``pid`` is the remote PID (= its process
     group); the local ssh client carries its stdout and stderr into the run
     directory, and its stdin is the remote watchdog's lifeline."""
@@ -198,20 +198,6 @@ class SshProcess:
                 self._popen.stdin.flush()          # the lifeline stays open
             except (BrokenPipeError, OSError):
                 pass
-
-    def poll(self) -> int | None:
-        rc = self._popen.poll()
-        if rc is not None:
-            self._close()
-        return rc
-
-    def wait(self, timeout: float) -> int | None:
-        try:
-            rc = self._popen.wait(timeout=max(timeout, 0.0))
-        except subprocess.TimeoutExpired:
-            return None
-        self._close()
-        return rc
 
     def stop(self, grace: float = 1.0, sig: int = signal.SIGTERM) -> int | None:
         """Signal the remote group; SIGKILL it after ``grace``; then cut the

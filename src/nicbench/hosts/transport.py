@@ -116,7 +116,31 @@ class Transport(Protocol):
     def wrap(self, argv: Sequence[str]) -> list[str]: ...
 
 
-class LocalProcess:
+class PopenWaiter:
+    """poll/wait over a local Popen (the tool itself, or the ssh client
+    carrying a remote one), closing the handle's files once it has exited."""
+
+    _popen: subprocess.Popen
+
+    def _close(self) -> None:
+        raise NotImplementedError
+
+    def poll(self) -> int | None:
+        rc = self._popen.poll()
+        if rc is not None:
+            self._close()
+        return rc
+
+    def wait(self, timeout: float) -> int | None:
+        try:
+            rc = self._popen.wait(timeout=max(timeout, 0.0))
+        except subprocess.TimeoutExpired:
+            return None
+        self._close()
+        return rc
+
+
+class LocalProcess(PopenWaiter):
     """A process on this machine, leader of its own process group."""
 
     def __init__(self, host: str, argv: Sequence[str], popen: subprocess.Popen,
@@ -148,20 +172,6 @@ class LocalProcess:
                 self._popen.stdin.close()
             except (BrokenPipeError, OSError):
                 pass  # it died before the barrier: poll() will say so
-
-    def poll(self) -> int | None:
-        rc = self._popen.poll()
-        if rc is not None:
-            self._close()
-        return rc
-
-    def wait(self, timeout: float) -> int | None:
-        try:
-            rc = self._popen.wait(timeout=max(timeout, 0.0))
-        except subprocess.TimeoutExpired:
-            return None
-        self._close()
-        return rc
 
     def stop(self, grace: float = 1.0, sig: int = signal.SIGTERM) -> int | None:
         """Signal the whole process group, then SIGKILL it after ``grace`` seconds."""
