@@ -49,9 +49,17 @@ def test_tcp_over_ssh_gives_the_netns_result(tmp_path):
     views = {}
     for transport in ("netns", "ssh"):
         text = ssh_plan("e2ess1", transport)
-        out = execute(parse_plan(text), text, store=tmp_path / transport)
+        try:
+            # the lab kept: what must end is ended by nicbench and the watchdogs, not by the lab's teardown
+            out = execute(parse_plan(text), text, store=tmp_path / transport, keep_lab=True)
+            views[transport] = load_run(out.run_dir)
+            deadline = time.monotonic() + 5
+            while _ours("nicbench-wrap") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert _ours("nicbench-wrap") == [] and _ours("iperf3 -s") == []
+        finally:
+            manager.down("e2ess1")
         assert namespaces("e2ess1") == []
-        views[transport] = load_run(out.run_dir)
     a, b = views["netns"].trials[0], views["ssh"].trials[0]
     assert a.status == b.status == "ok", (a.error, b.error)
     # a shaped 1G link: both at the line rate, so the same result within noise
@@ -60,7 +68,6 @@ def test_tcp_over_ssh_gives_the_netns_result(tmp_path):
     assert meta["host_transport"] == "ssh" and set(meta["ssh"]) == {"srv", "c1", "c2"}
     assert all(abs(h["clock_offset_s"]) < 0.05 and h["root"] for h in meta["ssh"].values())
     assert not Path("/var/lib/nicbench/lab-ssh/e2ess1").exists()
-    assert _ours("nicbench-wrap") == []
 
 
 @pytest.fixture
@@ -126,7 +133,7 @@ def test_a_dropped_connection_fails_the_point_and_leaves_no_remote_process(tmp_p
             lab = manager.load("e2ess3")
             if lab is not None and _ours("iperf3 -c"):
                 ip = lab.spec.host("c1").ip
-                masters = [p for p in _ours(f"root@{ip}") if p in _ours(" -M -N ")]
+                masters = [p for p in _ours(f"root@{ip}") if p in _ours("ControlMaster=yes")]
                 if masters:
                     time.sleep(1.5)                     # well inside the measured part
                     seen["iperf3"] = _ours("iperf3 -s")
@@ -137,16 +144,22 @@ def test_a_dropped_connection_fails_the_point_and_leaves_no_remote_process(tmp_p
 
     killer = threading.Thread(target=drop_c1, daemon=True)
     killer.start()
-    out = execute(parse_plan(text), text, store=tmp_path)
-    killer.join(5)
-    assert "killed" in seen, "the run never got to its point"
-    view = load_run(out.run_dir)
-    assert view.trials[0].status == "failed", view.trials[0].error
-    deadline = time.monotonic() + 5
-    while any(alive(p) for p in seen["iperf3"]) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [p for p in seen["iperf3"] if alive(p)]
-    assert _ours("nicbench-wrap") == [] and namespaces("e2ess3") == []
+    try:
+        # the lab kept: nicbench cannot reach c1 any more, and the lab's teardown
+        # does not run, so only c1's watchdogs can end its iperf3 servers
+        out = execute(parse_plan(text), text, store=tmp_path, keep_lab=True)
+        killer.join(5)
+        assert "killed" in seen, "the run never got to its point"
+        view = load_run(out.run_dir)
+        assert view.trials[0].status == "failed", view.trials[0].error
+        deadline = time.monotonic() + 5
+        while any(alive(p) for p in seen["iperf3"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert seen["iperf3"] and not [p for p in seen["iperf3"] if alive(p)]
+        assert _ours("nicbench-wrap") == []
+    finally:
+        manager.down("e2ess3")
+    assert namespaces("e2ess3") == []
 
 
 def test_real_hosts_from_an_ansible_inventory(tmp_path):

@@ -99,3 +99,20 @@ def test_packets_on_real_hosts_is_refused_for_now():
             'ssh = "b"\ntest_ip = "10.0.0.2"\n[study]\nkind = "packets"\n')
     with pytest.raises(InputError, match="not supported yet"):
         parse_plan(text, "r.toml")
+
+
+@pytest.mark.parametrize("name, text, words", [
+    ("lab.yml", "all:\n  hosts: [a, b]\n", "hosts must be a mapping"),
+    ("lab.yml", "all:\n  hosts:\n    a: x\n", "variables must be a mapping"),
+    ("lab.ini", "[nicbench_clients]\ngen[1:3]\n", "host ranges"),
+])
+def test_malformed_inventories_are_one_line_errors(tmp_path, name, text, words):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(InputError) as e:
+        parse_plan(f'name = "r"\ninventory = "{name}"\n[study]\n', str(tmp_path / "p.toml"))
+    assert words in e.value.one_line() and name in e.value.one_line()
+
+
+def test_a_cycle_of_children_does_not_loop():
+    inv = parse_ini("[a:children]\nb\n[b:children]\na\n[b]\nh1 nicbench_role=client\n")
+    assert inv.host_vars("h1") == {"nicbench_role": "client"}

@@ -60,10 +60,14 @@ def test_host_check_lists_every_problem():
     assert "eth0 has MTU 1500, the plan wants 9000" in text and "does not have the plan's address 198.18.0.9" in text
     assert c.root and c.leftovers == (4242,)
     ok = parse_check("c1", "uid 1000\nsudo yes\nif eth0 1500 198.18.0.2\n", (0.001, 0.001), max_offset=0.05,
-                     want={"eth0": ("198.18.0.2", 1500)})
+                     want={"eth0": ("198.18.0.2", 1500)}, sudo_set=True)
     assert ok.problems == () and ok.root
     no = parse_check("c1", "uid 1000\nsudo no\n", (0.0, 0.001), max_offset=0.05, want={})
-    assert "sudo -n" in no.problems[0] and not no.root
+    assert "sudo = true" in no.problems[0] and "asks for a password" in no.problems[0] and not no.root
+    unset = parse_check("c1", "uid 1000\nsudo yes\n", (0.0, 0.001), max_offset=0.05, want={})
+    assert "sudo = true" in unset.problems[0] and not unset.root     # sudo works, but the plan does not use it
+    assert parse_check("c1", "", None, max_offset=0.05, want={}).problems[0] == \
+        "c1: the host check printed nothing usable"
 
 
 def test_what_a_login_shell_prints_is_not_taken_for_output(tmp_path):

@@ -11,7 +11,9 @@ interrupted run kills them, and the remote watchdogs end what they ran.
 from __future__ import annotations
 
 import ipaddress
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..lab.manager import state_dir
 from ..lab.topology import LabHost, LabSpec
@@ -32,6 +34,14 @@ class RemoteSpec(LabSpec):
         return []
 
 
+def _state() -> Path:
+    """Where the ssh clients are tracked: the lab's state directory as root,
+    else the user's own (a run on real hosts needs no root here)."""
+    if os.environ.get("NICBENCH_STATE_DIR") or os.geteuid() == 0:
+        return state_dir()
+    return Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "nicbench"
+
+
 class RemoteHosts:
     kind = "ssh"
 
@@ -40,7 +50,7 @@ class RemoteHosts:
         hosts = tuple(LabHost(n, h.role, "", str(h.test_ip), ipaddress.ip_address(h.test_ip).max_prefixlen,
                               h.interface or "eth0") for n, h in order)
         self.spec = RemoteSpec(plan.name, plan.link.mtu, hosts, plan.link.speed, None)
-        self.tracker = ProcessTracker(state_dir() / f"ssh-{plan.name}.pids")
+        self.tracker = ProcessTracker(_state() / f"ssh-{plan.name}.pids")
         self._t = {n: SshTransport(n, SshTarget(dest=str(h.ssh), user=h.user, port=h.port, identity=h.identity,
                                                 args=tuple(h.ssh_args), sudo=h.sudo), self.tracker)
                    for n, h in plan.hosts.items()}

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Sequence
 
-from ..core.errors import PreflightError, ToolError, tail
+from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from .transport import READY_MARK, CommandResult, PopenWaiter, ProcessSink, gate_argv
 
 PID_MARK = "nicbench-pid "
@@ -255,18 +255,32 @@ class SshTransport:
         self._master: subprocess.Popen | None = None
         self._shell: subprocess.Popen | None = None
         self.clock_offset = 0.0           # host clock - this clock, s (set by preflight)
+        self.rtt = 0.0                    # a command's round trip, s (set by preflight)
+        self._connected = False
         self._lock = threading.Lock()
 
     # -- connection -------------------------------------------------------
-    def _ssh(self, *extra: str) -> list[str]:
-        return [*self.target.ssh_argv(self.control), *extra]
+    def _ssh(self, *extra: str, master: bool = False) -> list[str]:
+        """ssh through this host's master; never a master of the user's own
+        making (a ``ControlMaster auto`` + ``ControlPersist`` in their config
+        would leave one behind that nothing tracks)."""
+        mode = ["-o", "ControlMaster=yes", "-o", "ControlPersist=no"] if master else ["-o", "ControlMaster=no"]
+        return [*self.target.ssh_argv(self.control), *mode, *extra]
 
     def connect(self) -> "SshTransport":
-        """Open the master connection; PreflightError with ssh's reason and a hint."""
+        """Open the master connection; PreflightError with ssh's reason and a hint.
+
+        Once a connection has been made, a lost one is not silently replaced:
+        what ran over it is gone (its watchdogs fired), and the run must say so."""
         if self._master is not None and self._master.poll() is None:
             return self
+        if self._connected:
+            raise ToolError(f"the SSH connection to {self.target.dest} was lost", where=self.host,
+                            hint="is the host still up? its processes were ended by their watchdogs")
+        if os.path.exists(self.control):
+            os.unlink(self.control)              # a killed master's socket: a new master would not bind
         err = open(os.path.join(self._dir, "master.err"), "wb")
-        self._master = subprocess.Popen(self._ssh("-M", "-N", "-o", "ControlPersist=no", self.target.dest),
+        self._master = subprocess.Popen(self._ssh("-N", self.target.dest, master=True),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                         start_new_session=True)
         err.close()
@@ -282,9 +296,10 @@ class SshTransport:
                 r = subprocess.run(self._ssh("-O", "check", self.target.dest), capture_output=True, text=True,
                                    timeout=10)
                 if r.returncode == 0:
+                    self._connected = True
                     return self
             time.sleep(0.02)
-        self.close()
+        self._stop_children()
         raise PreflightError(f"SSH to {self.target.dest} not up after {self.target.connect_timeout + 5:g}s",
                              where=self.host, hint="is the host up and its address right?")
 
@@ -294,6 +309,11 @@ class SshTransport:
     def close(self) -> None:
         """Close the command shell and the master (every session on it ends,
         and with them the remote watchdogs' lifelines)."""
+        self._stop_children()
+        self._connected = True          # closed for good: no reconnect
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _stop_children(self) -> None:
         for p in (self._shell, self._master):
             if p is not None and p.poll() is None:
                 p.terminate()
@@ -303,12 +323,11 @@ class SshTransport:
                     p.kill()
                     p.wait(5)
         self._shell = self._master = None
-        shutil.rmtree(self._dir, ignore_errors=True)
 
     # -- commands ---------------------------------------------------------
-    def _remote(self, argv: Sequence[str]) -> str:
+    def _remote(self, argv: Sequence[str], sudo: bool | None = None) -> str:
         cmd = shlex.join(argv)
-        return f"sudo -n {cmd}" if self.target.sudo else cmd
+        return f"sudo -n {cmd}" if (self.target.sudo if sudo is None else sudo) else cmd
 
     def _open_shell(self) -> subprocess.Popen:
         if self._shell is None or self._shell.poll() is not None:
@@ -318,11 +337,13 @@ class SshTransport:
                                            stderr=subprocess.DEVNULL, start_new_session=True)
         return self._shell
 
-    def run(self, argv: Sequence[str], *, timeout: float = 30.0, input: str | None = None) -> CommandResult:
-        """One command through the host's command shell (no login-shell start-up per command)."""
+    def run(self, argv: Sequence[str], *, timeout: float = 30.0, input: str | None = None,
+            sudo: bool | None = None) -> CommandResult:
+        """One command through the host's command shell (no login-shell start-up
+        per command); ``sudo=False`` runs it as the login user even on a sudo host."""
         t0 = time.monotonic()
         rid = secrets.token_hex(6)
-        req = f"{rid} {base64.b64encode(self._remote(argv).encode()).decode()}"
+        req = f"{rid} {base64.b64encode(self._remote(argv, sudo).encode()).decode()}"
         if input is not None:
             req += " " + base64.b64encode(input.encode()).decode()
         with self._lock:
@@ -419,18 +440,20 @@ class SshTransport:
         try:
             # ``kill -N -PGID``: dash's kill takes no ``--`` (it says "Illegal number")
             self.run(["kill", f"-{int(sig)}", f"-{int(pgid)}"], timeout=10)
-        except ToolError:
+        except NicbenchError:
             pass          # the connection is gone: the watchdog does it
 
     # -- processes ----------------------------------------------------------
     def spawn(self, argv: Sequence[str], *, stdout: Path, stderr: Path, gated: bool = False) -> SshProcess:
         """Start ``argv`` on the host under the wrapper (own process group,
         watchdog on stdin).  A gated one waits for :meth:`SshProcess.release`."""
-        self.connect()
+        with self._lock:
+            self.connect()
         real = gate_argv(argv) if gated else list(argv)
-        if self.target.sudo:
-            real = ["sudo", "-n", *real]
-        remote = "exec sh -c " + shlex.quote(_WRAPPER) + " nicbench-wrap " + shlex.join(real)
+        # with sudo the wrapper itself runs as root: the PID it reports is the
+        # tool's, and its watchdog may kill it
+        remote = (("exec sudo -n sh -c " if self.target.sudo else "exec sh -c ") + shlex.quote(_WRAPPER)
+                  + " nicbench-wrap " + shlex.join(real))
         stdout.parent.mkdir(parents=True, exist_ok=True)
         out, err = open(stdout, "wb"), open(stderr, "wb")
         popen = subprocess.Popen(self._ssh("-T", self.target.dest, remote), stdin=subprocess.PIPE, stdout=out,
@@ -502,7 +525,7 @@ def clock_offset(samples: list[tuple[float, float, float]]) -> tuple[float, floa
 
 def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
                 want: dict[str, tuple[str | None, int | None]], max_offset: float,
-                own_pids: frozenset[int] = frozenset()) -> HostCheck:
+                own_pids: frozenset[int] = frozenset(), sudo_set: bool = False) -> HostCheck:
     """The check script's answer (pure).  ``want``: interface -> (address,
     MTU) the plan expects; ``clock``: (offset, uncertainty) measured beside it."""
     problems: list[str] = []
@@ -525,9 +548,11 @@ def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
             seen_if[name] = (int(mtu), addrs)
         elif kind == "noif":
             problems.append(f"{host}: interface {rest.strip()} does not exist")
-    if root is False and not sudo:
-        problems.append(f"{host}: not root and 'sudo -n' asks for a password: the tools need root "
-                        "(log in as root, or allow passwordless sudo and set sudo = true)")
+    if root is None:
+        problems.append(f"{host}: the host check printed nothing usable")
+    elif root is False and not sudo_set:
+        problems.append(f"{host}: not root, and the plan does not say sudo = true: the tools need root"
+                        + ("" if sudo else " (and 'sudo -n' asks for a password)"))
     if offset is None:
         problems.append(f"{host}: could not read its clock")
     elif abs(offset) > max_offset + (unc or 0):
@@ -546,7 +571,7 @@ def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
         if addr is not None and addr not in addrs:
             problems.append(f"{host}: {ifname} does not have the plan's address {addr} "
                             f"(it has {', '.join(addrs) or 'none'})")
-    return HostCheck(host, tuple(problems), bool(root or sudo), offset, unc, tuple(left))
+    return HostCheck(host, tuple(problems), bool(root or (sudo and sudo_set)), offset, unc, tuple(left))
 
 
 def preflight(transports: dict[str, "SshTransport"], want: dict[str, dict[str, tuple[str | None, int | None]]],
@@ -556,7 +581,11 @@ def preflight(transports: dict[str, "SshTransport"], want: dict[str, dict[str, t
     def one(t: "SshTransport") -> HostCheck:
         t.connect()
         ifs = list(want.get(t.host, {}))
-        r = t.run(["sh", "-c", _CHECK, "nicbench-check", *ifs], timeout=t.target.connect_timeout + 10)
+        r = t.run(["sh", "-c", _CHECK, "nicbench-check", *ifs], timeout=t.target.connect_timeout + 10, sudo=False)
+        if r.returncode != 0 and not r.stdout.strip():
+            why = tail(r.stderr) or f"exit {r.returncode}"
+            return HostCheck(t.host, (f"{t.host}: the host check failed: {why}"
+                                      + (" (sudo -n needs a password?)" if t.target.sudo else ""),))
         # the clock on the open command shell (no login in the round trip), best of 5
         samples = []
         for _ in range(5):
@@ -567,7 +596,10 @@ def preflight(transports: dict[str, "SshTransport"], want: dict[str, dict[str, t
                 samples.append((t0, float(c.stdout), t1))
             except ValueError:
                 pass
-        return parse_check(t.host, r.stdout, clock_offset(samples), want=want.get(t.host, {}), max_offset=max_offset)
+        if samples:
+            t.rtt = min(b - a for a, _, b in samples)
+        return parse_check(t.host, r.stdout, clock_offset(samples), want=want.get(t.host, {}), max_offset=max_offset,
+                           sudo_set=t.target.sudo)
     results = _parallel(one, transports)
     checks: dict[str, HostCheck] = {}
     problems: list[str] = []

@@ -37,9 +37,9 @@ class Inventory:
                 out |= self.members(c, _seen | {group})
         return out
 
-    def _depth(self, group: str) -> int:
-        parents = [g for g, cs in self.children.items() if group in cs]
-        return 1 + max((self._depth(p) for p in parents), default=0)
+    def _depth(self, group: str, _seen: frozenset[str] = frozenset()) -> int:
+        parents = [g for g, cs in self.children.items() if group in cs and g not in _seen]
+        return 1 + max((self._depth(p, _seen | {group}) for p in parents), default=0)
 
     def host_vars(self, host: str) -> dict[str, object]:
         """Every variable of ``host``: all, then its groups (parents first), then its own."""
@@ -102,6 +102,8 @@ def parse_ini(text: str) -> Inventory:
             inv.children.setdefault(section, []).append(parts[0])
         else:
             host, *assigns = parts
+            if "[" in host and ":" in host:
+                raise InventoryError(f"line {n}: host ranges ({host}) are not expanded by nicbench: list the hosts")
             hv = inv.hosts.setdefault(host, {})
             for a in assigns:
                 key, sep, val = a.partition("=")
@@ -126,7 +128,12 @@ def parse_yaml(text: str) -> Inventory:
         body = body or {}
         if not isinstance(body, dict):
             raise InventoryError(f"group {name}: want hosts/vars/children mappings")
-        for h, hv in (body.get("hosts") or {}).items():
+        hosts = body.get("hosts") or {}
+        if not isinstance(hosts, dict):
+            raise InventoryError(f"group {name}: hosts must be a mapping (name: variables), not a list")
+        for h, hv in hosts.items():
+            if hv is not None and not isinstance(hv, dict):
+                raise InventoryError(f"host {h}: its variables must be a mapping")
             inv.hosts.setdefault(str(h), {}).update(hv or {})
             inv.groups.setdefault(name, set()).add(str(h))
         if body.get("vars"):

@@ -145,8 +145,10 @@ def _with_inventory(data: dict, source: str) -> dict:
     wanted = data.get("hosts") if isinstance(data.get("hosts"), dict) else None
     try:
         hosts = plan_hosts(parse(text, path.name), wanted)
-    except InventoryError as e:
-        raise InputError(str(e), where=str(path), hint="see README, 'Hosts over SSH'") from None
+    except (InventoryError, ValueError, TypeError, AttributeError, RecursionError) as e:
+        # a malformed inventory (a YAML list where a mapping belongs, a cycle of children ...)
+        raise InputError(f"not an inventory nicbench can read: {e}", where=str(path),
+                         hint="see README, 'Hosts over SSH'") from None
     return {**data, "hosts": hosts}
 
 

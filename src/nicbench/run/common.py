@@ -108,8 +108,10 @@ def release_together(procs: Sequence[Process], what: str, where: str, timeout: f
         time.sleep(0.002)
     if any(getattr(p, "scheduled", False) for p in procs):
         # over a network each release takes its own time to arrive: name a start
-        # time far enough ahead for all of them (a few ms per process here)
-        at = time.time() + 0.05 + 0.004 * len(procs)
+        # time far enough ahead for all of them (a few ms per process here, and
+        # three of the slowest host's measured round trips)
+        rtt = max((getattr(getattr(p, "t", None), "rtt", 0.0) for p in procs), default=0.0)
+        at = time.time() + 0.05 + 0.004 * len(procs) + 3 * rtt
         for p in procs:
             p.release(at)
         return at
@@ -130,10 +132,6 @@ class PointSamplers:
     def __init__(self, trial_id: str, targets: list[NetTarget], cpu_transport: Transport | None,
                  procs: Callable[[], list[tuple[int, str, str, str]]], *, machine: str,
                  nic_irqs: dict[str, str], net_interval: float = 0.5, cpu_interval: float = 0.25):
-        if machine != "machine":
-            # one host's CPU (real hosts): only that host's processes are its to read
-            every = procs
-            procs = lambda: [p for p in every() if p[1] == machine]  # noqa: E731
         self.net = NetSampler(targets, trial_id=trial_id, interval=net_interval) if targets else None
         self.cpu = (CpuSampler(cpu_transport, procs, machine=machine, trial_id=trial_id, interval=cpu_interval,
                                nic_irqs=nic_irqs) if cpu_transport is not None else None)

@@ -261,11 +261,12 @@ def untune(targets: list[Target], host_wide: bool) -> None:
 def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink | None = None,
             keep_lab: bool = False, host_wide: bool = False) -> RunOutcome:
     progress = progress or NoProgress()
-    manager.require_root()
     remote = None
     if plan.remote:
         from ..hosts.remote import RemoteHosts
-        remote = RemoteHosts(plan)
+        remote = RemoteHosts(plan)          # no root needed here: the hosts are reached as the plan says
+    else:
+        manager.require_root()
     spec = remote.spec if remote else lab_spec(plan)
     trial_list = plan_trials(plan)
     writer: RunWriter | None = None
@@ -365,20 +366,21 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                 untune_error: list[str] = []
                 if started is not None and writer is not None:
                     _quietly(lambda: writer.write_raws(started.stop(writer.raw_dir(started.kind))))
-                if hosts is not lab and hosts is not None:
+                # restore first, while every host's transport still works (over SSH:
+                # before the connections close and the lab's sshds go)
+                if tuned:
+                    try:
+                        untune(tuned, host_wide)
+                    except Exception as e:  # noqa: BLE001 - recorded with the run, and the hosts still go
+                        untune_error.append(str(e))
+                        print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
+                if hosts is not lab and hosts is not None and remote is None:
                     from ..hosts.ssh import close_all
                     _quietly(lambda: close_all(hosts.transports()))   # sessions end: remote watchdogs fire
                 if remote is not None:
                     _quietly(remote.close)
                 if lab is not None:
                     _quietly(lab.tracker.kill_all)
-                    if tuned:
-                        try:
-                            untune(tuned, host_wide)
-                        except Exception as e:  # noqa: BLE001 - recorded with the run, and the lab still goes
-                            untune_error.append(str(e))
-                            print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}",
-                                  file=sys.stderr)
                 tune_lock.release()
                 if writer is not None:
                     _quietly(lambda: writer.finish(status, ok=ok, failed=failed,

@@ -301,11 +301,18 @@ def tool_procs(t: Transport, fixed: Callable[[], list[tuple[int, str, str, str]]
                gated: list[tuple[int, str, str, str]]) -> Callable[[], list[tuple[int, str, str, str]]]:
     """The processes a CpuSampler follows: ``fixed`` ones (by PID) and the tool
     below each gate shim in ``gated`` (shim pid, host, role, proc id), found
-    once it exists and remembered."""
+    once it exists and remembered.  Over SSH ``t`` reads one real host: only
+    that host's processes are its to look up (another host's PID there would
+    be some other process)."""
     found: dict[int, int] = {}
+    if getattr(t, "kind", "") == "ssh":
+        gated = [g for g in gated if g[1] == t.host]
+        only = t.host
+    else:
+        only = None
 
     def procs() -> list[tuple[int, str, str, str]]:
-        out = list(fixed())
+        out = [p for p in fixed() if only is None or p[1] == only]
         for shim, host, role, proc in gated:
             if shim not in found:
                 pid = tool_pid(t, shim)
