@@ -44,6 +44,8 @@ def test_clock_offset_takes_the_shortest_round_trip():
 
 CHECK = """uid 0
 sudo no
+bash old
+missing setsid
 left 4242 bash -c nicbench-gate iperf3 -s
 if eth0 1500 198.18.0.2 fe80::1
 noif eth9
@@ -57,6 +59,7 @@ def test_host_check_lists_every_problem():
     assert "c1: interface eth9 does not exist" in text
     assert "clock is +200.0 ms off" in text and "chrony" in text
     assert "PIDs 4242" in text
+    assert "bash >= 5" in text and "setsid is missing" in text
     assert "eth0 has MTU 1500, the plan wants 9000" in text and "does not have the plan's address 198.18.0.9" in text
     assert c.root and c.leftovers == (4242,)
     ok = parse_check("c1", "uid 1000\nsudo yes\nif eth0 1500 198.18.0.2\n", (0.001, 0.001), max_offset=0.05,

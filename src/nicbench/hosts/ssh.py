@@ -496,6 +496,10 @@ class HostCheck:
 _CHECK = r'''
 printf 'uid %s\n' "$(id -u)"
 if sudo -n true 2>/dev/null; then echo 'sudo yes'; else echo 'sudo no'; fi
+# what nicbench's own shell code needs on the host: bash >= 5 for the start
+# gate's $EPOCHREALTIME, and the wrapper's setsid, mkfifo, mktemp, base64
+if [ -n "$(bash -c 'printf %s "$EPOCHREALTIME"' 2>/dev/null)" ]; then echo 'bash ok'; else echo 'bash old'; fi
+for c in setsid mkfifo mktemp base64; do command -v "$c" >/dev/null 2>&1 || printf 'missing %s\n' "$c"; done
 n=nicbench   # (split, so this script's own command line does not match)
 for p in /proc/[0-9]*; do
   c=$(tr '\0\n' '  ' < "$p/cmdline" 2>/dev/null) || continue
@@ -548,6 +552,11 @@ def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
             seen_if[name] = (int(mtu), addrs)
         elif kind == "noif":
             problems.append(f"{host}: interface {rest.strip()} does not exist")
+        elif kind == "bash" and rest.strip() == "old":
+            problems.append(f"{host}: nicbench's start gate needs bash >= 5 ($EPOCHREALTIME): install a newer bash")
+        elif kind == "missing":
+            problems.append(f"{host}: {rest.strip()} is missing (coreutils/util-linux): nicbench's process wrapper "
+                            "needs it")
     if root is None:
         problems.append(f"{host}: the host check printed nothing usable")
     elif root is False and not sudo_set:

@@ -96,7 +96,7 @@ def controller_ip_of(lab) -> str:
     """The switch's own address on the lab subnet: its last host address."""
     h = lab.spec.hosts[0]
     net = ipaddress.IPv4Network(f"{h.ip}/{h.prefix}", strict=False)
-    return str(list(net.hosts())[-1])
+    return str(net.broadcast_address - 1)
 
 
 def start_one(lab, h, hd: Path) -> subprocess.Popen:
