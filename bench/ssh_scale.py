@@ -51,7 +51,7 @@ def one(n: int, repeats: int, same_clock: bool) -> dict:
                 assert not problems, problems
                 out["max_clock_offset_ms"] = max(abs(c.clock_offset_s or 0) for c in checks.values()) * 1000
                 t0 = time.monotonic()
-                procs = [t.spawn(["true"], stdout=Path(d, f"{h}-{r}.out"), stderr=Path(d, f"{h}-{r}.err"), gated=True)
+                procs = [t.spawn(["sleep", "1"], stdout=Path(d, f"{h}-{r}.out"), stderr=Path(d, f"{h}-{r}.err"), gated=True)
                          for h, t in ts.items()]
                 while not all(p.is_ready() for p in procs):
                     time.sleep(0.001)
