@@ -17,7 +17,7 @@ from helpers import alive, namespaces, plan_text
 from nicbench.core.errors import PreflightError
 from nicbench.hosts.ssh import SshTransport, preflight
 from nicbench.lab import manager, sshd
-from nicbench.lab.topology import make_spec
+from nicbench.lab.topology import DirectLink, make_spec
 from nicbench.plan import parse_plan
 from nicbench.report.build import load_run
 from nicbench.run.session import execute
@@ -162,6 +162,44 @@ def test_a_dropped_connection_fails_the_point_and_leaves_no_remote_process(tmp_p
     assert namespaces("e2ess3") == []
 
 
+def _inventory(path: Path, spec, cfg: Path) -> None:
+    """A YAML inventory of the lab's hosts as if they were machines, reached
+    from outside the lab through a ProxyCommand into its switch."""
+    proxy = f"ip netns exec {spec.switch_ns} bash -c 'exec 3<>/dev/tcp/%h/%p; cat <&3 & exec cat >&3'"
+
+    def hosts(role):
+        return "".join(f"        {h.name}:\n          ansible_host: {h.ip}\n          nicbench_test_ip: {h.ip}\n"
+                       for h in spec.hosts if h.role == role)
+    path.write_text("all:\n  vars:\n    ansible_user: root\n    nicbench_interface: eth0\n"
+                    f"    ansible_ssh_common_args: >-\n      -F {cfg} -o \"ProxyCommand={proxy}\"\n"
+                    "  children:\n    nicbench_server:\n      hosts:\n" + hosts("server")
+                    + "    nicbench_clients:\n      hosts:\n" + hosts("client"))
+
+
+def test_packets_on_real_hosts_over_ssh(tmp_path):
+    """The packet study on 'real' hosts: their port NICs named in the plan, nbgen
+    and trafgen started over SSH (trafgen's config written on the host)."""
+    spec = make_spec("e2ess5", [("gen", "server"), ("sink", "client")], 1500, direct=(DirectLink(0, "gen", "sink", 1),))
+    lab = manager.up(spec)
+    try:
+        sshd.start(lab)
+        _inventory(tmp_path / "lab.yml", spec, sshd.ssh_dir("e2ess5") / "ssh_config")
+        (tmp_path / "plan.toml").write_text(
+            'name = "remote-packets"\ninventory = "lab.yml"\n[study]\nkind = "packets"\n'
+            'engines = ["nbgen", "trafgen"]\nline_rate = "40G"\nduration = 2\ntrim = 0.25\n'
+            'interfaces = { gen = ["pk0"], sink = ["pk0"] }\n')
+        from nicbench.plan.load import load_plan
+        p, text = load_plan(tmp_path / "plan.toml")
+        out = execute(p, text, store=tmp_path / "st")
+        view = load_run(out.run_dir)
+        assert [t.error for t in view.packet_trials if t.status != "ok"] == []
+        for t in view.packet_trials:
+            assert t.rx_pps > 0 and t.rx_pps <= t.tx_pps * 1.005 and set(t.per_port_rx_pps) == {"pk0"}
+        assert _ours("nicbench-wrap") == [] and not list(Path("/tmp").glob("nicbench-t*-pk0.cfg"))
+    finally:
+        manager.down("e2ess5")
+
+
 def test_real_hosts_from_an_ansible_inventory(tmp_path):
     """The lab's sshds stand in for real machines: no lab for the run, the
     hosts from a YAML inventory (address, user, NIC, test address, ssh
@@ -170,17 +208,7 @@ def test_real_hosts_from_an_ansible_inventory(tmp_path):
     lab = manager.up(spec)
     try:
         sshd.start(lab)
-        cfg = sshd.ssh_dir("e2ess4") / "ssh_config"
-        proxy = "ip netns exec nb-e2ess4-sw bash -c 'exec 3<>/dev/tcp/%h/%p; cat <&3 & exec cat >&3'"
-
-        def hosts(role):
-            return "".join(f"        {h.name}:\n          ansible_host: {h.ip}\n          nicbench_test_ip: {h.ip}\n"
-                           for h in spec.hosts if h.role == role)
-        (tmp_path / "lab.yml").write_text(
-            "all:\n  vars:\n    ansible_user: root\n    nicbench_interface: eth0\n"
-            f"    ansible_ssh_common_args: >-\n      -F {cfg} -o \"ProxyCommand={proxy}\"\n"
-            "  children:\n    nicbench_server:\n      hosts:\n" + hosts("server")
-            + "    nicbench_clients:\n      hosts:\n" + hosts("client"))
+        _inventory(tmp_path / "lab.yml", spec, sshd.ssh_dir("e2ess4") / "ssh_config")
         (tmp_path / "plan.toml").write_text('name = "remote-e2e"\ninventory = "lab.yml"\n[link]\nspeed = "1G"\n'
                                             '[study]\nconnections = [4]\nduration = 3\nomit = 1\ninterval = 0.5\n'
                                             'trim = 0.25\n')

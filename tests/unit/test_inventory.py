@@ -94,11 +94,16 @@ def test_real_host_plans_say_what_is_missing(hosts, words):
     assert words in e.value.one_line()
 
 
-def test_packets_on_real_hosts_is_refused_for_now():
-    text = ('name = "r"\n[hosts.a]\nrole = "server"\nssh = "a"\ntest_ip = "10.0.0.1"\n[hosts.b]\nrole = "client"\n'
-            'ssh = "b"\ntest_ip = "10.0.0.2"\n[study]\nkind = "packets"\n')
-    with pytest.raises(InputError, match="not supported yet"):
-        parse_plan(text, "r.toml")
+def test_packets_on_real_hosts_names_their_port_nics():
+    base = ('name = "r"\n[hosts.a]\nrole = "server"\nssh = "a"\ntest_ip = "10.0.0.1"\n[hosts.b]\nrole = "client"\n'
+            'ssh = "b"\ntest_ip = "10.0.0.2"\n[study]\nkind = "packets"\nports = [1, 2]\n')
+    with pytest.raises(InputError, match="study.interfaces.a: .* a needs 2"):
+        parse_plan(base, "r.toml")
+    p = parse_plan(base + 'interfaces = { a = ["ens1f0", "ens1f1"], b = ["ens2f0", "ens2f1"] }\n', "r.toml")
+    assert p.study.interfaces["b"] == ["ens2f0", "ens2f1"]
+    lab = 'name = "l"\n[hosts.a]\nrole = "server"\n[hosts.b]\nrole = "client"\n[study]\nkind = "packets"\n'
+    with pytest.raises(InputError, match="the lab names its back-to-back ports"):
+        parse_plan(lab + 'interfaces = { a = ["x"], b = ["y"] }\n', "l.toml")
 
 
 @pytest.mark.parametrize("name, text, words", [

@@ -361,6 +361,9 @@ class PacketStudy(_Sweep):
     search_steps: int = Field(6, ge=1, le=20, description="ndr: bisection steps after the unpaced one")
     xdp_mode: Literal["auto", "native", "generic"] = Field(
         "auto", description="receiver's XDP attach: auto tries native, falls back to generic and says so")
+    interfaces: dict[str, list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:@-]{1,15}$")]]] | None = Field(
+        None, description="real hosts: each host's port NICs, in port order, e.g. { gen = [\"ens1f0\", "
+                          "\"ens1f1\"], sink = [\"ens2f0\", \"ens2f1\"] } (the lab names its own pk0, pk1, ...)")
     udp_port: int = Field(9, ge=1, le=65535)
     repeats: int = Field(1, ge=1, le=100)
     order: Literal["interleaved", "sequential"] = "interleaved"
@@ -450,8 +453,12 @@ class Plan(Strict):
                 raise ValueError(f"hosts reached over SSH each need ssh and test_ip; {', '.join(missing)} lack(s) "
                                  "them (or take them from an inventory: nicbench_test_ip)")
             if isinstance(self.study, PacketStudy):
-                raise ValueError("a packets study runs on the lab's back-to-back ports; on real hosts it is not "
-                                 "supported yet (use the lab, with [lab] transport = \"ssh\" to go through SSH)")
+                need = max(self.study.ports)
+                for h in (self.server, *(self.study.clients or [n for n, x in self.hosts.items() if x.role == "client"])[:1]):
+                    got = (self.study.interfaces or {}).get(h, [])
+                    if len(got) < need:
+                        raise ValueError(f"study.interfaces.{h}: a packets study on real hosts names each host's port "
+                                         f"NICs in order; {h} needs {need} (ports = {self.study.ports}), has {len(got)}")
             if self.link.client_speed:
                 raise ValueError("link.client_speed shapes lab links; real hosts are not shaped: give their NIC "
                                  "speed as link.speed (the ceiling)")
@@ -470,6 +477,8 @@ class Plan(Strict):
             if self.study.luns < n:
                 raise ValueError(f"study.luns = {self.study.luns} is fewer than the {n} initiators: every "
                                  "initiator needs at least one LUN")
+        if isinstance(self.study, PacketStudy) and self.study.interfaces and not any(h.ssh for h in self.hosts.values()):
+            raise ValueError("study.interfaces is for real hosts: the lab names its back-to-back ports pk0, pk1, ...")
         if isinstance(self.study, PacketStudy):
             rx = self.study.clients or clients
             if len(rx) != 1:

@@ -57,6 +57,11 @@ class PacketContext(RunContext):
     macs: dict[tuple[str, int], str] = field(default_factory=dict)   # (host, port) -> MAC
     cpus: list[int] = field(default_factory=lambda: [0])   # the generator's online CPUs
     kernel: str = ""
+    devs: dict[str, list[str]] = field(default_factory=dict)   # host -> its port NICs (lab: pk0, pk1, ...)
+    exes: dict[str, str] = field(default_factory=dict)         # host -> nbgen there
+
+    def dev(self, host: str, i: int) -> str:
+        return self.devs[host][i] if host in self.devs else port_ifname(i)
 
 
 def _caps(t: Transport) -> int | None:
@@ -114,13 +119,20 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
     exe = nbgen.binary()
     if exe is None:
         problems.append(f"nbgen is not built (native/nbgen/build/nbgen): {INSTALL}")
+    devs = {h: list(v) for h, v in (s.interfaces or {}).items()}
     hosts = {gen: s.engines if "nbgen" in s.engines else [*s.engines], rx: ["nbgen"]}
+    exes: dict[str, str] = {}
     for host, engines in hosts.items():
         t = transports[host]
+        if exe and "nbgen" in engines:
+            exes[host] = _nbgen_on(t, exe)
         for eng in dict.fromkeys(engines):
             try:
                 if eng == "nbgen" and exe:
-                    versions["nbgen"] = tool_version(t, [exe, "version"], "nbgen", INSTALL)
+                    versions["nbgen"] = tool_version(t, [exes[host], "version"], "nbgen",
+                                                     INSTALL if t.kind != "ssh" else
+                                                     "build native/nbgen on the host (make -C native/nbgen; needs "
+                                                     "libbpf1) and put it on its PATH")
                 elif eng == "trafgen":
                     versions["trafgen"] = tool_version(t, ["trafgen", "-v"], "trafgen", INSTALL)
             except PreflightError as e:
@@ -133,8 +145,8 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
     macs: dict[tuple[str, int], str] = {}
     biggest = max(s.frame_sizes)
     for i in range(max(s.ports)):
-        dev = port_ifname(i)
         for host in (gen, rx):
+            dev = devs[host][i] if host in devs else port_ifname(i)
             info = _link(transports[host], dev)
             if info is None:
                 problems.append(f"{host}: interface {dev} does not exist (port {i + 1} of {max(s.ports)})")
@@ -166,8 +178,18 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
                         f"the host has {cpus}")
     if problems:
         raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
-    return PacketContext(s, gen, rx, dict(transports), versions, exe, macs, online, kernel,
+    return PacketContext(s, gen, rx, dict(transports), versions, exe, macs, online, kernel, devs, exes,
                          ifname=None, cpu_transport=LocalTransport("machine")), warnings
+
+
+def _nbgen_on(t: Transport, local: str) -> str:
+    """nbgen's path on a host: this build where the host sees it (the lab,
+    and hosts sharing the path), else the one on the host's PATH."""
+    if t.kind != "ssh":
+        return local
+    r = t.run(["sh", "-c", 'if [ -x "$1" ]; then echo "$1"; else command -v nbgen || echo nbgen; fi', "nb", local],
+              timeout=10)
+    return r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "nbgen"
 
 
 def _online(t: Transport) -> list[int]:
@@ -211,7 +233,7 @@ def generator_argv(engine: str, exe: str, dev: str, frames: list[bytes], *, dura
             fr.trafgen_config(frames, pin), pin)
 
 
-def _wait_attached(procs: list[tuple[int, Process]], timeout: float = 10.0) -> dict[int, dict]:
+def _wait_attached(procs: list[tuple[int, Process]], name=port_ifname, timeout: float = 10.0) -> dict[int, dict]:
     """Each receiver's "attached" line (mode, why), or a ToolError with nbgen's words."""
     by = time.monotonic() + timeout
     seen: dict[int, dict] = {}
@@ -227,7 +249,7 @@ def _wait_attached(procs: list[tuple[int, Process]], timeout: float = 10.0) -> d
                         break             # half written: read again on the next round
             if port not in seen and p.poll() is not None:
                 err = nbgen.error_of(read(p.stderr_path)) or tail(read(p.stderr_path)) or "no error text"
-                raise ToolError(f"nbgen rx on {port_ifname(port)}: {err}", where=p.host)
+                raise ToolError(f"nbgen rx on {name(port)}: {err}", where=p.host)
         if len(seen) < len(procs):
             if time.monotonic() > by:
                 raise ToolError(f"nbgen rx did not attach within {timeout:g}s", where=procs[0][1].host)
@@ -311,35 +333,44 @@ def _measure(ctx: PacketContext, spec: TrialSpec, raw_dir: Path, rate: float | N
     rxs: list[tuple[int, Process]] = []
     txs: list[tuple[int, Process]] = []
     guard = PointGuard(meta, lambda: [p for _, p in txs + rxs], grace=1.0)
+    remote_confs: list[str] = []
     samples: list[Sample] = []
     cpus = ctx.cpus
     with guard:
         for i in range(ports):
-            dev = port_ifname(i)
+            dev = ctx.dev(ctx.receiver, i)
             out, err = raw_dir / f"rx-{dev}.out", raw_dir / f"rx-{dev}.err"
-            argv = nbgen.rx_argv(ctx.exe or "nbgen", dev, duration=s.duration + s.timeout_margin, port=s.udp_port,
+            argv = nbgen.rx_argv(ctx.exes.get(ctx.receiver) or ctx.exe or "nbgen", dev, duration=s.duration + s.timeout_margin, port=s.udp_port,
                                  mode=s.xdp_mode)
             raws += [RawOutput(spec.trial_id, ctx.receiver, "receiver", "nbgen", "stdout", ctx.rel(out)),
                      RawOutput(spec.trial_id, ctx.receiver, "receiver", "nbgen", "stderr", ctx.rel(err))]
             rxs.append((i, rx_t.spawn(argv, stdout=out, stderr=err)))
             meta["argv"][f"rx {dev}"] = argv
-        attached = _wait_attached(rxs)
-        meta["xdp"] = {port_ifname(i): {"mode": a.get("mode"), "why": a.get("why") or None} for i, a in attached.items()}
-        generic = [f"{port_ifname(i)}: {a.get('why')}" for i, a in attached.items() if a.get("mode") == "generic"]
+        attached = _wait_attached(rxs, lambda i: ctx.dev(ctx.receiver, i))
+        meta["xdp"] = {ctx.dev(ctx.receiver, i): {"mode": a.get("mode"), "why": a.get("why") or None}
+                       for i, a in attached.items()}
+        generic = [f"{ctx.dev(ctx.receiver, i)}: {a.get('why')}" for i, a in attached.items()
+                   if a.get("mode") == "generic"]
         if generic and s.xdp_mode == "auto":
             meta.setdefault("warnings", []).append(
                 "receiver XDP runs in generic mode (slower, after the skb is built): " + "; ".join(generic))
         for i in range(ports):
-            dev = port_ifname(i)
+            dev = ctx.dev(ctx.server, i)
             frames = _frames(ctx, i, ip, size, threads)
             out, err = raw_dir / f"tx-{dev}.out", raw_dir / f"tx-{dev}.err"
             # every generator thread of the point on a CPU of its own while CPUs last
             pin = [cpus[(i * threads + k) % len(cpus)] for k in range(threads)]
             conf = raw_dir / f"trafgen-{dev}.cfg"
-            argv, conf_text, pin = generator_argv(engine, ctx.exe or "nbgen", dev, frames, duration=s.duration,
-                                                  pin=pin, rate=rate, frame_size=size, conf=str(conf))
+            # over SSH the config is written on the host (and kept here too, as raw output)
+            where = f"/tmp/nicbench-{spec.trial_id}-{dev}.cfg" if gen_t.kind == "ssh" else str(conf)
+            argv, conf_text, pin = generator_argv(engine, ctx.exes.get(ctx.server) or ctx.exe or "nbgen", dev, frames,
+                                                  duration=s.duration, pin=pin, rate=rate, frame_size=size, conf=where)
             if conf_text is not None:
                 conf.write_text(conf_text)
+                if gen_t.kind == "ssh":
+                    gen_t.run(["sh", "-c", 'umask 077; cat > "$1"', "nb", where], input=conf_text, timeout=20).check(
+                        "writing trafgen's config")
+                    remote_confs.append(where)
             meta.setdefault("pinning", {})[dev] = pin
             raws += [RawOutput(spec.trial_id, ctx.server, "generator", engine, "stdout", ctx.rel(out)),
                      RawOutput(spec.trial_id, ctx.server, "generator", engine, "stderr", ctx.rel(err))]
@@ -353,13 +384,18 @@ def _measure(ctx: PacketContext, spec: TrialSpec, raw_dir: Path, rate: float | N
         end_by = time.monotonic() + s.duration + s.timeout_margin
         for i, pr in txs:
             if pr.wait(end_by - time.monotonic()) is None:
-                raise ToolError(f"{engine} on {port_ifname(i)} still running after {s.duration + s.timeout_margin:g}s",
+                raise ToolError(f"{engine} on {ctx.dev(ctx.server, i)} still running after {s.duration + s.timeout_margin:g}s",
                                 where=ctx.server, hint="raise study.timeout_margin if the host is only slow")
         time.sleep(DRAIN_S)
         samplers.last_read()
         for _, pr in rxs:
             pr.stop(2.0, signal.SIGTERM)     # nbgen prints its last counts, then detaches
     status, error, counters = guard.status, guard.error, guard.counters
+    if remote_confs:
+        try:
+            gen_t.run(["rm", "-f", *remote_confs], timeout=10)
+        except NicbenchError:
+            pass                   # a lost connection: /tmp keeps a small file, named after the trial
     if status == "ok":
         try:
             samples += _results(ctx, spec, engine, txs, rxs, meta)
@@ -375,7 +411,7 @@ def _results(ctx: PacketContext, spec: TrialSpec, engine: str, txs, rxs, meta: d
     out: list[Sample] = []
     meta["tx"], meta["rx"] = {}, {}
     for i, pr in txs:
-        dev = port_ifname(i)
+        dev = ctx.dev(ctx.server, i)
         o, e = read(pr.stdout_path), read(pr.stderr_path)
         rc = pr.poll()
         t0, t1 = parse_gate_stamp(e), parse_gate_stamp(e, END_MARK)
@@ -400,7 +436,7 @@ def _results(ctx: PacketContext, spec: TrialSpec, engine: str, txs, rxs, meta: d
             # one span for the whole run: the rate comes from the interface counters
             out.append(Sample(spec.trial_id, "pkt.sent", float(sm.packets), "packets", t0, t1, tags))
     for i, pr in rxs:
-        dev = port_ifname(i)
+        dev = ctx.dev(ctx.receiver, i)
         rx = nbgen.parse_rx(read(pr.stdout_path), read(pr.stderr_path), where=ctx.receiver)
         if not rx.ended:
             raise ToolError(f"nbgen rx on {dev} was killed before its last count", where=ctx.receiver)
@@ -424,8 +460,8 @@ def _net_targets(ctx: PacketContext, rxs, txs, ports: int) -> list[NetTarget]:
     rx_pids = lambda: [pr.pid for _, pr in rxs]    # noqa: E731
     out = []
     for i in range(ports):
-        out.append(NetTarget(ctx.server, ctx.transports[ctx.server], gen_pids, port_ifname(i)))
-        out.append(NetTarget(ctx.receiver, ctx.transports[ctx.receiver], rx_pids, port_ifname(i)))
+        out.append(NetTarget(ctx.server, ctx.transports[ctx.server], gen_pids, ctx.dev(ctx.server, i)))
+        out.append(NetTarget(ctx.receiver, ctx.transports[ctx.receiver], rx_pids, ctx.dev(ctx.receiver, i)))
     return out
 
 
@@ -435,8 +471,8 @@ def _tool_procs(ctx: PacketContext, rxs, txs, engine: str):
     if ctx.cpu_transport is None:
         return lambda: []
     t = ctx.cpu_transport
-    fixed = [(pr.pid, ctx.receiver, "nbgen-rx", port_ifname(i)) for i, pr in rxs]
-    base = tool_procs(t, lambda: fixed, [(pr.pid, ctx.server, engine, port_ifname(i)) for i, pr in txs])
+    fixed = [(pr.pid, ctx.receiver, "nbgen-rx", ctx.dev(ctx.receiver, i)) for i, pr in rxs]
+    base = tool_procs(t, lambda: fixed, [(pr.pid, ctx.server, engine, ctx.dev(ctx.server, i)) for i, pr in txs])
 
     def procs() -> list[tuple[int, str, str, str]]:
         out = base()
