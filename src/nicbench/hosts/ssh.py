@@ -113,8 +113,9 @@ def explain(stderr: str) -> tuple[str, str | None]:
 # runs the script with sh, and answers on stdout with byte-counted blocks,
 # so any output (binary, no trailing newline, marker look-alikes) survives.
 _SHELL = r'''
-d=$(mktemp -d /tmp/nicbench-sh.XXXXXX) || exit 1
+d=$(mktemp -d "${TMPDIR:-/tmp}/nicbench-sh.XXXXXX") || exit 1
 trap 'rm -rf "$d"' EXIT
+trap 'exit 1' HUP INT TERM
 while IFS=' ' read -r id s i; do
   printf '%s' "$s" | base64 -d > "$d/s"
   if [ -n "$i" ]; then printf '%s' "$i" | base64 -d > "$d/i"; else : > "$d/i"; fi
@@ -133,7 +134,9 @@ done
 # redirection of its own, so ``<&0`` would not do).
 _WRAPPER = r'''
 printf '@@nicbench-begin\n'
-d=$(mktemp -d /tmp/nicbench-proc.XXXXXX) || exit 125
+d=$(mktemp -d "${TMPDIR:-/tmp}/nicbench-proc.XXXXXX") || exit 125
+trap 'rm -rf "$d"' EXIT
+trap 'exit 129' HUP
 mkfifo "$d/in"
 setsid "$@" < "$d/in" &
 pid=$!
@@ -145,7 +148,6 @@ w=$!
 exec 3>&- 4<&-
 wait "$pid"; rc=$?
 kill "$w" 2>/dev/null
-rm -rf "$d"
 exit $rc
 '''
 

@@ -39,6 +39,7 @@ PidFile none
 LogLevel ERROR
 MaxStartups 200
 MaxSessions 200
+SetEnv TMPDIR={tmp}
 """
 
 
@@ -78,8 +79,9 @@ def start(lab) -> dict[str, SshTarget]:
         hd = d / h.name
         hd.mkdir(exist_ok=True)
         _keygen(hd / "ssh_host_ed25519_key", f"{h.name}@nicbench-lab")
+        (hd / "tmp").mkdir(exist_ok=True)      # the sessions' temporary files go with the lab
         (hd / "sshd_config").write_text(_CONFIG.format(ip=h.ip, port=SSH_PORT, hostkey=hd / "ssh_host_ed25519_key",
-                                                       authorized=d / "authorized_keys"))
+                                                       authorized=d / "authorized_keys", tmp=hd / "tmp"))
         known += host_key_line(d, h.name, h.ip)
         if not listening(lab, h.ip):          # a reused lab: only the hosts whose sshd is gone
             start_one(lab, h, hd)
