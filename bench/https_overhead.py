@@ -64,10 +64,11 @@ def by_hand(spec, conns: int, duration: int, tmp: Path) -> float:
     server = subprocess.Popen(["ip", "netns", "exec", srv.netns, *nginx.argv(str(p))],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     time.sleep(0.5)
+    (p / "wrk.lua").write_text(wrk.lua_text())
     try:
         clients = [h for h in spec.hosts if h.role == "client"]
         runs = [subprocess.Popen(["ip", "netns", "exec", h.netns,
-                                  *wrk.client_argv(f"https://{srv.ip}:443/payload.bin", threads=2,
+                                  *wrk.client_argv(f"https://{srv.ip}:443/payload.bin", script=str(p / "wrk.lua"), threads=2,
                                                    connections=conns // len(clients), duration=duration,
                                                    timeout=duration + 5)],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for h in clients]

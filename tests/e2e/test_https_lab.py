@@ -141,25 +141,33 @@ def test_a_stalled_server_fails_the_point_in_bounded_time_and_nothing_is_left(tm
     done = threading.Event()
 
     def freeze():
+        # only this lab's nginx workers: the processes inside its server namespace
         while not done.is_set() and not frozen:
-            r = subprocess.run(["pgrep", "-f", "nginx: worker process"], capture_output=True, text=True)
+            r = subprocess.run(["ip", "netns", "pids", "nb-e2el-srv"], capture_output=True, text=True)
             for pid in map(int, r.stdout.split()):
-                os.kill(pid, signal.SIGSTOP)
-                frozen.append(pid)
+                try:
+                    cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+                except OSError:
+                    continue
+                if cmd.startswith(b"nginx: worker process"):
+                    os.kill(pid, signal.SIGSTOP)
+                    frozen.append(pid)
             time.sleep(0.05)
     th = threading.Thread(target=freeze, daemon=True)
     th.start()
     t0 = time.monotonic()
     try:
-        out = execute(parse_plan(text), text, store=tmp_path)
+        # the lab kept: the frozen workers must be ended by nicbench, not by the lab's teardown
+        out = execute(parse_plan(text), text, store=tmp_path, keep_lab=True)
+        assert frozen and time.monotonic() - t0 < 60
+        [t] = load_run(out.run_dir).https_trials
+        assert t.status == "failed" and "completed no request" in t.error
+        gone_by = time.monotonic() + 3          # killed; their reaping by init is asynchronous
+        while any(os.path.exists(f"/proc/{p}") for p in frozen) and time.monotonic() < gone_by:
+            time.sleep(0.05)
+        assert not any(os.path.exists(f"/proc/{p}") for p in frozen)
     finally:
         done.set()
         th.join()
-    assert frozen and time.monotonic() - t0 < 60
-    [t] = load_run(out.run_dir).https_trials
-    assert t.status == "failed" and "completed no request" in t.error
+        manager.down("e2el")
     assert namespaces("e2el") == []
-    gone_by = time.monotonic() + 3          # killed; their reaping by init is asynchronous
-    while any(os.path.exists(f"/proc/{p}") for p in frozen) and time.monotonic() < gone_by:
-        time.sleep(0.05)
-    assert not any(os.path.exists(f"/proc/{p}") for p in frozen)

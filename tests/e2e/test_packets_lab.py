@@ -47,8 +47,17 @@ trim = 0.25
 
 
 def xdp_on(ns: str, dev: str) -> bool:
+    """Is an XDP program attached?  A port or namespace that is gone is an
+    error, not a "no": it would let a torn-down lab pass for a clean one."""
     r = subprocess.run(["ip", "-n", ns, "-j", "-d", "link", "show", "dev", dev], capture_output=True, text=True)
-    return bool(json.loads(r.stdout)[0].get("xdp")) if r.returncode == 0 else False
+    assert r.returncode == 0, f"{ns} {dev}: {r.stderr}"
+    return bool(json.loads(r.stdout)[0].get("xdp"))
+
+
+def xdp_up(ns: str, dev: str) -> bool:
+    """For waiting: the port may not exist yet."""
+    r = subprocess.run(["ip", "-n", ns, "-j", "-d", "link", "show", "dev", dev], capture_output=True, text=True)
+    return r.returncode == 0 and bool(json.loads(r.stdout)[0].get("xdp"))
 
 
 def test_both_engines_single_and_dual_port_counted_at_both_ends(tmp_path):
@@ -150,13 +159,14 @@ def test_an_interrupted_run_leaves_no_xdp_program_attached(tmp_path):
     try:
         ns = "nb-e2ep4-sink"
         deadline = time.monotonic() + 30
-        while not (namespaces("e2ep4") and xdp_on(ns, "pk0") and xdp_on(ns, "pk1")):
+        while not (xdp_up(ns, "pk0") and xdp_up(ns, "pk1")):
             assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
             time.sleep(0.05)
         time.sleep(1.0)
         os.killpg(proc.pid, signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 130, err
+        assert namespaces("e2ep4"), "the lab was to be kept"
         assert not xdp_on(ns, "pk0") and not xdp_on(ns, "pk1")
         assert not xdp_on("nb-e2ep4-gen", "pk0")
         from nicbench.store.runs import list_runs

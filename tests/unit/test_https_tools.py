@@ -31,9 +31,11 @@ def test_wrk_that_never_ran_is_a_tool_error_with_its_words():
 
 
 def test_wrk_argv_wants_whole_seconds():
-    a = wrk.client_argv("https://198.18.0.1:443/payload.bin", threads=2, connections=8, duration=5, timeout=10)
+    a = wrk.client_argv("https://198.18.0.1:443/payload.bin", script="/tmp/x.lua", threads=2, connections=8,
+                        duration=5, timeout=10)
     assert a[:9] == ["wrk", "-t", "2", "-c", "8", "-d", "5s", "--timeout", "10s"] and a[-1].endswith("payload.bin")
-    assert a[a.index("-s") + 1].endswith("wrk.lua")
+    assert a[a.index("-s") + 1] == "/tmp/x.lua"
+    assert "done = function(summary, latency, requests)" in wrk.lua_text()
 
 
 def test_nginx_error_lines_recorded():

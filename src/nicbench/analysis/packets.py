@@ -23,7 +23,7 @@ from ..records import Sample, TrialRecord
 from . import linerate
 from .aggregate import covers, integrate
 from .cpu import CpuUsage, cpu_usage
-from .points import TrialHead, by_point, head, median_of
+from .points import ABOVE_CEILING_TOLERANCE, TrialHead, by_point, head, median_of
 
 WIRE_EXTRA = linerate.PREAMBLE_SFD + linerate.IFG
 RATE_TOLERANCE = 0.05      # a rate-limited point off by more than this from what was asked says so
@@ -165,6 +165,11 @@ class PacketPoint:
     @property
     def of_ceiling(self) -> float | None:
         return self.rx_mpps / self.ceiling_mpps if self.rx_mpps and self.ceiling_mpps else None
+
+    @property
+    def above_ceiling(self) -> bool:
+        """More frames than the nominal line rate carries (a veth has no wire)."""
+        return self.of_ceiling is not None and self.of_ceiling > 1 + ABOVE_CEILING_TOLERANCE
 
     @property
     def mpps_per_core(self) -> float | None:

@@ -74,13 +74,15 @@ class TrialHead:
     params: Mapping[str, object]
     status: str
     error: str | None
+    # tool -> {"allowed", "seen"} CPUs, as the CPU sampler saw them (every study)
+    tool_cpus: Mapping[str, object] = field(default_factory=dict, kw_only=True)
 
 
 def head(rec: TrialRecord) -> dict:
-    """A TrialHead's identity fields from the stored record (status and error
-    are the analysis' to set)."""
+    """A TrialHead's fields from the stored record (status and error are the
+    analysis' to set)."""
     return dict(trial_id=rec.spec.trial_id, point=rec.spec.point, repeat=rec.spec.repeat,
-                params=dict(rec.spec.params))
+                params=dict(rec.spec.params), tool_cpus=dict(rec.meta.get("tool_cpus") or {}))
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,6 @@ class TrialResult(TrialHead):
     clients_used: int | None = None
     cpu: CpuUsage | None = None
     counters: Counters | None = None
-    tool_cpus: Mapping[str, object] = field(default_factory=dict)   # tool -> {"allowed", "seen"} CPUs
 
     @property
     def gbps(self) -> float | None:
@@ -338,4 +339,4 @@ def _cpu_stats(rs: list[TrialResult], mhz: float | None) -> tuple:
             med(e.gbps_per_core for e in effs), med(e.cpu_s_per_gb for e in effs),
             med(e.cycles_per_byte for e in effs),
             f"{u.busiest_cpu} {u.busiest * 100:.0f}% {u.busiest_state}",  # type: ignore[union-attr]
-            tuple(sorted({w for r in rs for w in r.warnings if "core" in w or "CPU" in w})))
+            tuple(sorted({w for r in rs for w in cpu_warnings(r.cpu)})))  # type: ignore[arg-type]

@@ -18,7 +18,7 @@ from ..records import Sample, TrialRecord
 from . import linerate
 from .counters import Counters, counter_warnings, counters
 from .cpu import CpuUsage, cpu_usage, cpu_warnings
-from .points import LinkInfo, TrialHead, by_point, head, median_of
+from .points import ABOVE_CEILING_TOLERANCE, LinkInfo, TrialHead, by_point, head, median_of
 
 # a point "reaches line rate" at this fraction of its ceiling
 LINE_RATE = 0.95
@@ -82,7 +82,6 @@ class StoragePoint:
     def above_ceiling(self) -> bool:
         """More than the wire can carry: the initiators' own accounting is off
         (or the model is), and the report says so rather than printing it plain."""
-        from .points import ABOVE_CEILING_TOLERANCE
         return self.of_ceiling is not None and self.of_ceiling > 1 + ABOVE_CEILING_TOLERANCE
 
 

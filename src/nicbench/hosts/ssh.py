@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import IO, Sequence
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
-from .transport import READY_MARK, CommandResult, PopenWaiter, ProcessSink, gate_argv
+from .transport import READY_MARK, CommandResult, PopenWaiter, ProcessSink, each_host, gate_argv
 
 PID_MARK = "nicbench-pid "
 BEGIN_MARK = "@@nicbench-begin\n"     # a spawned process's stdout starts after it
@@ -165,10 +165,6 @@ class SshProcess(PopenWaiter):
         self.stdout_path, self.stderr_path = stdout_path, stderr_path
         self._popen, self._gated, self._files = popen, gated, files
         self._pid: int | None = None
-
-    @property
-    def local_pid(self) -> int:
-        return self._popen.pid
 
     @property
     def pid(self) -> int:
@@ -467,20 +463,6 @@ class SshTransport:
 
 # -- many hosts at once -----------------------------------------------------
 
-def _parallel(fn, items: dict):
-    """``fn(value)`` for every item, in threads; {key: result or the exception}."""
-    from concurrent.futures import ThreadPoolExecutor
-    out: dict = {}
-    with ThreadPoolExecutor(max_workers=min(32, max(1, len(items)))) as ex:
-        futs = {k: ex.submit(fn, v) for k, v in items.items()}
-        for k, f in futs.items():
-            try:
-                out[k] = f.result()
-            except Exception as e:  # noqa: BLE001 - returned to the caller, who lists it
-                out[k] = e
-    return out
-
-
 @dataclass(frozen=True)
 class HostCheck:
     """What preflight learned of one SSH host."""
@@ -531,7 +513,7 @@ def clock_offset(samples: list[tuple[float, float, float]]) -> tuple[float, floa
 
 def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
                 want: dict[str, tuple[str | None, int | None]], max_offset: float,
-                own_pids: frozenset[int] = frozenset(), sudo_set: bool = False) -> HostCheck:
+                sudo_set: bool = False) -> HostCheck:
     """The check script's answer (pure).  ``want``: interface -> (address,
     MTU) the plan expects; ``clock``: (offset, uncertainty) measured beside it."""
     problems: list[str] = []
@@ -546,9 +528,7 @@ def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
         elif kind == "sudo":
             sudo = rest.strip() == "yes"
         elif kind == "left":
-            pid = int(rest.split()[0])
-            if pid not in own_pids:
-                left.append(pid)
+            left.append(int(rest.split()[0]))
         elif kind == "if":
             name, mtu, *addrs = rest.split()
             seen_if[name] = (int(mtu), addrs)
@@ -611,7 +591,7 @@ def preflight(transports: dict[str, "SshTransport"], want: dict[str, dict[str, t
             t.rtt = min(b - a for a, _, b in samples)
         return parse_check(t.host, r.stdout, clock_offset(samples), want=want.get(t.host, {}), max_offset=max_offset,
                            sudo_set=t.target.sudo)
-    results = _parallel(one, transports)
+    results = each_host(one, transports)
     checks: dict[str, HostCheck] = {}
     problems: list[str] = []
     for host, res in results.items():
@@ -629,4 +609,4 @@ def preflight(transports: dict[str, "SshTransport"], want: dict[str, dict[str, t
 
 
 def close_all(transports: dict[str, "SshTransport"]) -> None:
-    _parallel(lambda t: t.close(), transports)
+    each_host(lambda t: t.close(), transports)

@@ -304,5 +304,21 @@ class NetnsTransport(LocalTransport):
         return r.stdout
 
 
+def each_host(fn, items: dict) -> dict:
+    """``fn(value)`` for every item, in threads (hosts answer in parallel, and
+    a run's start-up waits for the slowest, not the sum); {key: result, or the
+    exception it raised}."""
+    from concurrent.futures import ThreadPoolExecutor
+    out: dict = {}
+    with ThreadPoolExecutor(max_workers=min(32, max(1, len(items)))) as ex:
+        futs = {k: ex.submit(fn, v) for k, v in items.items()}
+        for k, f in futs.items():
+            try:
+                out[k] = f.result()
+            except Exception as e:  # noqa: BLE001 - returned to the caller, who lists it
+                out[k] = e
+    return out
+
+
 class ProcessSink(Protocol):
     def add(self, host: str, pid: int) -> None: ...

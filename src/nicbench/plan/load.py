@@ -52,8 +52,6 @@ def _model_at(loc: tuple[Any, ...], root: type[BaseModel] = Plan) -> type[BaseMo
         ann = field.annotation
         args = getattr(ann, "__args__", ()) or ()
         nxt = None
-        if isinstance(part, str) and part not in model.model_fields:
-            return model
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             nxt = ann
         elif getattr(ann, "__origin__", None) is dict and args and isinstance(args[-1], type) \

@@ -28,12 +28,8 @@ def trials(plan: Plan) -> list[TrialSpec]:
     if isinstance(s, PacketStudy):
         return _packet_trials(s)
     matrix = list(itertools.product(s.directions, s.connections, s.io_sizes))
-    if s.order == "interleaved":
-        order = [(r, m) for r in range(s.repeats) for m in matrix]
-    else:
-        order = [(r, m) for m in matrix for r in range(s.repeats)]
     out = []
-    for i, (rep, (direction, conns, io)) in enumerate(order):
+    for i, (rep, (direction, conns, io)) in enumerate(_ordered(matrix, s.repeats, s.order)):  # type: ignore[misc]
         out.append(TrialSpec(
             trial_id=f"t{i + 1:04d}", index=i, study="tcp",
             point=point_key(direction, conns, io), repeat=rep,

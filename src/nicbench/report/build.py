@@ -52,19 +52,19 @@ def load_run(run_dir: Path) -> RunView:
             hts = tuple(https_trial(t, by_trial.get(t.spec.trial_id, []), link) for t in r.trials())
             clients = info.meta.get("clients")
             pts = tuple(https_points(hts, link, len(clients) if isinstance(clients, list) else None))
-            return RunView(run_dir, info, r.meta(), [], [], link, facts, hts, pts)
+            return RunView(run_dir, info, meta, [], [], link, facts, hts, pts)
         if info.study == "storage":
             from ..analysis.storage import storage_points, storage_trial
             sts = tuple(storage_trial(t, by_trial.get(t.spec.trial_id, [])) for t in r.trials())
             clients = info.meta.get("clients")
             sps = tuple(storage_points(sts, link, str(info.meta.get("transport") or info.meta.get("target") or "nbd"),
                                        len(clients) if isinstance(clients, list) else None))
-            return RunView(run_dir, info, r.meta(), [], [], link, facts, storage_trials=sts, storage_points=sps)
+            return RunView(run_dir, info, meta, [], [], link, facts, storage_trials=sts, storage_points=sps)
         if info.study == "packets":
             from ..analysis.packets import packet_points, packet_trial
             pts_ = tuple(packet_trial(t, by_trial.get(t.spec.trial_id, []), trim) for t in r.trials())
             lr = info.meta.get("line_rate_bps")
-            return RunView(run_dir, info, r.meta(), [], [], link, facts, packet_trials=pts_,
+            return RunView(run_dir, info, meta, [], [], link, facts, packet_trials=pts_,
                            packet_points=tuple(packet_points(pts_, float(lr) if lr else None)))
         results = [trial_result(t, by_trial.get(t.spec.trial_id, []), trim, link) for t in r.trials()]
     finally:
@@ -176,6 +176,7 @@ def packet_rows(view: RunView) -> list[dict[str, Any]]:
              "loss_pct": _r(p.loss * 100 if p.loss is not None else None, 3),
              "gbps_l2": _r(p.gbps_l2), "gbps_l1": _r(p.gbps_l1), "ceiling_mpps": _r(p.ceiling_mpps),
              "pct_of_ceiling": _r(p.of_ceiling * 100 if p.of_ceiling is not None else None, 1),
+             "above_ceiling": p.above_ceiling,
              "cores_busy": _r(p.cores_busy, 2), "cpu_pct_of_machine": _r(p.cpu_pct, 1),
              "engine_cores": _r(p.engine_cores, 2), "mpps_per_core": _r(p.mpps_per_core),
              "if_tx_mpps": _r(p.if_tx_mpps), "if_rx_mpps": _r(p.if_rx_mpps), "tx_drops_mpps": _r(p.tx_drops_mpps, 4), "xdp_mode": ", ".join(p.xdp_modes),

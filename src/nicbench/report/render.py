@@ -99,7 +99,7 @@ def cpu_sentence(view: RunView) -> str:
 def pinned_tools(view: RunView) -> list[str]:
     """Where the tools could and did run, over all trials (one line per tool)."""
     seen: dict[str, tuple[str | None, set]] = {}
-    for t in view.trials:
+    for t in view.trials or view.https_trials or view.storage_trials or view.packet_trials:
         for tool, where in t.tool_cpus.items():
             if isinstance(where, dict):
                 allowed, s = seen.get(tool, (where.get("allowed"), set()))
@@ -124,6 +124,7 @@ def render_https(view: RunView, out: Path) -> Path:
                     "wrk": dict(t.wrk)} for t in view.https_trials])
     return write_page(out, "https.html.j2", view, rows=rows, figures=[p.name for p in figs],
                       failures=[t for t in view.https_trials if t.status != "ok"], csv="points.csv",
+                      pinned=pinned_tools(view),
                       json="points.json", ktls=sorted({t.ktls for t in view.https_trials
                                                        if t.ktls and t.ktls != "n/a (plain HTTP)"}))
 
@@ -151,7 +152,7 @@ def render_storage(view: RunView, out: Path) -> Path:
     reached = {op: (format_size(v) if v else None) for op, v in line_rate_from(view.storage_points).items()}
     return write_page(out, "storage.html.j2", view, rows=rows, table=table, ops=ops, reached=reached,
                       figures=[p.name for p in figs], failures=[t for t in view.storage_trials if t.status != "ok"],
-                      cpu=cpu_sentence(view))
+                      cpu=cpu_sentence(view), pinned=pinned_tools(view))
 
 
 def render_packets(view: RunView, out: Path) -> Path:

@@ -63,6 +63,29 @@ def tool_version(t: Transport, argv: list[str], name: str, hint: str) -> str:
     return ".".join(map(str, v))
 
 
+def host_file(t: Transport, local: Path, text: str) -> str:
+    """``text`` where host ``t``'s tools can read it; its path there.  Always
+    kept at ``local`` (raw output of the run); a host that does not share this
+    file system (SSH) gets a private temporary copy, removed by
+    :func:`drop_host_files`."""
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.write_text(text)
+    if t.kind != "ssh":
+        return str(local)
+    r = t.run(["sh", "-c", 'f=$(mktemp "${TMPDIR:-/tmp}/nicbench-file.XXXXXX") && cat > "$f" && echo "$f"'],
+              input=text, timeout=30).check(f"writing {local.name} on the host")
+    return r.stdout.strip()
+
+
+def drop_host_files(t: Transport, paths: Sequence[str]) -> None:
+    """Remove what :func:`host_file` wrote on a host (nothing to do for a local one)."""
+    if t.kind == "ssh" and paths:
+        try:
+            t.run(["rm", "-f", *paths], timeout=10)
+        except NicbenchError:
+            pass                   # a lost connection: the host keeps a small private temp file
+
+
 def busy_ports(t: Transport) -> set[int]:
     """TCP ports something listens on in the host's namespace."""
     busy: set[int] = set()

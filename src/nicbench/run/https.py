@@ -25,7 +25,8 @@ from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_sta
 from ..plan.model import HttpsStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, child_pids, tool_procs
-from .common import PointGuard, PointSamplers, RunContext, busy_ports, even_shares, reach_problems, read, release_together, tool_version
+from .common import (PointGuard, PointSamplers, RunContext, busy_ports, drop_host_files, even_shares, host_file,
+                     reach_problems, read, release_together, tool_version)
 from ..tools import ktls, nginx, wrk
 from .procnet import listening
 
@@ -46,6 +47,7 @@ class HttpsContext(RunContext):
     log_offset: int = 0
     ktls_why: str = ""
     raws: list[RawOutput] = field(default_factory=list)   # nginx's own outputs, stored when it stops
+    lua: dict[str, str] = field(default_factory=dict)     # client -> wrk.lua's path on that host
 
 
 def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str]) -> tuple[HttpsContext, list[str]]:
@@ -143,6 +145,9 @@ def start(ctx: HttpsContext, raw_dir: Path) -> list[RawOutput]:
     if r.returncode != 0:
         raise ToolError(f"nginx -t: {nginx.first_error(r.stderr) or tail(r.stderr)}", where=ctx.server,
                         hint="the generated configuration is in the run's raw/https/nginx.conf")
+    script = wrk.lua_text()
+    for c in ctx.clients:
+        ctx.lua[c] = host_file(ctx.transports[c], raw_dir / f"wrk-{c}.lua", script)
     out, err = raw_dir / "nginx.out", raw_dir / "nginx.err"
     ctx.raws += [RawOutput("nginx", ctx.server, "server", "nginx", "stdout", ctx.rel(out)),
                  RawOutput("nginx", ctx.server, "server", "nginx", "stderr", ctx.rel(err))]
@@ -172,6 +177,9 @@ def stop(ctx: HttpsContext, raw_dir: Path) -> list[RawOutput]:
     """Stop nginx, keep its outputs and error log with the run, remove its prefix."""
     raws, ctx.raws = list(ctx.raws), []
     t = ctx.transports[ctx.server]
+    for c, path in ctx.lua.items():
+        drop_host_files(ctx.transports[c], [path])
+    ctx.lua = {}
     if ctx.nginx is not None:
         # always: workers outlive a dead master, and stop() kills what is left of the group
         ctx.nginx.stop(grace=5.0, sig=signal.SIGQUIT)        # graceful: workers finish, then exit
@@ -231,7 +239,7 @@ def run_trial(ctx: HttpsContext, spec: TrialSpec, raw_dir: Path) -> tuple[TrialR
             raise ToolError("nginx is not running", where=ctx.server,
                             hint="its error log is in the run's raw/https/")
         for client, n in shares(conns, ctx.clients):
-            argv = ctx.pin.get(client, []) + wrk.client_argv(url, threads=min(threads, n), connections=n,
+            argv = ctx.pin.get(client, []) + wrk.client_argv(url, script=ctx.lua[client], threads=min(threads, n), connections=n,
                                                                duration=s.duration, timeout=s.duration + 5)
             out, err = raw_dir / f"{client}-wrk.out", raw_dir / f"{client}-wrk.err"
             raws += [RawOutput(spec.trial_id, client, "client", "wrk", "stdout", ctx.rel(out)),

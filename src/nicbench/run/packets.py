@@ -22,12 +22,14 @@ from pathlib import Path
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import LocalTransport, Process, Transport, parse_gate_stamp, END_MARK
+from ..lab.topology import DirectLink
 from ..plan.model import PacketStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, child_pids, tool_procs
 from ..tools import frames as fr
 from ..tools import nbgen, trafgen
-from .common import PointGuard, PointSamplers, RunContext, read, release_together, tool_version
+from .common import (PointGuard, PointSamplers, RunContext, drop_host_files, host_file, read, release_together,
+                     tool_version)
 
 INSTALL = "run scripts/install.sh (it installs clang, libbpf-dev, bpftool and netsniff-ng and builds nbgen)"
 # capability bits (linux/capability.h)
@@ -36,14 +38,13 @@ DRAIN_S = 0.3            # after the generators end, before the receivers' last 
 
 
 def port_ifname(i: int) -> str:
-    """The lab's back-to-back port names (lab.topology.DirectLink)."""
-    return f"pk{i}"
+    """The lab's back-to-back port names (one place knows them: lab.topology)."""
+    return DirectLink(i, "", "").ifname
 
 
 def port_ips(i: int, ip: int) -> tuple[str, str]:
-    if ip == 6:
-        return f"2001:2:0:{i:x}::1", f"2001:2:0:{i:x}::2"
-    return f"198.19.{i}.1", f"198.19.{i}.2"
+    """The frames' (source, destination) addresses on port ``i``: the lab's own."""
+    return DirectLink(i, "", "").ips(ip)
 
 
 @dataclass
@@ -60,8 +61,13 @@ class PacketContext(RunContext):
     devs: dict[str, list[str]] = field(default_factory=dict)   # host -> its port NICs (lab: pk0, pk1, ...)
     exes: dict[str, str] = field(default_factory=dict)         # host -> nbgen there
 
+    @staticmethod
+    def dev_of(devs: dict[str, list[str]], host: str, i: int) -> str:
+        """Port ``i``'s NIC on ``host``: the plan's (real hosts) or the lab's."""
+        return devs[host][i] if host in devs else port_ifname(i)
+
     def dev(self, host: str, i: int) -> str:
-        return self.devs[host][i] if host in self.devs else port_ifname(i)
+        return self.dev_of(self.devs, host, i)
 
 
 def _caps(t: Transport) -> int | None:
@@ -120,7 +126,7 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
     if exe is None:
         problems.append(f"nbgen is not built (native/nbgen/build/nbgen): {INSTALL}")
     devs = {h: list(v) for h, v in (s.interfaces or {}).items()}
-    hosts = {gen: s.engines if "nbgen" in s.engines else [*s.engines], rx: ["nbgen"]}
+    hosts = {gen: list(s.engines), rx: ["nbgen"]}
     exes: dict[str, str] = {}
     for host, engines in hosts.items():
         t = transports[host]
@@ -146,7 +152,7 @@ def preflight(plan, transports: dict[str, Transport], addresses: dict[str, str])
     biggest = max(s.frame_sizes)
     for i in range(max(s.ports)):
         for host in (gen, rx):
-            dev = devs[host][i] if host in devs else port_ifname(i)
+            dev = PacketContext.dev_of(devs, host, i)
             info = _link(transports[host], dev)
             if info is None:
                 problems.append(f"{host}: interface {dev} does not exist (port {i + 1} of {max(s.ports)})")
@@ -193,15 +199,12 @@ def _nbgen_on(t: Transport, local: str) -> str:
 
 
 def _online(t: Transport) -> list[int]:
+    from ..tuning.knobs import cpu_set
     try:
-        text = t.read_text("/sys/devices/system/cpu/online").strip()
+        cpus = cpu_set(t.read_text("/sys/devices/system/cpu/online").strip())
     except OSError:
-        return [0]
-    out: list[int] = []
-    for part in text.split(","):
-        a, _, b = part.partition("-")
-        out += list(range(int(a), int(b or a) + 1))
-    return out
+        cpus = None
+    return sorted(cpus) if cpus else [0]
 
 
 def start(ctx: PacketContext, raw_dir: Path) -> list[RawOutput]:
@@ -340,7 +343,7 @@ def _measure(ctx: PacketContext, spec: TrialSpec, raw_dir: Path, rate: float | N
         for i in range(ports):
             dev = ctx.dev(ctx.receiver, i)
             out, err = raw_dir / f"rx-{dev}.out", raw_dir / f"rx-{dev}.err"
-            argv = nbgen.rx_argv(ctx.exes.get(ctx.receiver) or ctx.exe or "nbgen", dev, duration=s.duration + s.timeout_margin, port=s.udp_port,
+            argv = nbgen.rx_argv(ctx.exes[ctx.receiver], dev, duration=s.duration + s.timeout_margin, port=s.udp_port,
                                  mode=s.xdp_mode)
             raws += [RawOutput(spec.trial_id, ctx.receiver, "receiver", "nbgen", "stdout", ctx.rel(out)),
                      RawOutput(spec.trial_id, ctx.receiver, "receiver", "nbgen", "stderr", ctx.rel(err))]
@@ -360,17 +363,14 @@ def _measure(ctx: PacketContext, spec: TrialSpec, raw_dir: Path, rate: float | N
             out, err = raw_dir / f"tx-{dev}.out", raw_dir / f"tx-{dev}.err"
             # every generator thread of the point on a CPU of its own while CPUs last
             pin = [cpus[(i * threads + k) % len(cpus)] for k in range(threads)]
-            conf = raw_dir / f"trafgen-{dev}.cfg"
-            # over SSH the config is written on the host (and kept here too, as raw output)
-            where = f"/tmp/nicbench-{spec.trial_id}-{dev}.cfg" if gen_t.kind == "ssh" else str(conf)
-            argv, conf_text, pin = generator_argv(engine, ctx.exes.get(ctx.server) or ctx.exe or "nbgen", dev, frames,
-                                                  duration=s.duration, pin=pin, rate=rate, frame_size=size, conf=where)
+            # trafgen's config is made first, then written where the generator reads it
+            argv, conf_text, pin = generator_argv(engine, ctx.exes[ctx.server] if engine == "nbgen" else "", dev,
+                                                  frames, duration=s.duration, pin=pin, rate=rate, frame_size=size,
+                                                  conf="{conf}")
             if conf_text is not None:
-                conf.write_text(conf_text)
-                if gen_t.kind == "ssh":
-                    gen_t.run(["sh", "-c", 'umask 077; cat > "$1"', "nb", where], input=conf_text, timeout=20).check(
-                        "writing trafgen's config")
-                    remote_confs.append(where)
+                where = host_file(gen_t, raw_dir / f"trafgen-{dev}.cfg", conf_text)
+                remote_confs.append(where)
+                argv = [where if a == "{conf}" else a for a in argv]
             meta.setdefault("pinning", {})[dev] = pin
             raws += [RawOutput(spec.trial_id, ctx.server, "generator", engine, "stdout", ctx.rel(out)),
                      RawOutput(spec.trial_id, ctx.server, "generator", engine, "stderr", ctx.rel(err))]
@@ -391,11 +391,7 @@ def _measure(ctx: PacketContext, spec: TrialSpec, raw_dir: Path, rate: float | N
         for _, pr in rxs:
             pr.stop(2.0, signal.SIGTERM)     # nbgen prints its last counts, then detaches
     status, error, counters = guard.status, guard.error, guard.counters
-    if remote_confs:
-        try:
-            gen_t.run(["rm", "-f", *remote_confs], timeout=10)
-        except NicbenchError:
-            pass                   # a lost connection: /tmp keeps a small file, named after the trial
+    drop_host_files(gen_t, remote_confs)
     if status == "ok":
         try:
             samples += _results(ctx, spec, engine, txs, rxs, meta)

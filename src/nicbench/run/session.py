@@ -28,7 +28,7 @@ from ..lab.topology import DirectLink, LabSpec, make_spec
 from ..plan.matrix import trials as plan_trials
 from ..plan.model import PacketStudy, Plan
 from ..hosts.facts import collect_quietly
-from ..hosts.transport import Transport
+from ..hosts.transport import Transport, each_host
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from ..store.runs import RunWriter, new_run_id
 from ..tuning.engine import Target, TuningLock, in_force, lab_target
@@ -185,7 +185,11 @@ def gather_facts(hosts: list[tuple[Transport, str, list[str]]],
 
     A host whose facts cannot be read gets one fact saying why: facts explain
     results, they never stop a run."""
-    return [collect_quietly(t, role, ifs, tools) for t, role, ifs in hosts]
+    got = each_host(lambda h: collect_quietly(h[0], h[1], h[2], tools), dict(enumerate(hosts)))
+    for v in got.values():
+        if isinstance(v, BaseException):
+            raise v                # a bug, not a host: collect_quietly turns host trouble into a fact
+    return [got[i] for i in range(len(hosts))]
 
 
 def nic_irqs(collected: list[tuple[HostFacts, str]], host: str, ifname: str | None) -> dict[str, str]:

@@ -91,9 +91,7 @@ class RunWriter:
                 "INSERT INTO samples VALUES (?,?,?,?,?,?,?)",
                 [(x.trial_id, x.metric, x.value, x.unit, x.t_start, x.t_end, json.dumps(dict(x.tags)))
                  for x in samples])
-            self.db.executemany(
-                "INSERT INTO raw_outputs VALUES (?,?,?,?,?,?)",
-                [(r.trial_id, r.host, r.role, r.tool, r.stream, r.path) for r in raws])
+            self._insert_raws(raws)
 
     def write_facts(self, hosts: Iterable[HostFacts], raws: Iterable[RawOutput] = ()) -> None:
         """Host facts as collected before the first point (one transaction)."""
@@ -103,14 +101,16 @@ class RunWriter:
                     "INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?,?)",
                     [(h.host, h.role, h.collected, f.key, None if f.value is None else json.dumps(f.value),
                       f.unknown, f.source) for f in h.facts])
-            self.db.executemany("INSERT INTO raw_outputs VALUES (?,?,?,?,?,?)",
-                                [(r.trial_id, r.host, r.role, r.tool, r.stream, r.path) for r in raws])
+            self._insert_raws(raws)
 
     def write_raws(self, raws: Iterable[RawOutput]) -> None:
         """Raw outputs that belong to the run rather than one trial (a server's log)."""
         with self.db:
-            self.db.executemany("INSERT INTO raw_outputs VALUES (?,?,?,?,?,?)",
-                                [(r.trial_id, r.host, r.role, r.tool, r.stream, r.path) for r in raws])
+            self._insert_raws(raws)
+
+    def _insert_raws(self, raws: Iterable[RawOutput]) -> None:
+        self.db.executemany("INSERT INTO raw_outputs VALUES (?,?,?,?,?,?)",
+                            [(r.trial_id, r.host, r.role, r.tool, r.stream, r.path) for r in raws])
 
     def finish(self, status: str, **meta: object) -> None:
         self.set_meta(status=status, finished=time.time(), **meta)

@@ -18,15 +18,17 @@ from ..core.errors import ToolError, tail
 BEGIN, END = "nicbench-wrk-begin", "nicbench-wrk-end"
 
 
-def lua_script() -> str:
-    return str(resources.files("nicbench.tools") / "wrk.lua")
+def lua_text() -> str:
+    """The Lua hook printing wrk's results as JSON (written on each client host)."""
+    return (resources.files("nicbench.tools") / "wrk.lua").read_text()
 
 
-def client_argv(url: str, *, threads: int, connections: int, duration: float, timeout: float,
-                script: str | None = None) -> list[str]:
-    """``wrk -t T -c C -d Ns --timeout Ns -s wrk.lua URL`` (wrk wants whole seconds)."""
+def client_argv(url: str, *, script: str, threads: int, connections: int, duration: float,
+                timeout: float) -> list[str]:
+    """``wrk -t T -c C -d Ns --timeout Ns -s SCRIPT URL`` (wrk wants whole seconds);
+    ``script``: wrk.lua's path on the client host."""
     return ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{int(round(duration))}s",
-            "--timeout", f"{int(max(1, round(timeout)))}s", "-s", script or lua_script(), url]
+            "--timeout", f"{int(max(1, round(timeout)))}s", "-s", script, url]
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,3 @@ def parse(stdout: str, stderr: str = "") -> WrkResult:
                      {k: float(lat[k]) for k in ("min", "max", "mean", "stdev") if k in lat},
                      {k: int(v) for k, v in (lat.get("percentiles") or {}).items()})
 
-
-def info_from(text: str):
-    from .base import ToolInfo, parse_version
-    return ToolInfo("wrk", parse_version(text), text.strip().splitlines()[0] if text.strip() else "")
