@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
 from helpers import namespaces, plan_text
+
+from nicbench.api import execute, load_run
 from nicbench.lab import manager
 from nicbench.plan import parse_plan
-from nicbench.report.build import load_run
-from nicbench.run.session import execute, lab_spec
+from nicbench.run.hosts import lab_spec
 
 pytestmark = pytest.mark.lab
 

@@ -8,15 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import alive, namespaces, nicbench, plan_text
+
+from nicbench.api import execute, load_run, render
 from nicbench.core.errors import LabError, PreflightError
 from nicbench.lab import manager
 from nicbench.lab.topology import make_spec
 from nicbench.plan import parse_plan
-from nicbench.report.build import load_run
-from nicbench.report.render import render
-from nicbench.run.session import execute, lab_spec
+from nicbench.run.hosts import lab_spec
 from nicbench.store.runs import RunReader
 from nicbench.tools import iperf2, iperf3
 

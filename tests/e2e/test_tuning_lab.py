@@ -10,19 +10,19 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import plan_text
+
+from nicbench.api import execute, load_run, render
 from nicbench.core.errors import InputError
 from nicbench.hosts.facts import collect
 from nicbench.lab import manager
 from nicbench.lab.topology import make_spec
 from nicbench.plan import parse_plan
-from nicbench.report.build import load_run
-from nicbench.report.render import render
-from nicbench.run.session import execute, lab_spec
-from nicbench.tuning import engine
-from nicbench.tuning.engine import Target
+from nicbench.run.hosts import lab_spec
+from nicbench.tuning import apply as engine
+from nicbench.tuning.audit import audit
 from nicbench.tuning.profile import Profile
+from nicbench.tuning.types import Target
 
 pytestmark = pytest.mark.lab
 
@@ -92,7 +92,7 @@ def test_audit_changes_nothing(lab, tmp_path):
     before = state(lab)
     sysctls = subprocess.run(["ip", "netns", "exec", lab.spec.host("srv").netns, "sysctl", "net"],
                              capture_output=True, text=True).stdout
-    rows = engine.audit(profile(), targets(lab)).rows
+    rows = audit(profile(), targets(lab)).rows
     assert state(lab) == before
     assert subprocess.run(["ip", "netns", "exec", lab.spec.host("srv").netns, "sysctl", "net"],
                           capture_output=True, text=True).stdout == sysctls

@@ -74,10 +74,15 @@ def _cpu_samples(per_cpu_busy, state="softirq", seconds=4, tools=None):
     for i in range(seconds):
         for cpu, busy in per_cpu_busy.items():
             out.append(Sample("t", "cpu.time", busy, "s", i, i + 1, make_tags(host="machine", cpu=cpu, state=state)))
-            out.append(Sample("t", "cpu.time", 1 - busy, "s", i, i + 1, make_tags(host="machine", cpu=cpu, state="idle")))
+            out.append(
+                Sample("t", "cpu.time", 1 - busy, "s", i, i + 1, make_tags(host="machine", cpu=cpu, state="idle"))
+            )
         for (role, proc), cores in (tools or {}).items():
-            out.append(Sample("t", "proc.cpu", cores, "s", i, i + 1,
-                              make_tags(host="srv", role=role, proc=proc, kind="system")))
+            out.append(
+                Sample(
+                    "t", "proc.cpu", cores, "s", i, i + 1, make_tags(host="srv", role=role, proc=proc, kind="system")
+                )
+            )
     return out
 
 
@@ -87,8 +92,7 @@ def test_usage_busiest_and_warnings_that_name_the_fix():
     assert u.percent_of_machine == pytest.approx(63.5)
     [w] = cpu_warnings(u)
     assert "softirq" in w and "spread IRQs" in w
-    t = cpu_usage(_cpu_samples({"0": 0.5, "1": 0.5}, "user", tools={("engine-client", "c1:5201"): 0.99}),
-                  (0.5, 3.5))
+    t = cpu_usage(_cpu_samples({"0": 0.5, "1": 0.5}, "user", tools={("engine-client", "c1:5201"): 0.99}), (0.5, 3.5))
     [w] = cpu_warnings(t)
     assert "single-threaded" in w and "engine-client srv c1:5201" in w
 
@@ -100,7 +104,7 @@ def test_usage_needs_samples_over_the_whole_window():
 
 def test_efficiency_figures():
     u = cpu_usage(_cpu_samples({"0": 1.0, "1": 1.0}, "system"), (0, 4))
-    e = efficiency(u, 16.0, 2000.0)                     # 16 Gbps = 2 GB/s on 2 busy cores
+    e = efficiency(u, 16.0, 2000.0)  # 16 Gbps = 2 GB/s on 2 busy cores
     assert e.gbps_per_core == pytest.approx(8.0) and e.cpu_s_per_gb == pytest.approx(1.0)
     assert e.cycles_per_byte == pytest.approx(2 * 2000e6 / 2e9)
-    assert efficiency(u, 16.0, None).cycles_per_byte is None     # unknown, never invented
+    assert efficiency(u, 16.0, None).cycles_per_byte is None  # unknown, never invented

@@ -3,10 +3,10 @@
 import pytest
 
 from conftest import fixture_text
-from nicbench.analysis.storage import StoragePoint, line_rate_from
 from nicbench.core.errors import InputError, ToolError
 from nicbench.plan import parse_plan
-from nicbench.run.storage import assignment, target_argv
+from nicbench.studies.storage.analysis import StoragePoint, line_rate_from
+from nicbench.studies.storage.runner import assignment, target_argv
 from nicbench.tools import fio
 
 

@@ -9,7 +9,8 @@ from nicbench.core.errors import PreflightError
 from nicbench.hosts.fake import FakeTransport, Script
 from nicbench.plan import parse_plan
 from nicbench.plan.matrix import trials
-from nicbench.run.tcp import TcpContext, detect_tool, run_trial
+from nicbench.run.kit import PointEnv
+from nicbench.studies.tcp.runner import TcpContext, detect_tool, run_trial
 from nicbench.tools import iperf3
 
 PLAN = """
@@ -31,13 +32,19 @@ timeout_margin = 1
 INFO = iperf3.info_from("iperf 3.12", "--bidir --zerocopy")
 
 
+def env(tmp_path):
+    """What the session hands the study: run-relative raw paths, every host's test interface."""
+    return PointEnv(rel=lambda p: str(Path(p).relative_to(tmp_path)),
+                    ifnames={"srv": "eth0", "c1": "eth0", "c2": "eth0"})
+
+
 def make_ctx(tmp_path, client_script):
     plan = parse_plan(PLAN)
     servers = {c: FakeTransport(c, lambda argv: Script(hang=True, listen=int(argv[argv.index("-p") + 1])))
                for c in ("c1", "c2")}
     srv = FakeTransport("srv", client_script)
-    ctx = TcpContext(plan.study, "srv", {"srv": srv, **servers}, {"c1": "198.18.0.2", "c2": "198.18.0.3"},
-                     INFO, rel=lambda p: str(Path(p).relative_to(tmp_path)))
+    ctx = TcpContext(plan.study, "srv", plan.clients, {"srv": srv, **servers}, {"c1": "198.18.0.2", "c2": "198.18.0.3"},
+                     INFO)
     return plan, ctx, srv, servers
 
 
@@ -45,7 +52,7 @@ def test_point_runs_all_clients_behind_one_barrier(tmp_path):
     plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(
         stdout=fixture_text("iperf3", "3.12", "tx_p2.json"), runtime=3.01))
     [spec] = trials(plan)
-    rec, samples, raws = run_trial(ctx, spec, tmp_path / spec.trial_id, plan.clients)
+    rec, samples, raws = run_trial(ctx, env(tmp_path), spec, tmp_path / spec.trial_id)
     assert rec.status == "ok", rec.error
     # anchored at the exit stamp minus the last interval's end (3.0003 s in the fixture)
     assert set(rec.meta["anchors"].values()) == {"exit"}
@@ -68,7 +75,7 @@ def test_point_runs_all_clients_behind_one_barrier(tmp_path):
 
 
 def test_anchor_falls_back_to_launch_when_the_exit_is_implausible():
-    from nicbench.run.tcp import iperf3_anchor
+    from nicbench.studies.tcp.runner import iperf3_anchor
     assert iperf3_anchor(100.0, 104.1, 4.0) == (pytest.approx(100.1), "exit")      # 100 ms of set-up
     assert iperf3_anchor(100.0, 110.0, 4.0) == (100.0, "launch")                  # 6 s "set-up": hung exit
     assert iperf3_anchor(100.0, None, 4.0) == (100.0, "launch")
@@ -87,7 +94,7 @@ def test_interface_counters_are_sampled_during_the_point(tmp_path):
     plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(
         stdout=fixture_text("iperf3", "3.12", "tx_p2.json"), runtime=3.01))
     srv.counters = net_dev
-    rec, samples, _ = run_trial(ctx, trials(plan)[0], tmp_path / "t", plan.clients)
+    rec, samples, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
     by = {(s.metric, s.tag("direction")): s for s in samples if s.metric.startswith("if.")}
     assert by and all(s.tag("host") == "srv" and s.tag("ifname") == "eth0" for s in by.values())
     tx = sum(s.value for s in samples if s.metric == "if.bytes" and s.tag("direction") == "tx")
@@ -99,20 +106,20 @@ def test_interface_counters_are_sampled_during_the_point(tmp_path):
 def test_error_key_fails_the_point_with_a_hint(tmp_path):
     plan, ctx, *_ = make_ctx(tmp_path, lambda argv: Script(stdout=fixture_text("iperf3", "3.12", "err_busy.json")))
     [spec] = trials(plan)
-    rec, samples, _ = run_trial(ctx, spec, tmp_path / "t", plan.clients)
+    rec, samples, _ = run_trial(ctx, env(tmp_path), spec, tmp_path / "t")
     assert rec.status == "failed" and "busy" in rec.error and "hint:" in rec.error
     assert samples == []
 
 
 def test_truncated_output_fails_the_point(tmp_path):
     plan, ctx, *_ = make_ctx(tmp_path, lambda argv: Script(stdout=fixture_text("iperf3", "3.12", "err_truncated.json")))
-    rec, _, _ = run_trial(ctx, trials(plan)[0], tmp_path / "t", plan.clients)
+    rec, _, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
     assert rec.status == "failed" and "truncated" in rec.error
 
 
 def test_hung_client_is_stopped_at_its_time_limit(tmp_path):
     plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(hang=True))
-    rec, _, _ = run_trial(ctx, trials(plan)[0], tmp_path / "t", plan.clients)
+    rec, _, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
     assert rec.status == "failed" and "still running" in rec.error
     assert all(p.poll() is not None for p in srv.spawned)                 # stopped
     assert all(p.poll() is not None for t in servers.values() for p in t.spawned)
@@ -122,7 +129,7 @@ def test_server_that_cannot_listen_fails_with_its_own_error(tmp_path):
     plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script())
     servers["c1"].responder = lambda argv: Script(
         stdout='{"error": "unable to start listener for connections: Address already in use"}', returncode=1)
-    rec, _, _ = run_trial(ctx, trials(plan)[0], tmp_path / "t", plan.clients)
+    rec, _, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
     assert rec.status == "failed" and "Address already in use" in rec.error and "port_base" in rec.error
     assert srv.spawned == []                                                # no client started
 
@@ -139,21 +146,37 @@ def test_a_late_server_clock_is_placed_by_its_end(tmp_path):
     # half a second early and break the shared window.
     rep = iperf3.parse(fixture_text("iperf3", "3.12", "bidir_busy_server_clock_late.json"))
     assert rep.last_end == pytest.approx(4.0, abs=0.01) and rep.peer_last_end == pytest.approx(3.49, abs=0.01)
-    plan = parse_plan(PLAN.replace("[study]", '[study]\ndirections = ["bidir"]').replace("duration = 3", "duration = 3\nomit = 1").replace("omit = 0\n", ""))
-    servers = {c: FakeTransport(c, lambda argv: Script(hang=True, listen=int(argv[argv.index("-p") + 1])))
-               for c in ("c1", "c2")}
-    srv = FakeTransport("srv", lambda argv: Script(
-        stdout=fixture_text("iperf3", "3.12", "bidir_busy_server_clock_late.json"), runtime=4.19))
-    ctx = TcpContext(plan.study, "srv", {"srv": srv, **servers}, {"c1": "198.18.0.2", "c2": "198.18.0.3"},
-                     INFO, rel=lambda p: str(Path(p).relative_to(tmp_path)))
-    rec, samples, _ = run_trial(ctx, trials(plan)[0], tmp_path / "t", plan.clients)
+    plan = parse_plan(
+        PLAN.replace("[study]", '[study]\ndirections = ["bidir"]')
+        .replace("duration = 3", "duration = 3\nomit = 1")
+        .replace("omit = 0\n", "")
+    )
+    servers = {
+        c: FakeTransport(c, lambda argv: Script(hang=True, listen=int(argv[argv.index("-p") + 1])))
+        for c in ("c1", "c2")
+    }
+    srv = FakeTransport(
+        "srv",
+        lambda argv: Script(stdout=fixture_text("iperf3", "3.12", "bidir_busy_server_clock_late.json"), runtime=4.19),
+    )
+    ctx = TcpContext(
+        plan.study, "srv", plan.clients, {"srv": srv, **servers}, {"c1": "198.18.0.2", "c2": "198.18.0.3"}, INFO
+    )
+    rec, samples, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
     assert rec.meta["peer_clock_offsets"]["c1:5201"] == pytest.approx(0.51, abs=0.01)
     # its measured span is shorter (its warm-up ran long on its own clock), but the
     # data is real and correctly placed: the point stands
-    from nicbench.analysis.points import trial_result
+    from nicbench.studies.tcp.analysis import trial_result
+
     r = trial_result(rec, samples, plan.study.trim)
     assert r.status == "ok", r.error
     for host in ("c1", "c2"):
-        ends = {d: max(s.t_end for s in samples if s.tag("host") == host and s.tag("direction") == d
-                       and s.tag("side") == "receiver") for d in ("tx", "rx")}
+        ends = {
+            d: max(
+                s.t_end
+                for s in samples
+                if s.tag("host") == host and s.tag("direction") == d and s.tag("side") == "receiver"
+            )
+            for d in ("tx", "rx")
+        }
         assert ends["tx"] == pytest.approx(ends["rx"], abs=0.05)

@@ -14,8 +14,9 @@ beside it.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
+from itertools import pairwise
 
 from ..core.units import gbps
 from ..records import Sample
@@ -109,7 +110,7 @@ def timeline_problems(samples: Iterable[Sample], *, direction: str, side: str = 
         v.sort(key=lambda x: x.t_start)
         spans = sorted(x.t_end - x.t_start for x in v)
         nominal = spans[len(spans) // 2] if spans else 0.0
-        for a, b in zip(v, v[1:]):
+        for a, b in pairwise(v):
             if b.t_start < a.t_end - 0.25 * nominal:
                 out.append(f"{host}:{proc} {direction} intervals overlap by {a.t_end - b.t_start:.3f}s")
                 break
@@ -156,7 +157,7 @@ def covers(v: list[Sample], w0: float, w1: float, slack: float = 1e-3) -> bool:
     """Do consecutive counter samples cover [w0, w1] without gaps?"""
     if not v or v[0].t_start > w0 + slack or v[-1].t_end < w1 - slack:
         return False
-    return all(b.t_start <= a.t_end + slack for a, b in zip(v, v[1:]))
+    return all(b.t_start <= a.t_end + slack for a, b in pairwise(v))
 
 
 def integrate(v: list[Sample], w0: float, w1: float) -> float:

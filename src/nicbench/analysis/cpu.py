@@ -13,11 +13,12 @@ busy-seconds x MHz x 10^6 / bytes.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
+from itertools import pairwise
 
+from ..records import CPU_BUSY as BUSY
 from ..records import Sample
-from ..sampling.procstat import BUSY
 
 SATURATED = 0.95
 
@@ -54,7 +55,7 @@ def cpu_usage(samples: Iterable[Sample], window: tuple[float, float], host: str 
         return None
     spans = sorted({(x.t_start, x.t_end) for x in cpu_s})
     if spans[0][0] > w0 + 1e-3 or spans[-1][1] < w1 - 1e-3 or any(
-            b[0] > a[1] + 1e-3 for a, b in zip(spans, spans[1:])):
+            b[0] > a[1] + 1e-3 for a, b in pairwise(spans)):
         return None
     acc: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for x in cpu_s:

@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import click
 
 from .. import __version__
 from ..core.errors import InputError, NicbenchError
+from ..core.units import UnitError, parse_size
 from ..plan.matrix import point_key
 from ..records import RawOutput, RunInfo, Sample, TrialRecord, TrialSpec, make_tags
 from ..store.runs import RunWriter, new_run_id
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval
+from .options import emit, json_option, store_dir, store_option
 
 DIR = {"fwd": "tx", "rev": "rx"}
 
 
-def _samples(tid: str, host: str, proc: str, anchor: float | None, ivs) -> list[Sample]:
+def _samples(tid: str, host: str, proc: str, anchor: float | None, ivs: Sequence[FlowInterval]) -> list[Sample]:
     out = []
     for iv in ivs:
-        iv: FlowInterval
         t0 = iv.abs_start if iv.abs_start is not None else (anchor or 0.0) + iv.start
         tags = make_tags(host=host, proc=proc, direction=DIR[iv.flow], side=iv.side,
                          omitted=1 if iv.omitted else 0, streams=iv.streams)
@@ -36,7 +41,7 @@ def import_files(tool: str, files: list[Path], *, store: Path, name: str, role: 
                  port: int | None = None) -> tuple[str, Path, int]:
     if not files:
         raise InputError("no files given", where="import", hint="nicbench import iperf3 out1.json out2.json")
-    parsed = []
+    parsed: list[tuple[Path, dict[str, Any], float | None, Sequence[FlowInterval]]] = []
     for f in files:
         try:
             text = f.read_text(errors="replace")
@@ -49,7 +54,7 @@ def import_files(tool: str, files: list[Path], *, store: Path, name: str, role: 
                     raise InputError(f"the iperf3 run failed: {rep.error}", where=str(f),
                                      hint="import only successful runs")
                 d = "bidir" if rep.bidir else "rx" if rep.reverse else "tx"
-                params = {"direction": d, "connections": connections or rep.num_streams or 1,
+                params: dict[str, Any] = {"direction": d, "connections": connections or rep.num_streams or 1,
                           "io_size": io_size or rep.blksize, "engine": "iperf3"}
                 parsed.append((f, params, float(rep.timesecs or 0), rep.intervals))
             else:
@@ -99,3 +104,32 @@ def import_files(tool: str, files: list[Path], *, store: Path, name: str, role: 
                                   None, {"imported": [str(g[0]) for g in group]}), samples, raws)
     w.finish("done", ok=len(groups), failed=0)
     return run_id, w.run_dir, len(groups)
+
+
+@click.command("import")
+@click.argument("tool", type=click.Choice(["iperf3", "iperf2"]))
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@store_option
+@click.option("--name", default="imported", show_default=True, help="Run name.")
+@click.option("--role", type=click.Choice(["client", "server"]), default=None,
+              help="iperf2: which end wrote the CSV (required for iperf2).")
+@click.option("--io-size", default=None, help="Label points with this IO size (iperf2 CSV lacks it).")
+@click.option("--connections", type=int, default=None, help="Label points with this connection count.")
+@click.option("--together", is_flag=True, help="The files are parallel clients of one point.")
+@click.option("--port", type=int, default=None, help="iperf2: the server port, when the CSV cannot tell.")
+@json_option
+@click.pass_context
+def import_(ctx: click.Context, tool: str, files: tuple[Path, ...], store: Path | None, name: str,
+            role: str | None, io_size: str | None, connections: int | None, together: bool,
+            port: int | None) -> None:
+    """Ingest iperf3 -J JSON or iperf2 -y C CSV files run by hand into a new run."""
+    io = None
+    if io_size is not None:
+        try:
+            io = parse_size(io_size)
+        except UnitError as e:
+            raise InputError(str(e), where="--io-size") from None
+    run_id, run_dir, n = import_files(tool, list(files), store=store_dir(store), name=name, role=role,
+                                      io_size=io, connections=connections, together=together, port=port)
+    emit(ctx, {"run_id": run_id, "run_dir": str(run_dir), "trials": n},
+          f"imported {n} trial(s) as run {run_id}\nnicbench report {run_id} renders it")

@@ -15,19 +15,22 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import LabError, PreflightError, tail
-from ..hosts.transport import NetnsTransport
+from ..hosts.sshcheck import HostCheck
+from ..hosts.tracker import ProcessTracker, state_root
+from ..hosts.transport import NetnsTransport, Transport, existing_namespaces
+from .sshd import remove as remove_ssh
 from .topology import LabSpec, build_commands
-from .tracker import ProcessTracker
 
 _NS_RE = re.compile(r"^nb-([a-z0-9]{1,8})-([a-z][a-z0-9]{0,7})$")
 
 
 def state_dir() -> Path:
-    return Path(os.environ.get("NICBENCH_STATE_DIR", "/run/nicbench")) / "labs"
+    return state_root() / "labs"
 
 
 def _ip(args: list[str], timeout: float = 15.0) -> subprocess.CompletedProcess:
@@ -38,11 +41,6 @@ def _ip(args: list[str], timeout: float = 15.0) -> subprocess.CompletedProcess:
                              hint="apt-get install iproute2, or run the set-up command in README.md") from None
 
 
-def existing_namespaces() -> list[str]:
-    r = _ip(["ip", "netns", "list"])
-    return [ln.split()[0] for ln in r.stdout.splitlines() if ln.strip()]
-
-
 def require_root() -> None:
     if os.geteuid() != 0:
         raise PreflightError("the embedded lab needs root (network namespaces, veth, bridge)",
@@ -51,17 +49,36 @@ def require_root() -> None:
 
 @dataclass
 class Lab:
-    """A lab that exists: its spec, transports to its hosts, its process tracker."""
+    """A lab that exists: its spec, transports to its hosts, its process
+    tracker (the Hosts protocol of ``hosts.base``)."""
 
     spec: LabSpec
     tracker: ProcessTracker
+    kind = "netns"
+    shared_machine = True
 
-    def transport(self, host: str) -> NetnsTransport:
+    @property
+    def checks(self) -> Mapping[str, HostCheck]:
+        return {}
+
+    def transport(self, host: str) -> Transport:
         h = self.spec.host(host)
         return NetnsTransport(host, h.netns, self.tracker)
 
-    def transports(self) -> dict[str, NetnsTransport]:
+    def transports(self) -> dict[str, Transport]:
         return {h.name: self.transport(h.name) for h in self.spec.hosts}
+
+    def restore_id(self, host: str) -> str:
+        return restore_id(self.spec.name, host)
+
+    def close(self) -> None:
+        """Kill every process this lab's runs started (the lab itself stays: see :func:`down`)."""
+        self.tracker.kill_all()
+
+
+def restore_id(lab: str, host: str) -> str:
+    """A lab host's tuning restore file: named after lab and host."""
+    return f"lab-{lab}-{host}"
 
 
 def _paths(name: str) -> tuple[Path, Path]:
@@ -148,7 +165,7 @@ def down(name: str) -> list[str]:
     for ns in sorted(mine & present):
         _kill_ns_pids(ns)
     for ns in sorted(mine & present):
-        for attempt in range(3):
+        for _attempt in range(3):
             r = _ip(["ip", "netns", "del", ns])
             if r.returncode == 0:
                 removed.append(ns)
@@ -157,7 +174,6 @@ def down(name: str) -> list[str]:
         else:
             raise LabError(f"cannot delete namespace {ns}: {tail(r.stderr)}", where=f"lab {name}")
     tracker.clear()
-    from .sshd import remove as remove_ssh
     remove_ssh(name)             # the SSH mode's keys and configs, if any
     _paths(name)[0].unlink(missing_ok=True)
     return removed

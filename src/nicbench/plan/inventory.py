@@ -16,6 +16,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+import yaml
+
 
 class InventoryError(ValueError):
     pass
@@ -115,7 +117,6 @@ def parse_ini(text: str) -> Inventory:
 
 
 def parse_yaml(text: str) -> Inventory:
-    import yaml
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as e:

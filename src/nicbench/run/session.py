@@ -15,41 +15,43 @@ import platform
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Any, Protocol
 
 from .. import __version__
 from ..core.errors import Interrupted, LabError, NicbenchError, PreflightError
-from ..hosts.transport import LocalTransport
-from ..lab import manager
-from ..lab.topology import DirectLink, LabSpec, make_spec
-from ..plan.matrix import trials as plan_trials
-from ..plan.model import PacketStudy, Plan
+from ..hosts.base import Hosts
 from ..hosts.facts import collect_quietly
-from ..hosts.transport import Transport, each_host
+from ..hosts.transport import LocalTransport, Transport, each_host
+from ..plan.matrix import trials as plan_trials
+from ..plan.model import Plan
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from ..store.runs import RunWriter, new_run_id
-from ..tuning.engine import Target, TuningLock, in_force, lab_target
-from ..tuning.engine import apply as tune_apply
-from ..tuning.engine import audit as tune_audit
-from ..tuning.engine import restore as tune_restore
+from ..tuning.apply import apply as tune_apply
+from ..tuning.apply import restore as tune_restore
+from ..tuning.audit import audit as tune_audit
+from ..tuning.lock import TuningLock
+from ..tuning.profile import Profile
 from ..tuning.profile import load as load_profile
-from .common import busy_ports, reach_problems
-from .study import study_run
-from .tcp import TcpContext, detect_tool, layout
+from ..tuning.restorefile import in_force
+from ..tuning.types import Target
+from .hosts import OpenedHosts, open_hosts
+from .kit import PointEnv
+from .study import RunnerFactory
 
 
 class ProgressSink(Protocol):
-    def begin(self, run_id: str, total: int) -> None: ...
+    def begin(self, run_id: str, total: int, meta: Mapping[str, Any]) -> None: ...
     def trial_start(self, spec: TrialSpec) -> None: ...
     def trial_end(self, rec: TrialRecord, samples: list[Sample]) -> None: ...
     def end(self) -> None: ...
 
 
 class NoProgress:
-    def begin(self, run_id: str, total: int) -> None: ...
+    def begin(self, run_id: str, total: int, meta: Mapping[str, Any]) -> None: ...
     def trial_start(self, spec: TrialSpec) -> None: ...
     def trial_end(self, rec: TrialRecord, samples: list[Sample]) -> None: ...
     def end(self) -> None: ...
@@ -93,15 +95,6 @@ def _quietly(step) -> None:
         print(f"nicbench: clean-up step failed: {e}", file=sys.stderr)
 
 
-def lab_spec(plan: Plan) -> LabSpec:
-    direct: tuple[DirectLink, ...] = ()
-    if isinstance(plan.study, PacketStudy):     # the generator's ports, cabled to the receiver
-        direct = tuple(DirectLink(i, plan.server, plan.clients[0], max(plan.study.threads))
-                       for i in range(max(plan.study.ports)))
-    return make_spec(plan.lab.name, [(n, h.role) for n, h in plan.hosts.items()],
-                     plan.link.mtu, plan.lab.subnet, plan.link.speed, plan.link.client_speed, direct)
-
-
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (and SIGHUP) take the same clean-up path as Ctrl-C."""
@@ -113,70 +106,6 @@ def sigterm_as_interrupt() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-
-
-def acquire_lab(spec: LabSpec) -> tuple[manager.Lab, bool]:
-    """An existing matching lab (reused, not ours to remove) or a new one."""
-    existing = manager.load(spec.name)
-    if existing is None:
-        return manager.up(spec), True
-    st = manager.status(spec.name)
-    if existing.spec != spec or not st["healthy"]:
-        raise LabError(f"lab {spec.name!r} exists but does not match this plan (hosts/MTU/health)",
-                       where=f"lab {spec.name}",
-                       hint=f"nicbench lab down {spec.name}, or give the plan another [lab] name")
-    return existing, False
-
-
-def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
-    """Check every host at once; raise PreflightError listing all problems."""
-    problems: list[str] = []
-    warnings: list[str] = []
-    transports = lab.transports()
-    addresses = {h.name: h.ip for h in lab.spec.hosts}
-    s = plan.study
-    tool = None
-    for host in [plan.server, *plan.clients]:
-        try:
-            info = detect_tool(transports[host], s.engine)
-            if host == plan.server:
-                tool = info
-        except PreflightError as e:
-            problems.append(f"{host}: {e.message}")
-    problems += reach_problems(transports[plan.server], {c: addresses[c] for c in plan.clients})
-    for c in plan.clients:
-        ports_wanted = {slot.port for n in s.connections
-                        for slot in layout(n, plan.clients, s.connections_per,
-                                           s.streams_per_process or (128 if s.engine == "iperf3" else 4096),
-                                           s.port_base) if slot.client == c}
-        taken = sorted(ports_wanted & busy_ports(transports[c]))
-        if taken:
-            problems.append(f"{c}: port(s) {', '.join(map(str, taken))} already in use")
-    skip = False
-    if tool is not None and s.engine == "iperf3":
-        if s.zerocopy and not tool.has("zerocopy"):
-            problems.append(f"{plan.server}: iperf3 {tool.version_str} has no -Z/--zerocopy")
-        if not tool.has("server_output"):
-            problems.append(f"{plan.server}: iperf3 {tool.version_str} has no --get-server-output, "
-                            "so receiver-side bytes of tx points cannot be collected (install iperf3 >= 3.1)")
-        if s.skip_rx_copy is True and not tool.has("skip_rx_copy"):
-            problems.append(f"{plan.server}: iperf3 {tool.version_str} has no --skip-rx-copy "
-                            "(set skip_rx_copy = \"auto\" or false, or install iperf3 >= 3.16)")
-        skip = bool(s.skip_rx_copy) and tool.has("skip_rx_copy")
-        if s.skip_rx_copy == "auto" and not skip:
-            warnings.append(f"iperf3 {tool.version_str} has no --skip-rx-copy: receivers copy every "
-                            "byte to user space (the seed's runs did not)")
-        if tool.version < (3, 16):
-            warnings.append(f"iperf3 {tool.version_str} is single-threaded: all streams of one process "
-                            "share one core; more client hosts or processes spread the load")
-    if problems:
-        raise PreflightError("; ".join(problems), where="preflight",
-                             hint="fix every item listed, then run again")
-    assert tool is not None
-    # Every lab host runs on this one machine: CPU is sampled once, for all
-    return TcpContext(s, plan.server, dict(transports), addresses, tool, skip, warnings=warnings,
-                      cpu_transport=LocalTransport("machine"),
-                      cpu_machine="machine"), warnings
 
 
 def gather_facts(hosts: list[tuple[Transport, str, list[str]]],
@@ -214,36 +143,39 @@ def store_facts(writer: RunWriter, collected: list[tuple[HostFacts, str]]) -> No
     writer.write_facts([h for h, _ in collected], raws)
 
 
-def tuning_targets(plan: Plan, lab: manager.Lab, facts: list[tuple[HostFacts, str]]):
+def tuning_targets(plan: Plan, hosts: Hosts, facts: list[tuple[HostFacts, str]]) -> tuple[Profile, list[Target]]:
     """The plan's tuning profile (without one, the stock profile, which only
-    audits: every run records the tuning state it ran in) and the lab hosts."""
+    audits: every run records the tuning state it ran in) and its hosts as
+    targets (in the lab, host-wide settings are the machine's)."""
     profile = load_profile(plan.tuning or "stock", dict(plan.profiles))
     by_host = {h.host: h for h, _ in facts}
-    if getattr(lab, "kind", "") == "ssh":         # real hosts: their own host-wide settings, their own restore file
-        return profile, [Target(h, plan.hosts[h].role, lab.transport(h), f"ssh-{h}", lab.spec.host(h).ifname,
-                                by_host.get(h), lab=False) for h in plan.hosts]
-    return profile, [lab_target(lab, h, by_host.get(h)) for h in plan.hosts]
+    return profile, [Target(h, plan.hosts[h].role, hosts.transport(h), hosts.restore_id(h), hosts.spec.host(h).ifname,
+                            by_host.get(h), lab=hosts.shared_machine) for h in plan.hosts]
 
 
 def timestamps(facts: list[tuple[HostFacts, str]], hosts: list[str]) -> dict[str, int | None]:
     """tcp_timestamps of the hosts as the points run (the ceiling depends on it),
     from the facts in force: one read per host, already made."""
-    by = {h.host: h.value("sysctl.net.ipv4.tcp_timestamps") for h, _ in facts}
-    return {h: by[h] if isinstance(by.get(h), int) else None for h in hosts}
+    out: dict[str, int | None] = {}
+    for h, _ in facts:
+        v = h.value("sysctl.net.ipv4.tcp_timestamps")
+        out[h.host] = v if isinstance(v, int) and not isinstance(v, bool) else None
+    return {h: out.get(h) for h in hosts}
 
 
-def tune_for_run(plan: Plan, profile, targets: list[Target], ctx: TcpContext, facts, fact_hosts,
-                 tools: list[str], host_wide: bool):
-    """Apply (or only audit) the run's profile; the record of it, and the facts
-    the points run with (collected again when something was changed)."""
+def tune_for_run(plan: Plan, profile: Profile, targets: list[Target], facts: list[tuple[HostFacts, str]],
+                 fact_hosts: list[tuple[Transport, str, list[str]]], tools: list[str],
+                 host_wide: bool) -> tuple[dict[str, object], list[tuple[HostFacts, str]], dict[str, list[str]]]:
+    """Apply (or only audit) the run's profile; the record of it, the facts
+    the points run with (collected again when something was changed), and
+    the tools' pinning per host."""
     apply_it = not profile.audit_only
     result = (tune_apply if apply_it else tune_audit)(profile, targets, host_wide=host_wide)
-    ctx.pin = result.pin
     if apply_it:
         facts = gather_facts(fact_hosts, tools)
     return {"profile": plan.tuning or "stock", "host_wide": host_wide, "applied": apply_it,
             "from_plan": bool(plan.tuning), "rows": [r.to_dict() for r in result.rows],
-            "pinning": result.pin_cpus}, facts
+            "pinning": result.pin_cpus}, facts, result.pin
 
 
 def untune(targets: list[Target], host_wide: bool) -> None:
@@ -262,104 +194,143 @@ def untune(targets: list[Target], host_wide: bool) -> None:
                        hint="run 'nicbench tune restore' (the restore files are kept)")
 
 
-def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink | None = None,
-            keep_lab: bool = False, host_wide: bool = False) -> RunOutcome:
+def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
+            progress: ProgressSink | None = None, keep_lab: bool = False, host_wide: bool = False,
+            hosts_for: Callable[[Plan], OpenedHosts] = open_hosts) -> RunOutcome:
+    """Run ``plan`` with the study runner ``runner`` makes (the CLI gets it
+    from the study registry: the session knows no study) on the hosts
+    ``hosts_for`` opens (the lab or real hosts; fakes in unit tests)."""
     progress = progress or NoProgress()
-    remote = None
-    if plan.remote:
-        from ..hosts.remote import RemoteHosts
-        remote = RemoteHosts(plan)          # no root needed here: the hosts are reached as the plan says
-    else:
-        manager.require_root()
-    spec = remote.spec if remote else lab_spec(plan)
     trial_list = plan_trials(plan)
     writer: RunWriter | None = None
     ok = failed = 0
     status = "failed"
     tuned: list[Target] = []
     tune_lock = TuningLock()
-    started = None
+    study = None
+    env = PointEnv()
+    warnings: list[str] = []
+    opened: OpenedHosts | None = None
+    started = False
+    run_id = ""
     with sigterm_as_interrupt():
-        lab, owned = None, False
-        hosts = None
         try:
-            if remote is not None:
-                hosts = remote
-                problems = remote.connect(plan.lab.max_clock_offset)
-                if problems:
-                    raise PreflightError("; ".join(problems), where="ssh preflight",
-                                         hint="fix every item listed, then run again")
-                ssh_checks = remote.checks
-            else:
-                lab, owned = acquire_lab(spec)
-                hosts, ssh_checks = lab, {}
-                if plan.lab.transport == "ssh":
-                    from ..lab.sshd import ssh_lab
-                    hosts, ssh_checks = ssh_lab(lab, max_offset=plan.lab.max_clock_offset)
-            study = study_run(plan, hosts)
-            ctx, warnings, tools = study.ctx, study.warnings, study.tools
+            opened = hosts_for(plan)
+            hosts = opened.hosts
+            spec = hosts.spec
+            study = runner(plan, hosts)
+            pre = study.preflight()
+            warnings = list(pre.warnings)
             transports = hosts.transports()
-            ctx.ifnames = {h.name: h.ifname for h in spec.hosts}
-            if remote is not None:
-                # real hosts: CPU is the study server's own (the host under test, as the seeds report it)
-                ctx.cpu_transport, ctx.cpu_machine = transports[plan.server], plan.server
             # the hosts (lab: their namespaces' interfaces and sysctls) and, in the
             # lab, the machine they share (host-wide sysctls, services, CPU)
-            fact_hosts = ([(transports[h], plan.hosts[h].role,
-                            [spec.host(h).ifname] + [d.ifname for d in spec.direct if h in (d.a, d.b)])
-                           for h in plan.hosts]
-                          + ([(LocalTransport("machine"), "machine", [])] if remote is None else []))
-            facts = gather_facts(fact_hosts, tools)
+            fact_hosts: list[tuple[Transport, str, list[str]]] = (
+                [(transports[h], plan.hosts[h].role, spec.ifnames(h)) for h in plan.hosts]
+                + ([(LocalTransport("machine"), "machine", [])] if hosts.shared_machine else []))
+            facts = gather_facts(fact_hosts, list(pre.tools))
             profile, targets = tuning_targets(plan, hosts, facts)
             if not profile.audit_only:
                 left = in_force(targets, host_wide)
                 if left:
-                    raise PreflightError(f"tuning from an earlier 'nicbench tune apply' is in force ({', '.join(left)}): "
-                                         "this run would stack on it and undo it at its end", where="tuning",
-                                         hint="nicbench tune restore, then run again")
+                    raise PreflightError(
+                        f"tuning from an earlier 'nicbench tune apply' is in force ({', '.join(left)}): "
+                        "this run would stack on it and undo it at its end",
+                        where="tuning",
+                        hint="nicbench tune restore, then run again",
+                    )
                 tune_lock.acquire(f"run of {plan.name}")
-                tuned = targets         # before the first change: a Ctrl-C mid-apply still restores
-            tuning, facts = tune_for_run(plan, profile, targets, ctx, facts, fact_hosts, tools, host_wide)
-            warnings += [f"tuning: {r['host']} {r['setting']} did not take: {r['note']}"
-                         for r in tuning["rows"] if r["status"] == "failed"]
-            ctx.nic_irqs = nic_irqs(facts, plan.server, ctx.if_of(plan.server))
-            ctx.tcp_timestamps = timestamps(facts, [plan.server, *plan.clients])
+                tuned = targets  # before the first change: a Ctrl-C mid-apply still restores
+            tuning, facts, pin = tune_for_run(plan, profile, targets, facts, fact_hosts, list(pre.tools), host_wide)
+            rows = tuning["rows"]
+            assert isinstance(rows, list)
+            warnings += [
+                f"tuning: {r['host']} {r['setting']} did not take: {r['note']}" for r in rows if r["status"] == "failed"
+            ]
+            ifnames = {h.name: h.ifname for h in spec.hosts}
+            irqs = nic_irqs(facts, plan.server, ifnames.get(plan.server))
+            tcp_timestamps = timestamps(facts, [plan.server, *plan.clients])
             run_id = new_run_id(plan.name)
-            info = RunInfo(run_id, plan.name, study.kind, time.time(), plan_text, "plan", __version__, {
-                "lab": spec.to_dict(), "server": plan.server, "clients": plan.clients, **study.meta(),
-                "kernel": platform.release(), "warnings": warnings,
-                "link": {"mtu": spec.mtu, "speed_bps": spec.speed_bps, "client_speed_bps": spec.client_speed_bps,
-                         "ip": 4, "shaped": spec.shaped,
-                         # with GSO on, a veth counts 64 KB super-packets, not frames
-                         "counters_count_frames": spec.shaped,
-                         "tcp_timestamps": ctx.tcp_timestamps},
-                "cpu": cpu_facts() if remote is None else {
-                    "scope": "host", "host": plan.server, "cpus": None, "mhz": None, "nic_irqs": ctx.nic_irqs,
-                    "shared_by": "nothing: the study server's own CPUs, read over SSH"}, "tuning": tuning,
-                "lab_reused": not owned, "pid": os.getpid(), "host_transport": plan.lab.transport,
-                "ssh": {h: {"clock_offset_s": c.clock_offset_s, "clock_uncertainty_s": c.clock_uncertainty_s,
-                            "root": c.root} for h, c in ssh_checks.items()}})
+            info = RunInfo(
+                run_id,
+                plan.name,
+                study.kind,
+                time.time(),
+                plan_text,
+                "plan",
+                __version__,
+                {
+                    "lab": spec.to_dict(),
+                    "server": plan.server,
+                    "clients": plan.clients,
+                    **pre.meta,
+                    "kernel": platform.release(),
+                    "warnings": warnings,
+                    "link": {
+                        "mtu": spec.mtu,
+                        "speed_bps": spec.speed_bps,
+                        "client_speed_bps": spec.client_speed_bps,
+                        "ip": 4,
+                        "shaped": spec.shaped,
+                        # with GSO on, a veth counts 64 KB super-packets, not frames
+                        "counters_count_frames": spec.shaped,
+                        "tcp_timestamps": tcp_timestamps,
+                    },
+                    "cpu": cpu_facts()
+                    if hosts.shared_machine
+                    else {
+                        "scope": "host",
+                        "host": plan.server,
+                        "cpus": None,
+                        "mhz": None,
+                        "nic_irqs": irqs,
+                        "shared_by": "nothing: the study server's own CPUs, read over SSH",
+                    },
+                    "tuning": tuning,
+                    "lab_reused": not opened.owned if opened.lab is not None else False,
+                    "pid": os.getpid(),
+                    "host_transport": plan.lab.transport,
+                    "ssh": {
+                        h: {
+                            "clock_offset_s": c.clock_offset_s,
+                            "clock_uncertainty_s": c.clock_uncertainty_s,
+                            "root": c.root,
+                        }
+                        for h, c in hosts.checks.items()
+                    },
+                },
+            )
             writer = RunWriter.create(store, info)
-            ctx.rel = writer.rel
+            # every lab host runs on this one machine: CPU is sampled once, for all;
+            # on real hosts it is the study server's own (the host under test, as the seeds report it)
+            env = PointEnv(
+                rel=writer.rel,
+                pin=pin,
+                nic_irqs=irqs,
+                ifnames=ifnames,
+                cpu_transport=LocalTransport("machine") if hosts.shared_machine else transports[plan.server],
+                cpu_machine="machine" if hosts.shared_machine else plan.server,
+            )
             store_facts(writer, facts)
-            started = study
-            writer.write_raws(study.start(writer.raw_dir(study.kind)))
-            progress.begin(run_id, len(trial_list))
+            started = True
+            writer.write_raws(study.start(env, writer.raw_dir(study.kind)))
+            progress.begin(run_id, len(trial_list), info.meta)
             for t in trial_list:
                 progress.trial_start(t)
-                rec, samples, raws = study.trial(t, writer.raw_dir(t.trial_id))
-                writer.write_trial(rec, samples, raws)
-                ok += rec.status == "ok"
-                failed += rec.status == "failed"
-                progress.trial_end(rec, samples)
-                if rec.status == "interrupted":
+                out = study.trial(env, t, writer.raw_dir(t.trial_id))
+                writer.write_trial(out.record, out.samples, out.raws)
+                ok += out.record.status == "ok"
+                failed += out.record.status == "failed"
+                progress.trial_end(out.record, out.samples)
+                if out.record.status == "interrupted":
                     raise KeyboardInterrupt
             status = "done" if not failed else "done-with-failures"
         except KeyboardInterrupt:
             status = "interrupted"
-            raise Interrupted(f"run stopped by the user after {ok + failed} of {len(trial_list)} points; "
-                              "finished points are stored", where=str(writer.run_dir) if writer else None,
-                              hint="nicbench report latest renders what was finished") from None
+            raise Interrupted(
+                f"run stopped by the user after {ok + failed} of {len(trial_list)} points; finished points are stored",
+                where=str(writer.run_dir) if writer else None,
+                hint="nicbench report latest renders what was finished",
+            ) from None
         finally:
             # A second Ctrl-C or SIGTERM must not cut the clean-up short: block
             # them until the results are closed and the lab is gone.
@@ -368,8 +339,9 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
             try:
                 _quietly(progress.end)
                 untune_error: list[str] = []
-                if started is not None and writer is not None:
-                    _quietly(lambda: writer.write_raws(started.stop(writer.raw_dir(started.kind))))
+                if started and study is not None and writer is not None:
+                    w, st = writer, study
+                    _quietly(lambda: w.write_raws(st.stop(env, w.raw_dir(st.kind))))
                 # restore first, while every host's transport still works (over SSH:
                 # before the connections close and the lab's sshds go)
                 if tuned:
@@ -378,19 +350,20 @@ def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink |
                     except Exception as e:  # noqa: BLE001 - recorded with the run, and the hosts still go
                         untune_error.append(str(e))
                         print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
-                if hosts is not lab and hosts is not None and remote is None:
-                    from ..hosts.ssh import close_all
-                    _quietly(lambda: close_all(hosts.transports()))   # sessions end: remote watchdogs fire
-                if remote is not None:
-                    _quietly(remote.close)
-                if lab is not None:
-                    _quietly(lab.tracker.kill_all)
+                if opened is not None:
+                    _quietly(opened.hosts.close)  # sessions end (remote watchdogs fire), tracked processes die
                 tune_lock.release()
                 if writer is not None:
-                    _quietly(lambda: writer.finish(status, ok=ok, failed=failed,
-                                                   **({"untune_error": untune_error[0]} if untune_error else {})))
-                if lab is not None and owned and not keep_lab:
-                    manager.down(spec.name)
+                    w = writer
+                    _quietly(
+                        lambda: w.finish(
+                            status, ok=ok, failed=failed, **({"untune_error": untune_error[0]} if untune_error else {})
+                        )
+                    )
+                if opened is not None:
+                    o = opened
+                    _quietly(lambda: o.remove_lab(keep_lab))
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
+    assert writer is not None
     return RunOutcome(run_id, writer.run_dir, status, ok, failed, tuple(warnings))

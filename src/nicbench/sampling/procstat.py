@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..records import CPU_BUSY, CPU_STATES
+
 USER_HZ = 100
-STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-BUSY = ("user", "nice", "system", "irq", "softirq")     # work done here; steal is another guest's
+STATES = CPU_STATES
+BUSY = CPU_BUSY
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,7 @@ def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
         by_flow[(ln.ident, ln.src, ln.sport, ln.dst, ln.dport)].append(ln)
     per_iv: dict[tuple, list[tuple[CsvLine, float]]] = defaultdict(list)
     totals: dict[str, int] = {}
-    for key, fl in by_flow.items():
+    for _key, fl in by_flow.items():
         flow = "rev" if fl[0].sport == port else "fwd"
         # the engine client sends fwd; the engine server sends rev
         side = "sender" if (flow == "fwd") == (role == "client") else "receiver"
@@ -191,7 +191,7 @@ def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
     intervals = []
     for (flow, side, start, end), lns in sorted(per_iv.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
         abs_start = statistics.median(anchor + ln.start for ln, anchor in lns)
-        intervals.append(FlowInterval(start=start, end=end, flow=flow, side=side,  # type: ignore[arg-type]
+        intervals.append(FlowInterval(start=start, end=end, flow=flow, side=side,
                                       bytes=sum(ln.bytes for ln, _ in lns), streams=len(lns),
                                       omitted=start < omit - 1e-9, abs_start=abs_start))
     return Iperf2Report(tuple(intervals), totals, port, len(lines))

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ..core.errors import ToolError
 from .base import FlowInterval, ToolInfo, parse_version

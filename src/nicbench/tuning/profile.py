@@ -24,11 +24,12 @@ from __future__ import annotations
 import re
 import tomllib
 from importlib import resources
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from ..core.errors import InputError
+from ..core.validation import validate
 
 SYSCTL_KEY = r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$"
 CPU_LIST = r"^\d+(-\d+)?(,\d+(-\d+)?)*$"
@@ -41,7 +42,7 @@ class _Strict(BaseModel):
 class Sysctl(_Strict):
     kind: Literal["sysctl"]
     key: str = Field(pattern=SYSCTL_KEY)
-    value: Union[int, str]
+    value: int | str
 
     @field_validator("value")
     @classmethod
@@ -79,7 +80,7 @@ class Pinning(_Strict):
     command: Literal["numactl", "taskset"] = "taskset"
 
     @model_validator(mode="after")
-    def _policy_and_cpus(self) -> "Pinning":
+    def _policy_and_cpus(self) -> Pinning:
         if self.policy == "cpus" and not self.cpus:
             raise ValueError('policy = "cpus" needs cpus = "0-3" (a CPU list)')
         if self.policy == "nic-node" and self.cpus:
@@ -109,7 +110,7 @@ ETHTOOL_PARAMS = {
 class Ethtool(_Strict):
     kind: Literal["ethtool"]
     feature: Literal["ring", "channels", "coalesce", "offload"]
-    params: dict[str, Union[StrictInt, str]]      # strict: TOML true is not 1
+    params: dict[str, StrictInt | str]      # strict: TOML true is not 1
 
     @field_validator("params")
     @classmethod
@@ -132,7 +133,7 @@ class Ethtool(_Strict):
         return v
 
 
-Setting = Annotated[Union[Sysctl, Governor, Service, Tuned, IrqAffinity, Pinning, Ethtool],
+Setting = Annotated[Sysctl | Governor | Service | Tuned | IrqAffinity | Pinning | Ethtool,
                     Field(discriminator="kind")]
 
 
@@ -165,7 +166,7 @@ def setting_id(s: BaseModel) -> str:
         return f"service {s.name}"
     if isinstance(s, Ethtool):
         return f"ethtool {s.feature}"
-    return str(getattr(s, "kind"))
+    return str(getattr(s, "kind", type(s).__name__))
 
 
 def shipped() -> list[str]:
@@ -176,8 +177,6 @@ def shipped() -> list[str]:
 
 def load(name: str, user: dict[str, Profile] | None = None) -> Profile:
     """A profile by name: the plan's own first, then the shipped ones."""
-    from ..plan.load import validate
-
     if user and name in user:
         return user[name]
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,40}", name) or name not in shipped():

@@ -1,0 +1,132 @@
+"""Storage points (seed 004): MB/s, IOPS and CPU per op and block size.
+
+Per trial, each op direction (read, write) sums every initiator's bytes and
+IOs over the span from the first initiator's measured start to the last
+one's end (fio measures ``runtime`` after ``ramp_time``; the barrier starts
+them together, so the spans agree within the start skew).  MB = 10^6 bytes.
+The ceiling is the transport's (NBD over TCP here) at the link's speed and
+MTU for that block size; ``readwrite`` uses both directions of the link.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ...analysis.counters import Counters, counter_warnings, counters
+from ...analysis.cpu import CpuUsage, cpu_usage, cpu_warnings
+from ...analysis.trials import ABOVE_CEILING_TOLERANCE, LinkInfo, TrialHead, by_point, head, int_param, median_of
+from ...core import linerate
+from ...records import Sample, TrialRecord
+
+# a point "reaches line rate" at this fraction of its ceiling
+LINE_RATE = 0.95
+
+
+@dataclass(frozen=True)
+class StorageTrial(TrialHead):
+    mb_s: float | None = None                 # all ops, 10^6 bytes/s
+    iops: float | None = None
+    per_initiator_mb_s: Mapping[str, float] = field(default_factory=dict)
+    window: tuple[float, float] | None = None
+    start_skew_s: float | None = None
+    cpu: CpuUsage | None = None
+    counters: Counters | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def storage_trial(rec: TrialRecord, samples: Sequence[Sample]) -> StorageTrial:
+    common = head(rec)
+    by = [s for s in samples if s.metric == "storage.bytes" and s.t_end > s.t_start]
+    ios = [s for s in samples if s.metric == "storage.ios" and s.t_end > s.t_start]
+    if rec.status != "ok" or not by:
+        return StorageTrial(status="failed" if rec.status == "ok" else rec.status,
+                            error=rec.error or "no fio result", **common)
+    window = (min(s.t_start for s in by), max(s.t_end for s in by))
+    secs = window[1] - window[0]
+    per: dict[str, float] = defaultdict(float)
+    for s in by:
+        per[s.tag("host") or "?"] += s.value / 1e6 / (s.t_end - s.t_start)
+    starts = sorted({s.t_start for s in by})
+    u = cpu_usage(samples, window)
+    c = counters(samples, window)
+    return StorageTrial(status="ok", error=None, mb_s=sum(s.value for s in by) / 1e6 / secs,
+                        iops=sum(s.value for s in ios) / secs, per_initiator_mb_s=dict(per), window=window,
+                        start_skew_s=starts[-1] - starts[0], cpu=u, counters=c,
+                        warnings=tuple(rec.meta.get("warnings") or ()) + tuple(cpu_warnings(u) if u else ())
+                        + tuple(counter_warnings(c) if c else ()), **common)
+
+
+@dataclass(frozen=True)
+class StoragePoint:
+    point: str
+    op: str
+    block_size: int
+    n_ok: int
+    n_failed: int
+    mb_s: float | None
+    iops: float | None
+    ceiling_mb_s: float | None
+    cpu_pct: float | None
+    cores_busy: float | None
+    max_skew_s: float | None
+    errors: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def of_ceiling(self) -> float | None:
+        return self.mb_s / self.ceiling_mb_s if self.mb_s and self.ceiling_mb_s else None
+
+    @property
+    def above_ceiling(self) -> bool:
+        """More than the wire can carry: the initiators' own accounting is off
+        (or the model is), and the report says so rather than printing it plain."""
+        return self.of_ceiling is not None and self.of_ceiling > 1 + ABOVE_CEILING_TOLERANCE
+
+
+def ceiling_mb_s(link: LinkInfo | None, transport: str, io_size: int, op: str, initiators: int | None) -> float | None:
+    if link is None:
+        return None
+    speed = link.speed_for(initiators)
+    if not speed:
+        return None
+    ts = True if link.timestamps is None else link.timestamps
+    try:
+        return linerate.storage(speed, link.mtu, transport, io_size, op=op, ip=link.ip, timestamps=ts).mb_per_s
+    except linerate.ModelError:
+        return None          # e.g. FCoE on a link whose MTU cannot carry its frames: no ceiling, not a crash
+
+
+def storage_points(trials: Iterable[StorageTrial], link: LinkInfo | None, transport: str,
+                   initiators: int | None) -> list[StoragePoint]:
+    med = median_of
+    out = []
+    for point, ts in by_point(trials).items():
+        ok = [t for t in ts if t.status == "ok"]
+        op, bs = str(ts[0].params.get("op")), int_param(ts[0].params, "block_size", 0)
+        skews = [t.start_skew_s for t in ok if t.start_skew_s is not None]
+        out.append(StoragePoint(point, op, bs, len(ok), len(ts) - len(ok), med(t.mb_s for t in ok),
+                                med(t.iops for t in ok), ceiling_mb_s(link, transport, bs, op, initiators),
+                                med(t.cpu.percent_of_machine if t.cpu else None for t in ok),
+                                med(t.cpu.cores_busy if t.cpu else None for t in ok),
+                                max(skews) if skews else None,
+                                tuple(sorted({t.error for t in ts if t.error})),
+                                tuple(sorted({w for t in ts for w in t.warnings}))))
+    return sorted(out, key=lambda p: (["read", "write", "readwrite"].index(p.op), p.block_size))
+
+
+def line_rate_from(points: Sequence[StoragePoint]) -> dict[str, int | None]:
+    """Per op, the smallest block size from which every larger one runs at
+    >= 95 % of its ceiling (seed 004: line rate from 2 KiB)."""
+    out: dict[str, int | None] = {}
+    for op in dict.fromkeys(p.op for p in points):
+        pts = sorted((p for p in points if p.op == op), key=lambda p: p.block_size)
+        first = None
+        for p in pts:
+            if p.of_ceiling is not None and p.of_ceiling >= LINE_RATE:
+                first = p.block_size if first is None else first
+            else:
+                first = None
+        out[op] = first
+    return out
