@@ -19,3 +19,13 @@ BIN = Path(sys.executable).parent
 def test_code_check_is_clean(argv):
     r = subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+def test_no_module_imports_itself_back():
+    """No import circle between nicbench's modules (type-only imports included)."""
+    import grimp
+
+    g = grimp.build_graph("nicbench")
+    cycles = [(a, b) for a in g.modules for b in g.find_modules_directly_imported_by(a)
+              if g.find_shortest_chain(importer=b, imported=a) is not None]
+    assert cycles == []

@@ -37,4 +37,4 @@ def test_report_of_a_stored_run_is_the_golden_one(kind, tmp_path):
 def test_the_registry_and_the_plan_know_the_same_studies():
     assert sorted(STUDIES) == sorted(s.KIND for s in SCHEMAS)
     for kind, s in STUDIES.items():
-        assert s.schema.KIND == kind and s.view.kind == kind and s.runner.kind == kind  # type: ignore[attr-defined]
+        assert kind == s.schema.KIND and s.view.kind == kind and s.runner.kind == kind  # type: ignore[attr-defined]

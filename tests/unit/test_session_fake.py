@@ -14,8 +14,8 @@ from nicbench.hosts.spec import HostSpec, HostsSpec
 from nicbench.plan import parse_plan
 from nicbench.run.hosts import OpenedHosts
 from nicbench.run.session import execute
-from nicbench.studies.tcp.runner import TcpRunner
 from nicbench.store.runs import RunReader
+from nicbench.studies.tcp.runner import TcpRunner
 
 PLAN = """
 name = "fake-run"

@@ -23,7 +23,7 @@ from ..core.errors import LabError, PreflightError, tail
 from ..hosts.sshcheck import HostCheck
 from ..hosts.tracker import ProcessTracker, state_root
 from ..hosts.transport import NetnsTransport, Transport, existing_namespaces
-from .sshd import remove as remove_ssh
+from .sshkeys import remove as remove_ssh
 from .topology import LabSpec, build_commands
 
 _NS_RE = re.compile(r"^nb-([a-z0-9]{1,8})-([a-z][a-z0-9]{0,7})$")

@@ -15,21 +15,18 @@ lab: not under /run, which each sshd sees as its own empty tmpfs.
 from __future__ import annotations
 
 import ipaddress
-import os
 import shutil
 import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..core.errors import LabError, PreflightError, tail
 from ..hosts.ssh import SshTarget, SshTransport, close_all
 from ..hosts.sshcheck import HostCheck, preflight
 from ..hosts.transport import Transport
-
-if TYPE_CHECKING:
-    from .manager import Lab
+from .manager import Lab
+from .sshkeys import ssh_dir
 
 SSH_PORT = 22
 
@@ -48,10 +45,6 @@ MaxStartups 200
 MaxSessions 200
 SetEnv TMPDIR={tmp}
 """
-
-
-def ssh_dir(lab: str) -> Path:
-    return Path(os.environ.get("NICBENCH_SSH_DIR", "/var/lib/nicbench/lab-ssh")) / lab
 
 
 def _keygen(path: Path, comment: str) -> None:
@@ -143,10 +136,6 @@ def targets(lab) -> dict[str, SshTarget]:
     return {h.name: SshTarget(dest=f"root@{h.ip}", config=str(d / "ssh_config"),
                               prefix=("ip", "netns", "exec", lab.spec.switch_ns), connect_timeout=5)
             for h in lab.spec.hosts}
-
-
-def remove(lab: str) -> None:
-    shutil.rmtree(ssh_dir(lab), ignore_errors=True)
 
 
 

@@ -9,16 +9,13 @@ are seconds, speeds decimal bit/s.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
 from ..core.linerate import ModelError, parse_speed
 from ..core.units import UnitError, parse_size
-
-if TYPE_CHECKING:
-    from .model import Plan
 
 HOST_NAME = r"^[a-z][a-z0-9]{0,7}$"
 LAB_NAME = r"^[a-z0-9]{1,8}$"
@@ -36,6 +33,35 @@ def as_field(parse: Callable[[Any], Any], errors: tuple[type[Exception], ...]) -
 
 Size = Annotated[int, as_field(parse_size, (UnitError,))]
 Speed = Annotated[float, as_field(parse_speed, (ModelError,))]
+
+
+class HostLike(Protocol):
+    @property
+    def role(self) -> str: ...
+
+
+class LinkLike(Protocol):
+    @property
+    def mtu(self) -> int: ...
+    @property
+    def speed(self) -> float | None: ...
+    @property
+    def client_speed(self) -> float | None: ...
+
+
+class PlanLike(Protocol):
+    """What a study's schema may ask of the plan around it (``model.Plan``)."""
+
+    @property
+    def hosts(self) -> Mapping[str, HostLike]: ...
+    @property
+    def link(self) -> LinkLike: ...
+    @property
+    def server(self) -> str: ...
+    @property
+    def clients(self) -> list[str]: ...
+    @property
+    def remote(self) -> bool: ...
 
 
 class Strict(BaseModel):
@@ -73,12 +99,12 @@ class StudySchema(Strict):
         """(point key, parameters) of every point, in sweep order."""
         raise NotImplementedError
 
-    def back_to_back(self, plan: Plan) -> tuple[int, int] | None:
+    def back_to_back(self, plan: PlanLike) -> tuple[int, int] | None:
         """(ports, queues) of direct links from the server to the first client
         the study needs besides the switch, or None."""
         return None
 
-    def check_plan(self, plan: Plan) -> None:
+    def check_plan(self, plan: PlanLike) -> None:
         """What this study needs of the hosts and link; raise ValueError."""
 
     def measured_seconds(self) -> float:

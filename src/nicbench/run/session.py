@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,7 +40,7 @@ from ..tuning.restorefile import in_force
 from ..tuning.types import Target
 from .hosts import OpenedHosts, open_hosts
 from .kit import PointEnv
-from .study import RunnerFactory
+from .study import Preflight, RunnerFactory, StudyRunner
 
 
 class ProgressSink(Protocol):
@@ -194,6 +194,25 @@ def untune(targets: list[Target], host_wide: bool) -> None:
                        hint="run 'nicbench tune restore' (the restore files are kept)")
 
 
+@dataclass
+class _Run:
+    """What one run holds between its steps (see :func:`execute`)."""
+
+    plan: Plan
+    host_wide: bool
+    opened: OpenedHosts | None = None
+    study: StudyRunner | None = None
+    writer: RunWriter | None = None
+    env: PointEnv = field(default_factory=PointEnv)
+    tuned: list[Target] = field(default_factory=list)
+    lock: TuningLock = field(default_factory=TuningLock)
+    warnings: list[str] = field(default_factory=list)
+    started: bool = False
+    ok: int = 0
+    failed: int = 0
+    status: str = "failed"
+
+
 def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
             progress: ProgressSink | None = None, keep_lab: bool = False, host_wide: bool = False,
             hosts_for: Callable[[Plan], OpenedHosts] = open_hosts) -> RunOutcome:
@@ -202,168 +221,139 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
     ``hosts_for`` opens (the lab or real hosts; fakes in unit tests)."""
     progress = progress or NoProgress()
     trial_list = plan_trials(plan)
-    writer: RunWriter | None = None
-    ok = failed = 0
-    status = "failed"
-    tuned: list[Target] = []
-    tune_lock = TuningLock()
-    study = None
-    env = PointEnv()
-    warnings: list[str] = []
-    opened: OpenedHosts | None = None
-    started = False
-    run_id = ""
+    r = _Run(plan, host_wide)
     with sigterm_as_interrupt():
         try:
-            opened = hosts_for(plan)
-            hosts = opened.hosts
-            spec = hosts.spec
-            study = runner(plan, hosts)
-            pre = study.preflight()
-            warnings = list(pre.warnings)
-            transports = hosts.transports()
-            # the hosts (lab: their namespaces' interfaces and sysctls) and, in the
-            # lab, the machine they share (host-wide sysctls, services, CPU)
-            fact_hosts: list[tuple[Transport, str, list[str]]] = (
-                [(transports[h], plan.hosts[h].role, spec.ifnames(h)) for h in plan.hosts]
-                + ([(LocalTransport("machine"), "machine", [])] if hosts.shared_machine else []))
-            facts = gather_facts(fact_hosts, list(pre.tools))
-            profile, targets = tuning_targets(plan, hosts, facts)
-            if not profile.audit_only:
-                left = in_force(targets, host_wide)
-                if left:
-                    raise PreflightError(
-                        f"tuning from an earlier 'nicbench tune apply' is in force ({', '.join(left)}): "
-                        "this run would stack on it and undo it at its end",
-                        where="tuning",
-                        hint="nicbench tune restore, then run again",
-                    )
-                tune_lock.acquire(f"run of {plan.name}")
-                tuned = targets  # before the first change: a Ctrl-C mid-apply still restores
-            tuning, facts, pin = tune_for_run(plan, profile, targets, facts, fact_hosts, list(pre.tools), host_wide)
-            rows = tuning["rows"]
-            assert isinstance(rows, list)
-            warnings += [
-                f"tuning: {r['host']} {r['setting']} did not take: {r['note']}" for r in rows if r["status"] == "failed"
-            ]
-            ifnames = {h.name: h.ifname for h in spec.hosts}
-            irqs = nic_irqs(facts, plan.server, ifnames.get(plan.server))
-            tcp_timestamps = timestamps(facts, [plan.server, *plan.clients])
-            run_id = new_run_id(plan.name)
-            info = RunInfo(
-                run_id,
-                plan.name,
-                study.kind,
-                time.time(),
-                plan_text,
-                "plan",
-                __version__,
-                {
-                    "lab": spec.to_dict(),
-                    "server": plan.server,
-                    "clients": plan.clients,
-                    **pre.meta,
-                    "kernel": platform.release(),
-                    "warnings": warnings,
-                    "link": {
-                        "mtu": spec.mtu,
-                        "speed_bps": spec.speed_bps,
-                        "client_speed_bps": spec.client_speed_bps,
-                        "ip": 4,
-                        "shaped": spec.shaped,
-                        # with GSO on, a veth counts 64 KB super-packets, not frames
-                        "counters_count_frames": spec.shaped,
-                        "tcp_timestamps": tcp_timestamps,
-                    },
-                    "cpu": cpu_facts()
-                    if hosts.shared_machine
-                    else {
-                        "scope": "host",
-                        "host": plan.server,
-                        "cpus": None,
-                        "mhz": None,
-                        "nic_irqs": irqs,
-                        "shared_by": "nothing: the study server's own CPUs, read over SSH",
-                    },
-                    "tuning": tuning,
-                    "lab_reused": not opened.owned if opened.lab is not None else False,
-                    "pid": os.getpid(),
-                    "host_transport": plan.lab.transport,
-                    "ssh": {
-                        h: {
-                            "clock_offset_s": c.clock_offset_s,
-                            "clock_uncertainty_s": c.clock_uncertainty_s,
-                            "root": c.root,
-                        }
-                        for h, c in hosts.checks.items()
-                    },
-                },
-            )
-            writer = RunWriter.create(store, info)
-            # every lab host runs on this one machine: CPU is sampled once, for all;
-            # on real hosts it is the study server's own (the host under test, as the seeds report it)
-            env = PointEnv(
-                rel=writer.rel,
-                pin=pin,
-                nic_irqs=irqs,
-                ifnames=ifnames,
-                cpu_transport=LocalTransport("machine") if hosts.shared_machine else transports[plan.server],
-                cpu_machine="machine" if hosts.shared_machine else plan.server,
-            )
-            store_facts(writer, facts)
-            started = True
-            writer.write_raws(study.start(env, writer.raw_dir(study.kind)))
-            progress.begin(run_id, len(trial_list), info.meta)
+            r.opened = hosts_for(plan)
+            r.study = runner(plan, r.opened.hosts)
+            pre = r.study.preflight()
+            r.warnings = list(pre.warnings)
+            facts, tuning, pin = _facts_and_tuning(r, pre)
+            info = _run_info(r, pre, plan_text, facts, tuning)
+            r.writer = RunWriter.create(store, info)
+            r.env = _point_env(r, r.writer, facts, pin)
+            store_facts(r.writer, facts)
+            r.started = True
+            r.writer.write_raws(r.study.start(r.env, r.writer.raw_dir(r.study.kind)))
+            progress.begin(info.run_id, len(trial_list), info.meta)
             for t in trial_list:
                 progress.trial_start(t)
-                out = study.trial(env, t, writer.raw_dir(t.trial_id))
-                writer.write_trial(out.record, out.samples, out.raws)
-                ok += out.record.status == "ok"
-                failed += out.record.status == "failed"
+                out = r.study.trial(r.env, t, r.writer.raw_dir(t.trial_id))
+                r.writer.write_trial(out.record, out.samples, out.raws)
+                r.ok += out.record.status == "ok"
+                r.failed += out.record.status == "failed"
                 progress.trial_end(out.record, out.samples)
                 if out.record.status == "interrupted":
                     raise KeyboardInterrupt
-            status = "done" if not failed else "done-with-failures"
+            r.status = "done" if not r.failed else "done-with-failures"
         except KeyboardInterrupt:
-            status = "interrupted"
-            raise Interrupted(
-                f"run stopped by the user after {ok + failed} of {len(trial_list)} points; finished points are stored",
-                where=str(writer.run_dir) if writer else None,
-                hint="nicbench report latest renders what was finished",
-            ) from None
+            r.status = "interrupted"
+            raise Interrupted(f"run stopped by the user after {r.ok + r.failed} of {len(trial_list)} points; "
+                              "finished points are stored", where=str(r.writer.run_dir) if r.writer else None,
+                              hint="nicbench report latest renders what was finished") from None
         finally:
-            # A second Ctrl-C or SIGTERM must not cut the clean-up short: block
-            # them until the results are closed and the lab is gone.
-            blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-            signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+            _clean_up(r, progress, keep_lab)
+    assert r.writer is not None
+    return RunOutcome(r.writer.run_dir.name, r.writer.run_dir, r.status, r.ok, r.failed, tuple(r.warnings))
+
+
+def _facts_and_tuning(r: _Run, pre: Preflight) -> tuple[list[tuple[HostFacts, str]], dict[str, object],
+                                                         dict[str, list[str]]]:
+    """Every host's facts, and the tuning the points run in: the plan's profile
+    applied (restore files first), or the stock profile audited."""
+    assert r.opened is not None
+    plan, hosts = r.plan, r.opened.hosts
+    transports = hosts.transports()
+    # the hosts (lab: their namespaces' interfaces and sysctls) and, in the
+    # lab, the machine they share (host-wide sysctls, services, CPU)
+    fact_hosts: list[tuple[Transport, str, list[str]]] = (
+        [(transports[h], plan.hosts[h].role, hosts.spec.ifnames(h)) for h in plan.hosts]
+        + ([(LocalTransport("machine"), "machine", [])] if hosts.shared_machine else []))
+    facts = gather_facts(fact_hosts, list(pre.tools))
+    profile, targets = tuning_targets(plan, hosts, facts)
+    if not profile.audit_only:
+        left = in_force(targets, r.host_wide)
+        if left:
+            raise PreflightError(f"tuning from an earlier 'nicbench tune apply' is in force ({', '.join(left)}): "
+                                 "this run would stack on it and undo it at its end", where="tuning",
+                                 hint="nicbench tune restore, then run again")
+        r.lock.acquire(f"run of {plan.name}")
+        r.tuned = targets         # before the first change: a Ctrl-C mid-apply still restores
+    tuning, facts, pin = tune_for_run(plan, profile, targets, facts, fact_hosts, list(pre.tools), r.host_wide)
+    rows = tuning["rows"]
+    assert isinstance(rows, list)
+    r.warnings += [f"tuning: {x['host']} {x['setting']} did not take: {x['note']}"
+                   for x in rows if x["status"] == "failed"]
+    return facts, tuning, pin
+
+
+def _run_info(r: _Run, pre: Preflight, plan_text: str, facts: list[tuple[HostFacts, str]],
+              tuning: dict[str, object]) -> RunInfo:
+    """What the store keeps of the run as a whole: the hosts, the link, the
+    study's own record of itself, whose CPUs the figures are, the tuning."""
+    assert r.opened is not None and r.study is not None
+    plan, hosts = r.plan, r.opened.hosts
+    spec = hosts.spec
+    server_if = spec.host(plan.server).ifname
+    return RunInfo(new_run_id(plan.name), plan.name, r.study.kind, time.time(), plan_text, "plan", __version__, {
+        "lab": spec.to_dict(), "server": plan.server, "clients": plan.clients, **pre.meta,
+        "kernel": platform.release(), "warnings": r.warnings,
+        "link": {"mtu": spec.mtu, "speed_bps": spec.speed_bps, "client_speed_bps": spec.client_speed_bps,
+                 "ip": 4, "shaped": spec.shaped,
+                 # with GSO on, a veth counts 64 KB super-packets, not frames
+                 "counters_count_frames": spec.shaped,
+                 "tcp_timestamps": timestamps(facts, [plan.server, *plan.clients])},
+        "cpu": cpu_facts() if hosts.shared_machine else {
+            "scope": "host", "host": plan.server, "cpus": None, "mhz": None,
+            "nic_irqs": nic_irqs(facts, plan.server, server_if),
+            "shared_by": "nothing: the study server's own CPUs, read over SSH"}, "tuning": tuning,
+        "lab_reused": r.opened.lab is not None and not r.opened.owned, "pid": os.getpid(),
+        "host_transport": plan.lab.transport,
+        "ssh": {h: {"clock_offset_s": c.clock_offset_s, "clock_uncertainty_s": c.clock_uncertainty_s,
+                    "root": c.root} for h, c in hosts.checks.items()}})
+
+
+def _point_env(r: _Run, writer: RunWriter, facts: list[tuple[HostFacts, str]],
+               pin: dict[str, list[str]]) -> PointEnv:
+    """What the study is handed for every point.  Every lab host runs on this
+    one machine, so CPU is sampled once, for all; on real hosts it is the
+    study server's own (the host under test, as the seeds report it)."""
+    assert r.opened is not None
+    hosts, server = r.opened.hosts, r.plan.server
+    ifnames = {h.name: h.ifname for h in hosts.spec.hosts}
+    return PointEnv(rel=writer.rel, pin=pin, nic_irqs=nic_irqs(facts, server, ifnames.get(server)), ifnames=ifnames,
+                    cpu_transport=LocalTransport("machine") if hosts.shared_machine else hosts.transport(server),
+                    cpu_machine="machine" if hosts.shared_machine else server)
+
+
+def _clean_up(r: _Run, progress: ProgressSink, keep_lab: bool) -> None:
+    """Whatever happened: the study stopped, tuning restored (while every
+    host's transport still works: over SSH, before the connections close and
+    the lab's sshds go), sessions closed, the run finished, a lab this run
+    built removed.  A second Ctrl-C or SIGTERM must not cut it short: they
+    are blocked until it is done."""
+    blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        _quietly(progress.end)
+        untune_error: list[str] = []
+        w, st = r.writer, r.study
+        if r.started and st is not None and w is not None:
+            _quietly(lambda: w.write_raws(st.stop(r.env, w.raw_dir(st.kind))))
+        if r.tuned:
             try:
-                _quietly(progress.end)
-                untune_error: list[str] = []
-                if started and study is not None and writer is not None:
-                    w, st = writer, study
-                    _quietly(lambda: w.write_raws(st.stop(env, w.raw_dir(st.kind))))
-                # restore first, while every host's transport still works (over SSH:
-                # before the connections close and the lab's sshds go)
-                if tuned:
-                    try:
-                        untune(tuned, host_wide)
-                    except Exception as e:  # noqa: BLE001 - recorded with the run, and the hosts still go
-                        untune_error.append(str(e))
-                        print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
-                if opened is not None:
-                    _quietly(opened.hosts.close)  # sessions end (remote watchdogs fire), tracked processes die
-                tune_lock.release()
-                if writer is not None:
-                    w = writer
-                    _quietly(
-                        lambda: w.finish(
-                            status, ok=ok, failed=failed, **({"untune_error": untune_error[0]} if untune_error else {})
-                        )
-                    )
-                if opened is not None:
-                    o = opened
-                    _quietly(lambda: o.remove_lab(keep_lab))
-            finally:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
-    assert writer is not None
-    return RunOutcome(run_id, writer.run_dir, status, ok, failed, tuple(warnings))
+                untune(r.tuned, r.host_wide)
+            except Exception as e:  # noqa: BLE001 - recorded with the run, and the hosts still go
+                untune_error.append(str(e))
+                print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
+        o = r.opened
+        if o is not None:
+            _quietly(o.hosts.close)      # sessions end (remote watchdogs fire), tracked processes die
+        r.lock.release()
+        if w is not None:
+            _quietly(lambda: w.finish(r.status, ok=r.ok, failed=r.failed,
+                                      **({"untune_error": untune_error[0]} if untune_error else {})))
+        if o is not None:
+            _quietly(lambda: o.remove_lab(keep_lab))
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..base import Size, StudySchema
-
-if TYPE_CHECKING:
-    from ..model import Plan
+from ..base import PlanLike, Size, StudySchema
 
 
 class HttpsStudy(StudySchema):
@@ -84,7 +81,7 @@ class HttpsStudy(StudySchema):
     def measured_seconds(self) -> float:
         return float(self.duration)
 
-    def check_plan(self, plan: Plan) -> None:
+    def check_plan(self, plan: PlanLike) -> None:
         n = len(plan.clients)
         few = [c for c in self.connections if c < n]
         if few:

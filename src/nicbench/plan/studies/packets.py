@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ...tools.frames import min_frame
-from ..base import Speed, StudySchema
-
-if TYPE_CHECKING:
-    from ..model import Plan
+from ..base import PlanLike, Speed, StudySchema
 
 # live frames: a page less XDP headroom, skb_shared_info and the page head (measured: 3409 B is EINVAL), + FCS
 NBGEN_MAX_FRAME = 3408 + 4
@@ -95,10 +92,10 @@ class PacketStudy(StudySchema):
     def measured_seconds(self) -> float:
         return self.duration
 
-    def back_to_back(self, plan: Plan) -> tuple[int, int] | None:
+    def back_to_back(self, plan: PlanLike) -> tuple[int, int] | None:
         return max(self.ports), max(self.threads)
 
-    def check_plan(self, plan: Plan) -> None:
+    def check_plan(self, plan: PlanLike) -> None:
         clients = [n for n, h in plan.hosts.items() if h.role == "client"]
         rx = self.clients or clients
         if plan.remote:

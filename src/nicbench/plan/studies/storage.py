@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from ...core.units import format_size
-from ..base import Size, StudySchema
-
-if TYPE_CHECKING:
-    from ..model import Plan
+from ..base import PlanLike, Size, StudySchema
 
 
 class StorageStudy(StudySchema):
@@ -109,7 +106,7 @@ class StorageStudy(StudySchema):
     def measured_seconds(self) -> float:
         return float(self.ramp + self.duration)
 
-    def check_plan(self, plan: Plan) -> None:
+    def check_plan(self, plan: PlanLike) -> None:
         clients = [n for n, h in plan.hosts.items() if h.role == "client"]
         if self.devices:
             for h in self.devices:
