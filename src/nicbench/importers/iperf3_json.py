@@ -35,7 +35,7 @@ def _tcp_totals(end: dict, is_server: bool, own_sends: bool, role: Role, name: s
         t0, secs = _span(parts, name)
         nbytes = sum(finite(p["bytes"], "end.streams[].bytes", name) for p in parts)
         d = traffic.direction_of(flow, role)
-        if side == "sender" and nbytes == 0 and (d == "tx") != own_sends:
+        if side == "sender" and nbytes == 0 and d == "rx":
             continue        # a receiving process's empty "sender" entry: it measured nothing there
         retr = [p["retransmits"] for p in parts if "retransmits" in p]
         out[(d, side)] = traffic.Total(
