@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core.errors import InputError, NicbenchError
-from . import (fio_json, iperf2_csv, iperf2_text, iperf3_json, iperf3_text, netperf_text, pktgen, trafgen_text,
-               wrk_text)
+from . import fio_json, iperf2_csv, iperf2_text, iperf3_json, iperf3_text, netperf_text, pktgen, trafgen_text, wrk_text
 from .detect import detect
 from .model import ParsedFile, Role
 

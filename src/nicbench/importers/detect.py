@@ -24,7 +24,8 @@ _IPERF2_CSV = re.compile(r"^\d{14}(?:\.\d+)?[^,]*,[^,]*,-?\d*,[^,]*,-?\d*,-?\d+,
 def _guess(text: str) -> list[str]:
     head = text[:200_000]
     out = []
-    if re.search(r'^\{', head, re.M) and '"start"' in head and re.search(r'"version":\s*"iperf 3|"intervals"|"error"', head):
+    if re.search(r'^\{', head, re.M) and '"start"' in head and \
+            re.search(r'"version":\s*"iperf 3|"intervals"|"error"', head):
         out.append("iperf3-json")
     if '"fio version"' in head:
         out.append("fio-json")
@@ -41,8 +42,8 @@ def _guess(text: str) -> list[str]:
     if re.search(r"\[\s*(\d+|SUM)\].*sec\s+[\d.]+\s+[KMGT]?Bytes", head):
         iperf2 = ("Write/Err" in head or "Read/Err" in head or "Client connecting to" in head
                   or "Server listening on" in head or re.search(r"\d\.\d{4}-\d+\.\d{4} sec", head))
-        iperf3 = ("Connecting to host" in head or "iperf Done" in head or re.search(r"(sender|receiver)\s*$", head, re.M)
-                  or "Accepted connection from" in head)
+        iperf3 = ("Connecting to host" in head or "iperf Done" in head
+                  or re.search(r"(sender|receiver)\s*$", head, re.M) or "Accepted connection from" in head)
         out.append("iperf3-text" if iperf3 and not (iperf2 and not iperf3) else "iperf2-text")
     return out
 

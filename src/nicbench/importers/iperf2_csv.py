@@ -65,7 +65,7 @@ def parse(text: str, name: str, *, role: Role | None = None, server_port: int | 
     flows = {iv.flow for iv in rep.intervals} | {k.split(".")[0] for k in rep.totals}
     d = {traffic.direction_of(f, role) for f in flows}
     streams = max((iv.streams for iv in rep.intervals), default=1)
-    dropped = []
+    dropped: list[str] = []
     bad = [ln for ln in lines if ln.bps > 0 and ln.end > ln.start
            and abs(ln.bytes * 8 / (ln.end - ln.start) - ln.bps) > 0.05 * ln.bps and ln.end - ln.start >= 1]
     if bad:

@@ -37,7 +37,7 @@ def _tcp_totals(end: dict, is_server: bool, own_sends: bool, role: Role, name: s
         d = traffic.direction_of(flow, role)
         if side == "sender" and nbytes == 0 and d == "rx":
             continue        # a receiving process's empty "sender" entry: it measured nothing there
-        retr = [p["retransmits"] for p in parts if "retransmits" in p]
+        retr = [p["retransmits"] for p in parts if p.get("retransmits") is not None]
         out[(d, side)] = traffic.Total(
             bytes=nbytes, seconds=secs, t0=t0,
             retransmits=sum(finite(r, "retransmits", name) for r in retr) if retr else None, streams=len(parts))
@@ -49,7 +49,8 @@ def _udp_total(s: dict, name: str, streams: int) -> traffic.Total:
         return finite(s[k], f"end.{k}", name) if s.get(k) is not None else None
     jit = opt("jitter_ms")
     return traffic.Total(bytes=finite(s.get("bytes", 0), "end.sum.bytes", name),
-                         seconds=finite(s.get("end", 0), "end.sum.end", name) - finite(s.get("start", 0), "start", name),
+                         seconds=finite(s.get("end", 0), "end.sum.end", name)
+                         - finite(s.get("start", 0), "start", name),
                          t0=finite(s.get("start", 0), "end.sum.start", name), packets=opt("packets"),
                          lost=opt("lost_packets"), jitter_s=jit / 1000 if jit is not None else None,
                          out_of_order=opt("out_of_order"), streams=streams)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..core.errors import InputError
 from ..tools.base import FlowInterval
 from . import traffic
-from .model import ParsedFile, Role
+from .model import Kind, ParsedFile, Role
 
 FORMAT = "iperf3-text"
 _BYTES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -26,7 +26,8 @@ _LINE = re.compile(
     r"^\[\s*(?P<id>\d+|SUM)\](?:\[(?P<tag>[TR]X-[CS])\])?\s+(?P<a>\d+\.\d+)-\s*(?P<b>\d+\.\d+)\s+sec\s+"
     r"(?P<xfer>\d+(?:\.\d+)?)\s+(?P<xu>[KMGT]?)Bytes\s+(?P<rate>\d+(?:\.\d+)?)\s+(?P<ru>[KMGT]?)bits/sec"
     r"(?P<rest>.*)$")
-_UDP = re.compile(r"(?P<jit>\d+(?:\.\d+)?)\s+ms\s+(?P<lost>-?\d+)/\s*(?P<tot>\d+)\s+\(")
+# bounded and anchored on a non-digit: a 2 MB run of digits must not backtrack quadratically
+_UDP = re.compile(r"(?<![\d.])(?P<jit>\d{1,12}(?:\.\d{1,12})?)\s+ms\s+(?P<lost>-?\d{1,15})/\s*(?P<tot>\d{1,15})\s+\(")
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def parse(text: str, name: str, *, role: Role | None = None, peer: bool = False,
                          hint="import the whole output of iperf3, or run it with -J")
     streams = {ln.ident for ln in ls if ln.ident != "SUM"}
     multi = len(streams) > 1 or any(ln.ident == "SUM" for ln in ls)
-    kind = "udp" if udp else "tcp"
+    kind: Kind = "udp" if udp else "tcp"
     ivs: list[FlowInterval] = []
     totals: dict[tuple[str, str], traffic.Total] = {}
     for ln in ls:
@@ -127,7 +128,7 @@ def parse(text: str, name: str, *, role: Role | None = None, peer: bool = False,
                                     retransmits=ln.retransmits, packets=ln.packets, lost=ln.lost,
                                     jitter_s=ln.jitter_s))
     ver = re.search(r"iperf (3\.\d+(?:\.\d+)?)", text)
-    params = {"direction": "bidir" if bidir else ("rx" if (role == "server") != rev else "tx"),
+    params: dict[str, object] = {"direction": "bidir" if bidir else ("rx" if (role == "server") != rev else "tx"),
               "streams": len(streams) or 1, "protocol": kind.upper(), "engine": "iperf3"}
     if ivs:
         params["duration"] = max(iv.end for iv in ivs if not iv.omitted) if any(not iv.omitted for iv in ivs) else None

@@ -11,14 +11,14 @@ import io
 import re
 
 from ..core.errors import InputError
-from .model import ParsedFile, finite, no_point, sample
+from .model import Kind, ParsedFile, finite, no_point, sample
 
 FORMAT = "netperf-text"
 HINT = "run netperf with -- -o (or -k) and save its output"
 _TEST = re.compile(r"^(?:MIGRATED )?(.+?) TEST from", re.M)
 _LAT = {"50th Percentile Latency Microseconds": "p50", "90th Percentile Latency Microseconds": "p90",
         "99th Percentile Latency Microseconds": "p99", "Mean Latency Microseconds": "mean"}
-_KEYS = {"THROUGHPUT": "Throughput", "THROUGHPUT_UNITS": "Throughput Units", "P50_LATENCY": _LAT and
+_KEYS = {"THROUGHPUT": "Throughput", "THROUGHPUT_UNITS": "Throughput Units", "P50_LATENCY":
          "50th Percentile Latency Microseconds", "P90_LATENCY": "90th Percentile Latency Microseconds",
          "P99_LATENCY": "99th Percentile Latency Microseconds", "MEAN_LATENCY": "Mean Latency Microseconds",
          "ELAPSED_TIME": "Elapsed Time (sec)"}
@@ -28,7 +28,7 @@ def _fields(text: str, name: str) -> tuple[dict[str, str], list[str]]:
     notes: list[str] = []
     kv = dict(re.findall(r"^([A-Z_0-9]+)=(.*)$", text, re.M))
     if kv:
-        return {_KEYS.get(k, k): v.strip() for k, v in kv.items()}, notes
+        return {str(_KEYS.get(k) or k): v.strip() for k, v in kv.items()}, notes
     lines = [ln for ln in text.splitlines() if ln.strip()]
     for i, ln in enumerate(lines[:-1]):
         if ln.startswith("Throughput,") or ",Throughput," in ln:
@@ -82,7 +82,7 @@ def parse(text: str, name: str) -> ParsedFile:
                 v = finite(f[k], k, name) / 1e6
                 totals[f"latency.{label}"] = v
                 samples.append(sample(f"rr.latency.{label}", v, "s", 0.0, secs, **tags))
-        kind = "rr"
+        kind: Kind = "rr"
     else:
         scale = {"10^6bits/s": 1e6, "10^9bits/s": 1e9, "10^3bits/s": 1e3, "bits/s": 1.0}.get(unit)
         if scale is None:

@@ -110,7 +110,7 @@ def _stamp(text: str) -> float:
         t = _dt.datetime.strptime(m.group(1), "%Y%m%d%H%M%S")
         frac = float(m.group(2)) if m.group(2) else 0.0
         if zone in ("UTC", "GMT", "Z"):
-            return t.replace(tzinfo=_dt.timezone.utc).timestamp() + frac
+            return t.replace(tzinfo=_dt.UTC).timestamp() + frac
         if zone[0] in "+-":
             off = _dt.timedelta(hours=int(zone[1:3]), minutes=int(zone[3:5])) * (1 if zone[0] == "+" else -1)
             return t.replace(tzinfo=_dt.timezone(off)).timestamp() + frac
@@ -226,7 +226,7 @@ def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
     totals: dict[str, int] = {}
     spans: dict[str, float] = {}
     udp: dict[str, tuple[float, ...]] = {}
-    for key, fl in by_flow.items():
+    for _key, fl in by_flow.items():
         if server_ip is not None and fl[0].sport != port:
             flow = "fwd" if (fl[0].dst == server_ip and fl[0].dport == port) else "rev"
         else:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ..core.errors import ToolError
 from .base import FlowInterval, ToolInfo, parse_version
@@ -205,7 +206,7 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
             groups.setdefault((flow, side), []).append((s0, s1, st))
         ends = []
         for (flow, side), sts in sorted(groups.items()):
-            retr = [x[2]["retransmits"] for x in sts if "retransmits" in x[2]]
+            retr = [x[2]["retransmits"] for x in sts if x[2].get("retransmits") is not None]
             s0 = min(x[0] for x in sts)
             s1 = max(x[1] for x in sts)
             ends.append(s1)
