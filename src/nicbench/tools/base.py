@@ -45,6 +45,9 @@ class FlowInterval:
     retransmits: int | None = None
     abs_start: float | None = None
     by_peer: bool = False     # measured by the other end (iperf3 --get-server-output), on its own clock
+    packets: int | None = None        # UDP datagrams in the interval
+    lost: int | None = None           # UDP datagrams the receiver counted as lost
+    jitter_s: float | None = None     # UDP jitter the receiver reported, seconds
 
 
 def parse_version(text: str) -> tuple[int, ...]:

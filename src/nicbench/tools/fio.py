@@ -10,6 +10,7 @@ latency in ns, measured after ``ramp_time`` for ``runtime`` ms.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -78,16 +79,32 @@ def _io(d: dict) -> IoStats:
                    {k: float(clat[k]) for k in ("min", "max", "mean", "stddev") if k in clat}, pct)
 
 
+def find_document(text: str) -> dict:
+    """fio's JSON document in ``text``: the first object opening at a line start
+    that parses and names "fio version" (logs around it may hold braces, and
+    ``--output-format=json,normal`` appends text)."""
+    dec = json.JSONDecoder()
+    err = None
+    for m in re.finditer(r"^[ \t]*\{", text, re.M):
+        try:
+            obj, _ = dec.raw_decode(text, m.end() - 1)
+        except json.JSONDecodeError as e:
+            err = err or f"{e.msg} at char {e.pos}"
+            continue
+        except RecursionError:
+            raise ToolError("fio JSON is nested too deeply to be fio output") from None
+        if isinstance(obj, dict) and "fio version" in obj:
+            return obj
+    if err:
+        raise ToolError(f"fio JSON not understood: {err}: {tail(text)}")
+    raise ToolError(f"fio printed no JSON: {tail(text) or 'no output'}")
+
+
 def parse(text: str) -> FioReport:
     """The JSON document of one fio run; ToolError when there is none."""
     errors = tuple(ln.strip() for ln in text.splitlines()
                    if ln.startswith("fio: ") and "connected to" not in ln)
-    if "{" not in text or "}" not in text:
-        raise ToolError(f"fio printed no JSON: {tail(text) or 'no output'}")
-    try:
-        d = json.loads(text[text.index("{"):text.rindex("}") + 1])
-    except json.JSONDecodeError as e:
-        raise ToolError(f"fio JSON not understood: {e}: {tail(text)}") from None
+    d = find_document(text)
     jobs = tuple(Job(str(j.get("jobname")), int(j.get("error", 0)), _io(j.get("read", {})), _io(j.get("write", {})),
                      float(j.get("usr_cpu", 0.0)), float(j.get("sys_cpu", 0.0))) for j in d.get("jobs", []))
     return FioReport(jobs, d.get("timestamp_ms"), errors)
