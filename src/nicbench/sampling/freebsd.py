@@ -7,9 +7,10 @@
 - ``netstat -ibdn`` / ``netstat -I IF -bdn``: one ``<Link#N>`` row per
   interface carries its counters (Ipkts Ierrs Idrop Ibytes Opkts Oerrs
   Obytes Coll [Drop]); address rows repeat per-address counts or ``-``.
-- ``netstat -s -p tcp``: the tcpstat counters as text (usr.bin/netstat/inet.c
-  ``tcp_stats``), keyed here by netstat's own libxo names.
-- ``vmstat -i``: interrupts, totals only (FreeBSD gives no per-CPU split).
+
+The host sampler also keeps the raw text of ``netstat -s -p tcp`` and
+``vmstat -i`` on FreeBSD; no parser reads them yet, because no recorded
+output of either from a FreeBSD host was found to test one on.
 
 Every parser raises only :class:`ToolError` (a layout it cannot split safely).
 """
@@ -33,7 +34,14 @@ def _strip_name(text: str, name: str) -> str:
 
 
 def parse_cp_times(text: str) -> dict[str, CpuTimes]:
-    """Per-CPU ticks ("0", "1", ...) and their sum as "all"."""
+    """Per-CPU ticks ("0", "1", ...) and their sum as "all".
+
+    The kernel prints ``kern.smp.maxid + 1`` blocks, so a CPU that is not
+    running (hyper-threading disabled, ``kern.smp.disabled``) shows as a
+    block of zeros -- a machine with 16 of 32 CPUs up prints 16 such blocks
+    (prometheus/node_exporter#2025).  A CPU that runs has counted idle or
+    busy ticks since boot: all-zero blocks are left out, not reported as
+    CPUs that did nothing."""
     body = _strip_name(text, "kern.cp_times")
     try:
         vals = [int(x) for x in body.split()]
@@ -46,6 +54,8 @@ def parse_cp_times(text: str) -> dict[str, CpuTimes]:
     total = dict.fromkeys(CP_STATES, 0)
     for i in range(0, len(vals), len(CP_STATES)):
         ticks = dict(zip(CP_STATES, vals[i:i + len(CP_STATES)], strict=True))
+        if not any(ticks.values()):
+            continue
         out[str(i // len(CP_STATES))] = CpuTimes(str(i // len(CP_STATES)), ticks)
         for k, v in ticks.items():
             total[k] += v
@@ -96,124 +106,4 @@ def parse_netstat_i(text: str) -> dict[str, IfCounters]:
             elif v != "-":
                 raise ToolError(f"netstat -i: {name} {c} is {v!r}, not a count", where="netstat -i")
         out[name] = IfCounters(name, vals)
-    return out
-
-
-# -- netstat -s -p tcp ------------------------------------------------------
-# Each line of FreeBSD's tcp_stats (usr.bin/netstat/inet.c) as a pattern
-# with the libxo names of its numbers.  Plurals vary with the count
-# ("1 packet" / "2 packets"), hence "s?" and "(?:y|ies)".
-_TCP_LINES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (r"# packets? sent", ("sent-packets",)),
-    (r"# data packets? \(# bytes?\)", ("sent-data-packets", "sent-data-bytes")),
-    (r"# data packets? \(# bytes?\) retransmitted", ("sent-retransmitted-packets", "sent-retransmitted-bytes")),
-    (r"# data packets? unnecessarily retransmitted", ("sent-unnecessary-retransmitted-packets",)),
-    (r"# resends? initiated by MTU discovery", ("sent-resends-by-mtu-discovery",)),
-    (r"# ack-only packets? \(# delayed\)", ("sent-ack-only-packets", "sent-packets-delayed")),
-    (r"# URG only packets?", ("sent-urg-only-packets",)),
-    (r"# window probe packets?", ("sent-window-probe-packets",)),
-    (r"# window update packets?", ("sent-window-update-packets",)),
-    (r"# control packets?", ("sent-control-packets",)),
-    (r"# packets? received", ("received-packets",)),
-    (r"# acks? \(for # bytes?\)", ("received-ack-packets", "received-ack-bytes")),
-    (r"# duplicate acks?", ("received-duplicate-acks",)),
-    (r"# acks? for unsent data", ("received-acks-for-unsent-data",)),
-    (r"# packets? \(# bytes?\) received in-sequence", ("received-in-sequence-packets", "received-in-sequence-bytes")),
-    (r"# completely duplicate packets? \(# bytes?\)",
-     ("received-completely-duplicate-packets", "received-completely-duplicate-bytes")),
-    (r"# old duplicate packets?", ("received-old-duplicate-packets",)),
-    (r"# packets? with some dup\. data \(# bytes? duped\)",
-     ("received-some-duplicate-packets", "received-some-duplicate-bytes")),
-    (r"# out-of-order packets? \(# bytes?\)", ("received-out-of-order", "received-out-of-order-bytes")),
-    (r"# packets? \(# bytes?\) of data after window",
-     ("received-after-window-packets", "received-after-window-bytes")),
-    (r"# window probes?", ("received-window-probes",)),
-    (r"# packets? received after close", ("received-after-close-packets",)),
-    (r"# discarded for bad checksums?", ("discard-bad-checksum",)),
-    (r"# discarded for bad header offset fields?", ("discard-bad-header-offset",)),
-    (r"# discarded because packet too short", ("discard-too-short",)),
-    (r"# discarded due to memory problems", ("discard-memory-problems",)),
-    (r"# connection requests?", ("connection-requests",)),
-    (r"# connection accepts?", ("connections-accepts",)),
-    (r"# bad connection attempts?", ("bad-connection-attempts",)),
-    (r"# listen queue overflows?", ("listen-queue-overflows",)),
-    (r"# ignored RSTs in the windows?", ("ignored-in-window-resets",)),
-    (r"# connections? established \(including accepts\)", ("connections-established",)),
-    (r"# connections? closed \(including # drops?\)", ("connections-closed", "connection-drops")),
-    (r"# embryonic connections? dropped", ("embryonic-connections-dropped",)),
-    (r"# segments? updated rtt \(of # attempts?\)", ("segments-updated-rtt", "segment-update-attempts")),
-    (r"# retransmit timeouts?", ("retransmit-timeouts",)),
-    (r"# connections? dropped by rexmit timeout", ("connections-dropped-by-retransmit-timeout",)),
-    (r"# persist timeouts?", ("persist-timeout",)),
-    (r"# connections? dropped by persist timeout", ("connections-dropped-by-persist-timeout",)),
-    (r"# Connections? \(fin_wait_2\) dropped because of timeout", ("connections-dropped-by-finwait2-timeout",)),
-    (r"# keepalive timeouts?", ("keepalive-timeout",)),
-    (r"# keepalive probes? sent", ("keepalive-probes",)),
-    (r"# connections? dropped by keepalive", ("connections-dropped-by-keepalives",)),
-    (r"# correct ACK header predictions?", ("ack-header-predictions",)),
-    (r"# correct data packet header predictions?", ("data-packet-header-predictions",)),
-    (r"# syncache entr(?:y|ies) added", ("syncache-entries-added",)),
-    (r"# SACK recovery episodes?", ("sack-recovery-episodes",)),
-    (r"# segment rexmits? in SACK recovery episodes", ("sack-segment-retransmits",)),
-    (r"# byte rexmits? in SACK recovery episodes", ("sack-byte-retransmits",)),
-    (r"# SACK options? \(SACK blocks\) received", ("sack-received-blocks",)),
-    (r"# SACK options? \(SACK blocks\) sent", ("sack-sent-option-blocks",)),
-    (r"# SACK scoreboard overflow", ("sack-scoreboard-overflows",)),
-    (r"# packets? with ECN CE bit set", ("ecn-ce-packets",)),
-    (r"# successful ECN handshakes?", ("ecn-handshakes",)),
-    (r"# times? ECN reduced the congestion window", ("ecn-congestion-reductions",)),
-)
-_TCP_RX = tuple((re.compile("^" + p.replace("#", r"(\d+)") + "$"), keys) for p, keys in _TCP_LINES)
-_WINDOW_UPDATE = re.compile(r"^(\d+) window update packets?$")
-
-
-def parse_netstat_s_tcp(text: str) -> dict[str, dict[str, int]]:
-    """``{"Tcp": {"OutSegs": ..., "RetransSegs": ...}, "FreeBSD.tcp": {libxo name: count}}``.
-
-    ``FreeBSD.tcp`` holds every line this parser knows, by netstat's own
-    libxo names; lines it does not know are left out.  ``Tcp`` holds the
-    two counters whose meaning matches Linux's /proc/net/snmp, so
-    :func:`nicbench.sampling.netstat.watched` reads both OSes alike:
-    RetransSegs = data packets retransmitted (tcps_sndrexmitpack), OutSegs =
-    packets sent less those (tcps_sndtotal counts retransmissions; Linux's
-    OutSegs does not).  A "window update packets" line is the sender's when
-    it comes before "packets received", the receiver's after."""
-    if "tcp:" not in text:
-        raise ToolError("netstat -s -p tcp printed no 'tcp:' section", where="netstat -s -p tcp")
-    vals: dict[str, int] = {}
-    received = False
-    for raw in text.splitlines():
-        line = " ".join(raw.split())
-        m = _WINDOW_UPDATE.match(line)
-        if m:
-            vals["received-window-update-packets" if received else "sent-window-update-packets"] = int(m.group(1))
-            continue
-        for rx, keys in _TCP_RX:
-            m = rx.match(line)
-            if m:
-                vals.update(zip(keys, (int(g) for g in m.groups()), strict=True))
-                received = received or keys[0] == "received-packets"
-                break
-    out: dict[str, dict[str, int]] = {"FreeBSD.tcp": vals}
-    linux: dict[str, int] = {}
-    if "sent-retransmitted-packets" in vals:
-        linux["RetransSegs"] = vals["sent-retransmitted-packets"]
-        if "sent-packets" in vals:
-            linux["OutSegs"] = vals["sent-packets"] - vals["sent-retransmitted-packets"]
-    out["Tcp"] = linux
-    return out
-
-
-def parse_vmstat_i(text: str) -> dict[str, tuple[dict[str, int], str]]:
-    """``vmstat -i``: interrupt name -> ({"all": total}, "") in the shape of
-    :func:`nicbench.sampling.netstat.parse_interrupts` (FreeBSD reports no
-    per-CPU split, and the rate column is an average since boot: left out)."""
-    out: dict[str, tuple[dict[str, int], str]] = {}
-    for ln in text.splitlines():
-        f = ln.split()
-        if len(f) < 3 or not (f[-1].isdigit() and f[-2].isdigit()) or f[0] == "Total":
-            continue
-        out[" ".join(f[:-2])] = ({"all": int(f[-2])}, "")
-    if not out:
-        raise ToolError("vmstat -i listed no interrupts", where="vmstat -i")
     return out
