@@ -100,7 +100,7 @@ def test_a_run_end_to_end_on_fake_hosts_is_stored_and_reported(tmp_path):
     r.close()
     view = load_run(out.run_dir)
     assert [t.status for t in view.trials] == ["ok", "ok"]
-    assert view.points[0].median == pytest.approx(view.trials[0].gbps)
+    assert view.points[0].median == pytest.approx(sum(t.gbps for t in view.trials) / 2)    # median of 2 repeats
     assert render(view).exists()
 
 
