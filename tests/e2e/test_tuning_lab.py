@@ -240,6 +240,45 @@ def test_ctrl_c_mid_run_restores_host_wide_tuning(tmp_path):
     assert not list(env_dir.glob("*.json"))
 
 
+def test_more_signals_during_clean_up_do_not_cut_it_short(tmp_path):
+    """Ctrl-C, then a volley of SIGTERM and SIGINT while the run cleans up
+    (the audit's case: a second signal landed in the restore): the tuning is
+    restored all the same, the lab is gone, the run says it was interrupted."""
+    from helpers import namespaces, nicbench
+    from nicbench.store.runs import RunReader
+    orig = Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip()
+    plan = tmp_path / "long.toml"
+    plan.write_text('tuning = "t"\n' + plan_text("long", "e2ew", clients=2, duration=30, omit=0)
+                    + '[profiles.t]\n[[profiles.t.settings]]\nkind = "sysctl"\n'
+                      'key = "net.core.netdev_max_backlog"\nvalue = 3457\n'
+                      '[[profiles.t.settings]]\nkind = "sysctl"\nkey = "net.ipv4.tcp_timestamps"\nvalue = 0\n')
+    env = {**os.environ, "NICBENCH_RESTORE_DIR": str(tmp_path / "restore")}
+    p = nicbench("run", plan, "--store", tmp_path / "store", "--host-wide", env=env)
+    deadline = time.time() + 30
+    while Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() != "3457":
+        assert time.time() < deadline and p.poll() is None
+        time.sleep(0.05)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    for i in range(40):                     # 0.8 s of signals: they land in the clean-up
+        time.sleep(0.02)
+        if p.poll() is not None:
+            break
+        p.send_signal(signal.SIGTERM if i % 2 else signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    # clean-up finished and the run said so; a signal after that may end the process
+    # before it exits by itself (nothing is left to undo then)
+    assert p.returncode in (130, -signal.SIGINT, -signal.SIGTERM), err
+    assert "interrupted:" in err and "finished points are stored" in err, err
+    assert "during clean-up: finishing it first" in err, err      # the volley did reach the clean-up
+    assert "Traceback" not in err and "nicbench: clean-up:" not in err, err       # no step failed
+    assert Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() == orig
+    assert not list((tmp_path / "restore").glob("*.json"))
+    assert namespaces("e2ew") == []
+    [run_dir] = (tmp_path / "store").iterdir()
+    assert RunReader(run_dir).meta()["status"] == "interrupted"
+
+
 def test_a_run_refuses_to_stack_on_tuning_already_in_force(lab, tmp_path):
     from nicbench.core.errors import PreflightError
     before = state(lab)

@@ -14,11 +14,13 @@ import os
 import platform
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any, Protocol
 
 from .. import __version__
@@ -87,25 +89,58 @@ def cpu_facts() -> dict:
                             "/proc/softirqs."}
 
 
-def _quietly(step) -> None:
-    """Run one clean-up step; its failure must not stop the next one."""
+def _quietly(what: str, step: Callable[[], object], undo: str) -> bool:
+    """Run one clean-up step; its failure must not stop the next one, and is
+    said with what is left undone and how to undo it."""
     try:
         step()
+        return True
     except Exception as e:  # noqa: BLE001 - reported, and the next step still runs
-        print(f"nicbench: clean-up step failed: {e}", file=sys.stderr)
+        msg = e.one_line().removeprefix("nicbench: ") if isinstance(e, NicbenchError) else f"{type(e).__name__}: {e}"
+        print(f"nicbench: clean-up: {what} failed: {msg} (left undone: {undo})", file=sys.stderr)
+        return False
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (and SIGHUP) take the same clean-up path as Ctrl-C."""
-    def handler(signum, frame):  # noqa: ARG001
-        raise KeyboardInterrupt
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+def _handlers(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """``handler`` for SIGINT, SIGTERM and SIGHUP while the block runs.  Only
+    the main thread may set handlers (a run started from another thread keeps
+    Python's own: Ctrl-C reaches the main thread as usual)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, handler) for s in _STOP_SIGNALS}
     try:
         yield
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+class StopSignals:
+    """A run's SIGINT, SIGTERM and SIGHUP.  The first one interrupts the run
+    (KeyboardInterrupt: the same clean-up path as Ctrl-C); every later one,
+    and any while clean-up runs, is noted and said, never raised, so Ctrl-C
+    again or a service manager's SIGTERM cannot leave tuning half-restored or
+    a lab up.  (Blocking the signals in the main thread is not enough: the
+    kernel then hands a process-wide signal to another thread, and Python
+    runs the handler in the main thread all the same.)"""
+
+    def __init__(self) -> None:
+        self.got: list[int] = []
+        self.shielded = False
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        self.got.append(signum)
+        if not self.shielded:
+            self.shielded = True
+            raise KeyboardInterrupt
+        if len(self.got) <= 2:
+            print(f"nicbench: {signal.Signals(signum).name} during clean-up: finishing it first "
+                  "(tuning, processes, lab)", file=sys.stderr)
 
 
 def gather_facts(hosts: list[tuple[Transport, str, list[str]]],
@@ -211,6 +246,7 @@ class _Run:
     ok: int = 0
     failed: int = 0
     status: str = "failed"
+    signals: StopSignals = field(default_factory=StopSignals)
 
 
 def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
@@ -222,7 +258,7 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
     progress = progress or NoProgress()
     trial_list = plan_trials(plan)
     r = _Run(plan, host_wide)
-    with sigterm_as_interrupt():
+    with _handlers(r.signals.handle):
         try:
             r.opened = hosts_for(plan)
             r.study = runner(plan, r.opened.hosts)
@@ -330,30 +366,33 @@ def _clean_up(r: _Run, progress: ProgressSink, keep_lab: bool) -> None:
     """Whatever happened: the study stopped, tuning restored (while every
     host's transport still works: over SSH, before the connections close and
     the lab's sshds go), sessions closed, the run finished, a lab this run
-    built removed.  A second Ctrl-C or SIGTERM must not cut it short: they
-    are blocked until it is done."""
-    blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
-    try:
-        _quietly(progress.end)
-        untune_error: list[str] = []
-        w, st = r.writer, r.study
-        if r.started and st is not None and w is not None:
-            _quietly(lambda: w.write_raws(st.stop(r.env, w.raw_dir(st.kind))))
-        if r.tuned:
-            try:
-                untune(r.tuned, r.host_wide)
-            except Exception as e:  # noqa: BLE001 - recorded with the run, and the hosts still go
-                untune_error.append(str(e))
-                print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
-        o = r.opened
-        if o is not None:
-            _quietly(o.hosts.close)      # sessions end (remote watchdogs fire), tracked processes die
-        r.lock.release()
-        if w is not None:
-            _quietly(lambda: w.finish(r.status, ok=r.ok, failed=r.failed,
-                                      **({"untune_error": untune_error[0]} if untune_error else {})))
-        if o is not None:
-            _quietly(lambda: o.remove_lab(keep_lab))
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
+    built removed.  Signals arriving meanwhile cannot cut it short
+    (:class:`StopSignals`); a step that fails says what it left and how to undo it."""
+    r.signals.shielded = True
+    lab = r.opened.lab.spec.name if r.opened is not None and r.opened.lab is not None else None
+    lab_down = f"nicbench lab down {lab}" if lab else "kill the run's processes on its hosts"
+    _quietly("closing the progress display", progress.end, "nothing")
+    untune_error: list[str] = []
+    w, st = r.writer, r.study
+    if r.started and st is not None and w is not None:
+        _quietly(f"stopping the {st.kind} study's own processes",
+                 lambda: w.write_raws(st.stop(r.env, w.raw_dir(st.kind))),
+                 f"its server processes and temporary files: {lab_down}")
+    if r.tuned:
+        try:
+            untune(r.tuned, r.host_wide)
+        except Exception as e:  # noqa: BLE001 - recorded with the run, and the hosts still go
+            untune_error.append(str(e))
+            print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
+    o = r.opened
+    if o is not None:
+        # sessions end (remote watchdogs fire), tracked processes die
+        _quietly("ending the hosts' sessions and processes", o.hosts.close, lab_down)
+    r.lock.release()
+    if w is not None:
+        _quietly("closing the run in the store",
+                 lambda: w.finish(r.status, ok=r.ok, failed=r.failed,
+                                  **({"untune_error": untune_error[0]} if untune_error else {})),
+                 "the run's status: its finished points are stored")
+    if o is not None:
+        _quietly("removing the lab this run built", lambda: o.remove_lab(keep_lab), lab_down)
