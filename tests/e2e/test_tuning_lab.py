@@ -245,6 +245,7 @@ def test_more_signals_during_clean_up_do_not_cut_it_short(tmp_path):
     (the audit's case: a second signal landed in the restore): the tuning is
     restored all the same, the lab is gone, the run says it was interrupted."""
     from helpers import namespaces, nicbench
+
     from nicbench.store.runs import RunReader
     orig = Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip()
     plan = tmp_path / "long.toml"
