@@ -274,7 +274,8 @@ def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec,
     port = s.https_port if scheme == "https" else s.http_port
     url = f"{scheme}://{ctx.addresses[ctx.server]}:{port}/{PAYLOAD}"
     started = time.time()
-    meta: dict = {"url": url, "engine": "wrk", "server": ctx.server, "argv": {}, "layout": []}
+    meta: dict = {"url": url, "engine": "wrk", "server": ctx.server, "argv": {}, "layout": [],
+                  "error_budget": s.error_budget}
     raws: list[RawOutput] = []
     procs: list[tuple[str, Process]] = []
     guard = PointGuard(meta, lambda: [p for _, p in procs], grace=0.5)
