@@ -114,6 +114,9 @@ class Plan(Strict):
     output: Output = Field(default_factory=Output)
     tuning: str | None = Field(None, description="a tuning profile applied before the first point, "
                                                  "restored after the last")
+    on_tuning_drift: Literal["fail", "flag"] = Field(
+        "fail", description="a setting of the applied profile that someone else changes during the run: fail the "
+                            "point it is found after, or flag it (a warning with the point)")
     profiles: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")], Profile] = Field(default_factory=dict)
     inventory: str | None = Field(None, description="an Ansible inventory (INI or YAML) the hosts come from, "
                                                     "relative to the plan")

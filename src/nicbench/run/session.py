@@ -18,13 +18,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
 from .. import __version__
-from ..core.errors import Interrupted, LabError, NicbenchError, PreflightError
+from ..core.errors import Interrupted, NicbenchError, PreflightError
 from ..hosts.base import Hosts
 from ..hosts.facts import collect_quietly
 from ..hosts.transport import LocalTransport, Transport, each_host
@@ -33,16 +33,17 @@ from ..plan.model import Plan
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from ..store.runs import RunWriter, new_run_id
 from ..tuning.apply import apply as tune_apply
-from ..tuning.apply import restore as tune_restore
+from ..tuning.apply import restore_targets
 from ..tuning.audit import audit as tune_audit
+from ..tuning.audit import drift as tuning_drift
 from ..tuning.lock import TuningLock
 from ..tuning.profile import Profile
 from ..tuning.profile import load as load_profile
 from ..tuning.restorefile import in_force
-from ..tuning.types import Target
+from ..tuning.types import Row, Target, TuningPlan
 from .hosts import OpenedHosts, open_hosts
 from .kit import PointEnv
-from .study import Preflight, RunnerFactory, StudyRunner
+from .study import Preflight, RunnerFactory, StudyRunner, TrialOutcome
 
 
 class ProgressSink(Protocol):
@@ -200,33 +201,33 @@ def timestamps(facts: list[tuple[HostFacts, str]], hosts: list[str]) -> dict[str
 
 def tune_for_run(plan: Plan, profile: Profile, targets: list[Target], facts: list[tuple[HostFacts, str]],
                  fact_hosts: list[tuple[Transport, str, list[str]]], tools: list[str],
-                 host_wide: bool) -> tuple[dict[str, object], list[tuple[HostFacts, str]], dict[str, list[str]]]:
-    """Apply (or only audit) the run's profile; the record of it, the facts
-    the points run with (collected again when something was changed), and
-    the tools' pinning per host."""
+                 host_wide: bool) -> tuple[TuningPlan, list[tuple[HostFacts, str]]]:
+    """Apply (or only audit) the run's profile: all or nothing.  A setting
+    that is not in force on a host afterwards (refused, missing, unknown)
+    stops the run before its first point unless the profile marks it
+    optional; the clean-up then restores what was applied.  Returns the
+    audit with each row's outcome, and the facts the points run with
+    (collected again when something was changed)."""
     apply_it = not profile.audit_only
     result = (tune_apply if apply_it else tune_audit)(profile, targets, host_wide=host_wide)
-    if apply_it:
-        facts = gather_facts(fact_hosts, tools)
-    return {"profile": plan.tuning or "stock", "host_wide": host_wide, "applied": apply_it,
+    if not apply_it:
+        return result, facts
+    missing = [r for r in result.rows if r.not_in_force and not r.optional]
+    if missing:
+        raise PreflightError(
+            "tuning profile not in force, so no point runs: " + "; ".join(
+                f"{r.host} {r.setting}: {r.status}{f' ({r.note})' if r.note else ''}" for r in missing),
+            where=f"tuning profile {plan.tuning}",
+            hint="what was applied is restored now; mark a setting optional = true if the run may go on "
+                 "without it")
+    return result, gather_facts(fact_hosts, tools)
+
+
+def tuning_record(plan: Plan, result: TuningPlan, host_wide: bool, applied: bool) -> dict[str, object]:
+    """What the run's info keeps of its tuning."""
+    return {"profile": plan.tuning or "stock", "host_wide": host_wide, "applied": applied,
             "from_plan": bool(plan.tuning), "rows": [r.to_dict() for r in result.rows],
-            "pinning": result.pin_cpus}, facts, result.pin
-
-
-def untune(targets: list[Target], host_wide: bool) -> None:
-    """Restore every target (and the machine, if host-wide settings were applied)."""
-    groups = [(t.transport, t.restore_id) for t in targets]
-    if host_wide:
-        groups.append((LocalTransport("machine"), "machine"))
-    errors = []
-    for tr, rid in groups:
-        try:
-            tune_restore(tr, rid)
-        except NicbenchError as e:
-            errors.append(e.one_line())
-    if errors:
-        raise LabError("tuning not fully restored: " + "; ".join(errors), where="tuning",
-                       hint="run 'nicbench tune restore' (the restore files are kept)")
+            "pinning": result.pin_cpus, "on_drift": plan.on_tuning_drift}
 
 
 @dataclass
@@ -240,6 +241,7 @@ class _Run:
     writer: RunWriter | None = None
     env: PointEnv = field(default_factory=PointEnv)
     tuned: list[Target] = field(default_factory=list)
+    applied: list[Row] = field(default_factory=list)         # the profile's rows as the apply left them
     lock: TuningLock = field(default_factory=TuningLock)
     warnings: list[str] = field(default_factory=list)
     started: bool = False
@@ -274,7 +276,7 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
             progress.begin(info.run_id, len(trial_list), info.meta)
             for t in trial_list:
                 progress.trial_start(t)
-                out = r.study.trial(r.env, t, r.writer.raw_dir(t.trial_id))
+                out = _after_point(r, r.study.trial(r.env, t, r.writer.raw_dir(t.trial_id)))
                 r.writer.write_trial(out.record, out.samples, out.raws)
                 r.ok += out.record.status == "ok"
                 r.failed += out.record.status == "failed"
@@ -315,12 +317,12 @@ def _facts_and_tuning(r: _Run, pre: Preflight) -> tuple[list[tuple[HostFacts, st
                                  hint="nicbench tune restore, then run again")
         r.lock.acquire(f"run of {plan.name}")
         r.tuned = targets         # before the first change: a Ctrl-C mid-apply still restores
-    tuning, facts, pin = tune_for_run(plan, profile, targets, facts, fact_hosts, list(pre.tools), r.host_wide)
-    rows = tuning["rows"]
-    assert isinstance(rows, list)
-    r.warnings += [f"tuning: {x['host']} {x['setting']} did not take: {x['note']}"
-                   for x in rows if x["status"] == "failed"]
-    return facts, tuning, pin
+    result, facts = tune_for_run(plan, profile, targets, facts, fact_hosts, list(pre.tools), r.host_wide)
+    if not profile.audit_only:
+        r.applied = list(result.rows)
+    r.warnings += [f"tuning: {x.host} {x.setting} (optional) is not in force: {x.status}"
+                   + (f" ({x.note})" if x.note else "") for x in result.rows if x.not_in_force and x.optional]
+    return facts, tuning_record(plan, result, r.host_wide, not profile.audit_only), result.pin
 
 
 def _run_info(r: _Run, pre: Preflight, plan_text: str, facts: list[tuple[HostFacts, str]],
@@ -362,6 +364,30 @@ def _point_env(r: _Run, writer: RunWriter, facts: list[tuple[HostFacts, str]],
                     cpu_machine="machine" if hosts.shared_machine else server)
 
 
+def _after_point(r: _Run, out: TrialOutcome) -> TrialOutcome:
+    """The profile's settings read back after the point (one command per
+    host): one changed by someone else during the run fails the point, or
+    flags it, as the plan says."""
+    if not r.applied or out.record.status == "interrupted":
+        return out
+    try:
+        moved = tuning_drift(r.applied, r.tuned)
+    except NicbenchError as e:
+        moved = []
+        r.warnings.append(f"tuning could not be read back after {out.record.spec.point}: {e.message}")
+    if not moved:
+        return out
+    what = "; ".join(f"{x.host} {x.setting}: {x.note}" for x in moved)
+    rec = out.record
+    if r.plan.on_tuning_drift == "fail" and rec.status == "ok":
+        rec = replace(rec, status="failed", error=f"tuning drifted during the point: {what}",
+                      meta={**rec.meta, "tuning_drift": [x.to_dict() for x in moved]})
+    else:
+        warnings = [*(rec.meta.get("warnings") or []), f"tuning drifted during the point: {what}"]
+        rec = replace(rec, meta={**rec.meta, "warnings": warnings, "tuning_drift": [x.to_dict() for x in moved]})
+    return replace(out, record=rec)
+
+
 def _clean_up(r: _Run, progress: ProgressSink, keep_lab: bool) -> None:
     """Whatever happened: the study stopped, tuning restored (while every
     host's transport still works: over SSH, before the connections close and
@@ -378,9 +404,12 @@ def _clean_up(r: _Run, progress: ProgressSink, keep_lab: bool) -> None:
         _quietly(f"stopping the {st.kind} study's own processes",
                  lambda: w.write_raws(st.stop(r.env, w.raw_dir(st.kind))),
                  f"its server processes and temporary files: {lab_down}")
+    untune_left: list[str] = []
     if r.tuned:
         try:
-            untune(r.tuned, r.host_wide)
+            untune_left = restore_targets(r.tuned, r.host_wide)
+            for note in untune_left:
+                print(f"nicbench: tuning restore: {note}", file=sys.stderr)
         except Exception as e:  # noqa: BLE001 - recorded with the run, and the hosts still go
             untune_error.append(str(e))
             print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
@@ -392,7 +421,8 @@ def _clean_up(r: _Run, progress: ProgressSink, keep_lab: bool) -> None:
     if w is not None:
         _quietly("closing the run in the store",
                  lambda: w.finish(r.status, ok=r.ok, failed=r.failed,
-                                  **({"untune_error": untune_error[0]} if untune_error else {})),
+                                  **({"untune_error": untune_error[0]} if untune_error else {}),
+                                  **({"untune_left": untune_left} if untune_left else {})),
                  "the run's status: its finished points are stored")
     if o is not None:
         _quietly("removing the lab this run built", lambda: o.remove_lab(keep_lab), lab_down)
