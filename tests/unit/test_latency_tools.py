@@ -216,6 +216,10 @@ def test_irtt_argv_and_sizes() -> None:
     assert argv == ["timeout", "-s", "INT", "-k", "2", "20.5", "irtt", "client", "-i", "1000000ns",
                     "-d", "5000000000ns", "-l", "64", "--wait=500000000ns", "-Q", "-o", "/r/x.json",
                     "10.0.0.1:2112"]
+    busy = irtt.client_argv(target="h", size=64, interval=0.01, duration=1, out_path="x.json", timer="busy")
+    assert busy[-2:] == ["--timer=busy", "h:2112"]
+    with pytest.raises(InputError, match="unknown timer"):
+        irtt.client_argv(target="h", size=64, interval=0.01, duration=1, out_path="x.json", timer="fast")
     assert irtt.server_argv(lifetime=30)[6:] == ["irtt", "server", "-b", ":2112", "-i", "0", "-d", "30000000000ns"]
     with pytest.raises(InputError, match="must end in .json"):
         irtt.client_argv(target="h", size=64, interval=0.01, duration=1, out_path="/r/x")

@@ -77,13 +77,17 @@ def server_argv(*, port: int = DEFAULT_PORT, lifetime: float) -> list[str]:
 
 
 def client_argv(*, target: str, port: int = DEFAULT_PORT, size: int, interval: float, duration: float,
-                out_path: str, wait: float = 0.5) -> list[str]:
+                out_path: str, wait: float = 0.5, timer: str | None = None) -> list[str]:
     """One request every ``interval`` s for ``duration`` s, ``size`` bytes of
     UDP payload (irtt's header included), JSON to ``out_path`` (must end in
     ``.json``: irtt gzips anything else); then ``wait`` s for late replies.
+    ``timer``: irtt's ``--timer`` (None: its default "comp", which sleeps;
+    "busy" spins a core like sockperf's rate limiter, see bench/latency_engines.md).
     Hard-bounded by ``timeout`` (duration + wait + 15 s: connecting may take
     irtt's 1+2+4+8 s of open timeouts)."""
     check_message_size(size)
+    if timer is not None and timer.split(":")[0] not in ("simple", "comp", "hybrid", "busy"):
+        raise InputError(f"irtt: unknown timer {timer!r}", where="timer", hint="simple, comp, hybrid[:f] or busy")
     if not out_path.endswith(".json"):
         raise InputError(f"irtt: output path {out_path!r} must end in .json (irtt gzips any other name)",
                          where="out_path")
@@ -92,6 +96,8 @@ def client_argv(*, target: str, port: int = DEFAULT_PORT, size: int, interval: f
                          where="interval")
     argv = ["irtt", "client", "-i", _go_duration(interval), "-d", _go_duration(duration), "-l", str(size),
             f"--wait={_go_duration(wait)}", "-Q", "-o", out_path, f"{target}:{port}"]
+    if timer is not None:
+        argv.insert(-1, f"--timer={timer}")
     return bounded(argv, duration + wait + 15)
 
 
