@@ -265,7 +265,7 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
             r.opened = hosts_for(plan)
             r.study = runner(plan, r.opened.hosts)
             pre = r.study.preflight()
-            r.warnings = list(pre.warnings)
+            r.warnings = [*plan.warnings, *pre.warnings]
             facts, tuning, pin = _facts_and_tuning(r, pre)
             info = _run_info(r, pre, plan_text, facts, tuning)
             r.writer = RunWriter.create(store, info)
