@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -276,7 +277,7 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
             progress.begin(info.run_id, len(trial_list), info.meta)
             for t in trial_list:
                 progress.trial_start(t)
-                out = _after_point(r, r.study.trial(r.env, t, r.writer.raw_dir(t.trial_id)))
+                out = _after_point(r, _one_trial(r.study, r.env, t, r.writer))
                 r.writer.write_trial(out.record, out.samples, out.raws)
                 r.ok += out.record.status == "ok"
                 r.failed += out.record.status == "failed"
@@ -362,6 +363,26 @@ def _point_env(r: _Run, writer: RunWriter, facts: list[tuple[HostFacts, str]],
     return PointEnv(rel=writer.rel, pin=pin, nic_irqs=nic_irqs(facts, server, ifnames.get(server)), ifnames=ifnames,
                     cpu_transport=LocalTransport("machine") if hosts.shared_machine else hosts.transport(server),
                     cpu_machine="machine" if hosts.shared_machine else server)
+
+
+def _one_trial(study: StudyRunner, env: PointEnv, spec: TrialSpec, writer: RunWriter) -> TrialOutcome:
+    """One point.  A bug met while running or reading it (a parser meeting
+    output it was not written for) fails that point, with its raw outputs
+    kept and the error named; it never takes the rest of the run with it."""
+    raw_dir = writer.raw_dir(spec.trial_id)
+    started = time.time()
+    try:
+        return study.trial(env, spec, raw_dir)
+    except (KeyboardInterrupt, NicbenchError):
+        raise
+    except Exception as e:  # noqa: BLE001 - recorded with the point, and the run goes on
+        raws = [RawOutput(spec.trial_id, "", "", "", "stdout", writer.rel(p))
+                for p in sorted(raw_dir.rglob("*")) if p.is_file()]
+        rec = TrialRecord(spec, "failed", started, time.time(),
+                          f"internal error while running or reading the point: {type(e).__name__}: {e} "
+                          "(its raw outputs are kept with the run; please report this)",
+                          {"internal_error": traceback.format_exc()[-4000:]})
+        return TrialOutcome(rec, [], raws)
 
 
 def _after_point(r: _Run, out: TrialOutcome) -> TrialOutcome:
