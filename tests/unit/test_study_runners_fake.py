@@ -283,3 +283,23 @@ def test_packet_preflight_names_an_attached_xdp_program_and_missing_privileges(m
     msg = e.value.message
     assert "sink: pk0 already has an XDP program attached, id 7 (xdp_other" in msg
     assert "sink: nbgen needs CAP_NET_ADMIN, CAP_BPF, CAP_PERFMON" in msg
+
+
+def test_https_preflight_catches_an_open_files_limit_too_low_for_the_connections():
+    """The audit's case: ulimit -n 150 with 200 wrk connections surfaced as
+    nginx's 'Too many open files' mid-point."""
+    plan = parse_plan(HTTPS_PLAN.replace("connections = [4]", "connections = [4, 400]"))
+
+    def limited(n):
+        def respond(argv):
+            if argv[:2] == ["sh", "-c"] and argv[2].startswith("ulimit"):
+                return Script(f"{n}\n")
+            return https_client(argv) if argv[0] in ("wrk", "ping") else https_server(argv)
+        return respond
+    hosts = fake_hosts(plan, {"srv": limited(150), "c1": limited(150), "c2": limited(100000)})
+    with pytest.raises(PreflightError) as e:
+        HttpsRunner(plan, hosts).preflight()
+    msg = e.value.message
+    assert "c1: open-files limit is 150, wrk needs 264 for 200 connections" in msg and "c2:" not in msg
+    assert "srv: open-files limit is 150, nginx needs 864 for 400 connections" in msg
+    assert "ulimit -n" in e.value.hint

@@ -236,3 +236,37 @@ def test_an_engine_older_than_nicbench_runs_is_refused_at_preflight_with_the_rea
     assert "c1: iperf3 3.9 is older than 3.10" in msg and "garbled JSON" in msg
     assert "c2: iperf3 3.10.1 is older than 3.11" in msg and "#952" in msg      # bidir asked
     assert "srv:" not in msg
+
+
+def test_established_peers_from_a_recorded_tcp_table():
+    from nicbench.run.procnet import established_peers
+    text = fixture_text("proc", "net_tcp_established.txt")
+    assert established_peers(text, 5201) == [("198.18.7.1", 40123)]
+    assert established_peers(text, 40123) == [("127.0.0.1", 5201)]
+    assert established_peers("garbage\n 0: zz:zz yy:yy 01\n", 5201) == []
+
+
+def test_a_server_held_by_another_peer_is_named_when_the_point_hangs(tmp_path):
+    """The audit's case: an idle peer holding the one-off iperf3 server failed
+    points with 'the path may be stalled'."""
+    plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(hang=True))
+    ctx = TcpContext(ctx.study, "srv", ctx.clients, ctx.transports, {**ctx.addresses, "srv": "198.18.0.1"}, INFO)
+    table = fixture_text("proc", "net_tcp_established.txt")
+    real_read = servers["c1"].read_text
+
+    def read(path):
+        first = servers["c1"].spawned[0].pid if servers["c1"].spawned else None
+        if path == f"/proc/{first}/net/tcp":
+            return real_read(path).rstrip("\n") + "\n" + table.splitlines()[3] + "\n"   # 198.18.7.1 -> :5201
+        return real_read(path)
+    servers["c1"].read_text = read
+    rec, _, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
+    assert rec.status == "failed"
+    assert "the engine server on c1:5201 is busy with another peer, 198.18.7.1:40123" in rec.error
+
+
+def test_a_host_that_is_gone_is_named_when_the_point_hangs(tmp_path):
+    plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(hang=True))
+    servers["c1"].gone = True
+    rec, _, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
+    assert rec.status == "failed" and "c1 is unreachable" in rec.error and "path may be stalled" not in rec.error

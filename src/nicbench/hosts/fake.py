@@ -97,6 +97,7 @@ class FakeTransport:
     files: dict[str, str] = field(default_factory=dict)
     counters: Callable[[], str] | None = None    # what /proc/.../net/dev shows, read after read
     net_dev_fallback_reads: int = 0
+    gone: bool = False                           # the host became unreachable
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return list(argv)
@@ -121,6 +122,9 @@ class FakeTransport:
 
     def fd_links(self, pid: int) -> list[str]:
         return [f"socket:[{pid}]"] if any(p.pid == pid and p.script.listen for p in self.spawned) else []
+
+    def alive(self) -> bool:
+        return not self.gone
 
     def put_file(self, local: Path, text: str) -> str:
         """Like a host of its own: the run keeps ``local``, the "host" a copy of its own."""

@@ -145,6 +145,10 @@ class Transport(Protocol):
 
     def wrap(self, argv: Sequence[str]) -> list[str]: ...
 
+    def alive(self) -> bool:
+        """Can the host still be reached (its namespace exists, its SSH connection is up)?"""
+        ...
+
     def put_file(self, local: Path, text: str) -> str:
         """``text`` where this host's tools can read it; its path there.  Always
         kept at ``local`` (raw output of the run); a host that does not share
@@ -299,6 +303,9 @@ class LocalTransport:
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
 
+    def alive(self) -> bool:
+        return True
+
     def put_file(self, local: Path, text: str) -> str:
         """This machine's file system is the host's: the run's own copy is read in place."""
         local.parent.mkdir(parents=True, exist_ok=True)
@@ -348,6 +355,9 @@ class NetnsTransport(LocalTransport):
             raise PreflightError(f"command not found: {argv[0]}", where=self.host,
                                  hint="run the set-up command in README.md to install the tools")
         return r
+
+    def alive(self) -> bool:
+        return os.path.exists(f"/run/netns/{self.netns}")
 
     def read_text(self, path: str) -> str:
         if path.startswith("/proc/") and path.split("/")[2].isdigit():

@@ -24,7 +24,7 @@ from ...hosts.transport import Process, Transport, parse_gate_stamp, read_output
 from ...plan.model import Plan
 from ...plan.studies.storage import StorageStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
-from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together
+from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together, stall_causes, stalled
 from ...run.preflight import busy_ports, tool_version
 from ...run.procnet import listening
 from ...run.study import Preflight, TrialOutcome
@@ -286,9 +286,10 @@ def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
         for client, p in procs:
             if p.wait(end_by - time.monotonic()) is None:
                 tool = "iscsi-perf" if s.target == "iscsi" else "fio"
-                raise ToolError(f"{tool} on {client} still running after {limit:g}s (ramp + duration + "
-                                "timeout_margin): the target stopped answering", where=client,
-                                hint="check the target; raise study.timeout_margin if it is only slow")
+                hosts = {h: ctx.transports[h] for h in (ctx.server, client)}
+                raise stalled(f"{tool} on {client}", limit, client, stall_causes(hosts, env.ifnames),
+                              "the target stopped answering (ramp + duration + timeout_margin passed); check the "
+                              "target, or raise study.timeout_margin if it is only slow")
         samplers.last_read()
     status, error, counters = guard.status, guard.error, guard.counters
     results: dict[str, dict] = {}

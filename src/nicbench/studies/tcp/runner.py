@@ -29,9 +29,9 @@ from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, r
 from ...plan.model import Plan
 from ...plan.studies.tcp import TcpStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
-from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together
+from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together, stall_causes, stalled
 from ...run.preflight import busy_ports, reach_problems
-from ...run.procnet import listening, socket_inodes
+from ...run.procnet import established_peers, listening, socket_inodes
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
 from ...tools import iperf2, iperf3
@@ -306,9 +306,10 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
         for slot, proc in clis:
             rc = proc.wait(end_by - time.monotonic())
             if rc is None:
-                raise ToolError(f"engine client to {slot.client}:{slot.port} still running after "
-                                f"{limit:g}s (duration + omit + timeout_margin)", where=ctx.server,
-                                hint="the path may be stalled; raise study.timeout_margin if the host is slow")
+                hosts = {h: ctx.transports[h] for h in (ctx.server, slot.client)}
+                raise stalled(f"engine client to {slot.client}:{slot.port}", limit, ctx.server,
+                              _held(ctx, servers) + stall_causes(hosts, env.ifnames),
+                              "the path may be stalled; raise study.timeout_margin if the host is slow")
         samplers.last_read()        # as the clients finish (through the namespace)
         # 5. servers: iperf3 -1 exits by itself; an iperf2 server is stopped once
         #    every flow it serves has printed its summary (or after 2 s)
@@ -385,6 +386,26 @@ def _tool_procs(ctx: TcpContext, env: PointEnv, servers: Slots,
     return tool_procs(env.cpu_transport,
                       lambda: [(p.pid, sl.client, "engine-server", str(sl.port)) for sl, p in servers],
                       [(p.pid, ctx.server, "engine-client", f"{sl.client}:{sl.port}") for sl, p in clis])
+
+
+def _held(ctx: TcpContext, servers: Slots) -> list[str]:
+    """Engine servers another peer holds: a one-off iperf3 server serves the
+    first connection it accepts, so an idle peer there (not the study server)
+    keeps the point's own client waiting."""
+    out = []
+    own = ctx.addresses.get(ctx.server)
+    for slot, proc in servers:
+        t = ctx.transports[slot.client]
+        for table in ("tcp", "tcp6"):
+            try:
+                peers = established_peers(t.read_text(f"/proc/{proc.pid}/net/{table}"), slot.port)
+            except (OSError, NicbenchError):
+                continue
+            for addr, port in peers:
+                if own is not None and addr != own:
+                    out.append(f"the engine server on {slot.client}:{slot.port} is busy with another peer, "
+                               f"{addr}:{port} (an iperf3 server serves one test at a time): stop that client")
+    return list(dict.fromkeys(out))
 
 
 # A test's end anchor is trusted unless it implies an implausible set-up time
