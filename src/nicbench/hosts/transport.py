@@ -81,6 +81,15 @@ def read_output(p: Path) -> str:
     return text[i + len(BEGIN_MARK):] if i >= 0 else text
 
 
+_OWN_MARKS = (READY_MARK, GATE_MARK.strip(), END_MARK.strip(), "nicbench-pid ")
+
+
+def tool_stderr(p: Path) -> str:
+    """A tool's stderr without the start gate's and the SSH wrapper's own
+    lines: what the tool itself said, for error messages."""
+    return "\n".join(ln for ln in read_output(p).splitlines() if not ln.startswith(_OWN_MARKS))
+
+
 @dataclass(frozen=True)
 class CommandResult:
     host: str
