@@ -20,6 +20,7 @@ from . import traffic
 from .model import Kind, ParsedFile, Role
 
 FORMAT = "iperf3-text"
+HINT = "run iperf3 with -J (on the client with --get-server-output) for a complete report"
 _BYTES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 _BITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _LINE = re.compile(
@@ -98,8 +99,7 @@ def parse(text: str, name: str, *, role: Role | None = None, peer: bool = False,
     sends = (role != "server") != rev
     ls = lines(text)
     if not ls:
-        raise InputError("no iperf3 report lines in the text", where=name,
-                         hint="import the whole output of iperf3, or run it with -J")
+        raise InputError("no iperf3 report lines in the text", where=name, hint=HINT)
     streams = {ln.ident for ln in ls if ln.ident != "SUM"}
     multi = len(streams) > 1 or any(ln.ident == "SUM" for ln in ls)
     kind: Kind = "udp" if udp else "tcp"
@@ -136,5 +136,5 @@ def parse(text: str, name: str, *, role: Role | None = None, peer: bool = False,
         notes.append("receiver intervals come from the server's text report (--get-server-output)")
     return traffic.build(name=name, fmt=FORMAT, tool="iperf3", version=ver[1] if ver else None, role=role,
                          kind=kind, params=params, intervals=ivs, totals=totals, start=start,
-                         host=name, notes=notes,
-                         hint="the file holds no complete iperf3 report; run iperf3 with -J for a full one")
+                         host=name, notes=notes, pairs=traffic.connection_pairs(text),
+                         hint=HINT)
