@@ -220,7 +220,8 @@ def test_a_client_lost_mid_point_leaves_a_partial_point_with_the_survivors_data(
     k.start()
     out = execute(parse_plan(text), text, store=tmp_path)
     k.join(5)
-    assert killed and out.status == "done-with-partial-points" and out.partial == 1
+    assert killed, f"no iperf3 seen in nb-e2ep-c2 (run {out.status}, {out.run_dir})"
+    assert out.status == "done-with-partial-points" and out.partial == 1, (out.status, out.run_dir)
     view = load_run(out.run_dir)
     [t] = view.trials
     assert t.status == "partial" and "c2:5201 lost" in t.error, t.error

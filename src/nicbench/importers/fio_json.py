@@ -31,9 +31,10 @@ _PCT = {"50.000000": "p50", "90.000000": "p90", "99.000000": "p99", "99.900000":
 
 
 def find_document(text: str, name: str) -> dict[str, Any]:
-    """The fio JSON object in ``text`` (see :func:`nicbench.tools.fio.find_document`)."""
+    """The fio run's summary in ``text``, the last document when ``--status-interval``
+    printed reports before it (see :func:`nicbench.tools.fio.documents`)."""
     try:
-        return tool.find_document(text)
+        return tool.final_document(text)
     except ToolError as e:
         raise InputError(e.message, where=name, hint=HINT) from None
 

@@ -119,7 +119,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
         if port in busy:
             problems.append(f"{plan.server}: port {port} already in use")
     if problems:
-        raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
+        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
     has_tls, why = kernel_tls(srv, load=s.ktls and "https" in s.schemes)
     if s.ktls and "https" in s.schemes and not has_tls:
         warnings.append(f"kTLS asked for, but this kernel has no TLS ({why}): OpenSSL falls back to userspace "
@@ -127,7 +127,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
     _raise_nofile(max(s.connections))
     problems = _nofile_problems(s, plan.server, list(plan.clients), transports)
     if problems:
-        raise PreflightError("; ".join(problems), where="preflight",
+        raise PreflightError("; ".join(problems),
                              hint="raise the open-files limit where the tools start (ulimit -n, systemd "
                                   "LimitNOFILE, /etc/security/limits.conf), or use fewer connections")
     return HttpsContext(s, plan.server, list(plan.clients), dict(transports), addresses, versions, has_tls,

@@ -229,7 +229,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
                         f"{max(s.threads) * max(s.ports)} threads need {max(s.threads) * max(s.ports)} CPUs, "
                         f"the host has {cpus}")
     if problems:
-        raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
+        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
     return PacketContext(s, gen, rx, dict(transports), versions, exe, macs, online, kernel, devs, exes,
                          ), warnings
 

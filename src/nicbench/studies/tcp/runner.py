@@ -165,7 +165,7 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
             warnings.append(f"iperf3 {tool.version_str} is single-threaded: all streams of one process "
                             "share one core; more client hosts or processes spread the load")
     if problems:
-        raise PreflightError("; ".join(problems), where="preflight",
+        raise PreflightError("; ".join(problems),
                              hint="fix every item listed, then run again")
     assert tool is not None
     return TcpContext(s, server, clients, dict(transports), addresses, tool, skip), warnings
