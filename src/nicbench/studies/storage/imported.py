@@ -1,9 +1,12 @@
 """fio results run elsewhere (JSON 2.x/3.x, client/server, embedded in logs)
 as the storage study's trials.
 
-Shape, as :mod:`.runner` records it: ``storage.bytes`` and ``storage.ios``
-samples tagged host (the file), op (read/write), side "initiator", over each
-job's runtime; params op, block_size, iodepth, pattern, duration, engine; the
+Shape, as :mod:`.runner` records it without fio's status reports:
+``storage.bytes`` and ``storage.ios`` samples tagged host (the file), op
+(read/write), side "initiator", one per job over its runtime, with no
+``proc`` tag -- a file holds each job's totals only, not the per-report
+timeline the analysis' shared-window method needs, so it sums them over
+the union of their spans; params op, block_size, iodepth, pattern, duration, engine; the
 point key ``read/bs4K`` of the plan schema (``read`` alone when no file says
 one block size and ``--io-size`` does not either); trial meta ``fio`` per
 file with its jobs' IOPS, bytes/s and completion-latency percentiles (ns),
