@@ -255,3 +255,15 @@ def test_compare_an_imported_run_with_a_lab_run(capsys, tmp_path):
     assert p["factor"] == pytest.approx(1.0, abs=0.03)
     code, out, err = nb(capsys, "compare", lab.run_dir.name, doc["run_id"], "--store", store)
     assert code == 0 and "tx/c2/io128K" in out
+
+
+def test_role_fills_in_where_a_file_does_not_say_and_never_overrides_it(capsys, tmp_path):
+    """iperf 2 -e text, both ends of one -P 2 test: the server's file says
+    "Server listening", so --role client does not make it a client's."""
+    doc = imp(capsys, tmp_path / "s", "--role", "client", IMP / "iperf2-text/local/client_tx_p2_e.txt",
+              IMP / "iperf2-text/local/server_tx_e.txt")
+    assert [f["role"] for f in doc["files"]] == ["client", "server"]
+    [p] = doc["runs"][0]["points"]
+    # the server's [SUM] receiver intervals: 882 MBytes over 0-1 s and 1.22 GBytes over 1-2 s (MiB, GiB)
+    assert p["point"] == "tx/c2" and p["value"] == pytest.approx((882 * 2**20 + 1.22 * 2**30) * 8 / 2.0 / 1e9)
+    assert "tx/c2" not in doc["runs"][0]["basis"]            # receiver-side, from intervals

@@ -35,7 +35,7 @@ def parse(text: str, name: str, *, role: Role | None = None, server_port: int | 
     lines = tool.parse_lines(text, strict=False, skipped=skipped)
     if not lines:
         raise InputError("no iperf2 CSV report lines", where=name, hint=HINT)
-    role = role or role_of(text, lines)
+    role = role_of(text, lines) or role          # the file's own word first, then the caller's
     if role is None:
         raise InputError("iperf2 CSV does not say which end wrote it", where=name,
                          hint="say which end wrote it: nicbench import --role client (or --role server) FILE")

@@ -22,7 +22,8 @@ HINT = "run iperf with -y C (CSV) for exact figures, or save its whole text outp
 
 
 def parse(text: str, name: str, *, role: Role | None = None) -> ParsedFile:
-    role = role or ("server" if "Server listening" in text else "client" if "Client connecting" in text else None)
+    # the file's own word first, then the caller's
+    role = ("server" if "Server listening" in text else "client" if "Client connecting" in text else None) or role
     pre, _, report = text.partition("Server Report:")
     ls = iperf3_text.lines(pre)
     if not ls:

@@ -92,7 +92,7 @@ def parse(text: str, name: str, *, role: Role | None = None, peer: bool = False,
           start: float | None = None) -> ParsedFile:
     """Parse iperf3 text.  ``peer``: this text is the other end's report
     (``server_output_text``), already placed on the client's test clock."""
-    role = role or role_of(text)
+    role = role_of(text) or role                 # the file's own word first, then the caller's
     rev = "Reverse mode" in text
     bidir = bool(re.search(r"\[[TR]X-[CS]\]", text))
     udp = "Datagrams" in text or bool(_UDP.search(text))
