@@ -95,14 +95,16 @@ def packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> Pa
     # frames the generator's interface refused (a full transmit ring; on a veth,
     # the peer's queue): sent by the engine, never on the wire
     tx_drops, _ = _rate(_series(samples, "if.drops", host=gen, direction="tx"), w0, w1)
+    warnings = list(rec.meta.get("warnings") or ())
     if rec.spec.params.get("engine") == "nbgen" or if_tx is None:
         # nbgen's own counts; or an engine whose interface was not sampled (an imported
         # pkt-gen or trafgen file): its own count over its own span
         tx, _ = _rate(_series(samples, "pkt.sent"), w0, w1, ports if rec.meta.get("tx") else None)
+        if rec.spec.params.get("engine") != "nbgen" and "imported" not in rec.meta and tx is not None:
+            warnings.append("the generator's interface was not sampled: the sent rate is the engine's own count")
     else:
         # trafgen reports one total: its rate is the interface's, what left plus what was refused
         tx = if_tx + (tx_drops or 0.0)
-    warnings = list(rec.meta.get("warnings") or ())
     if tx and tx_drops and tx_drops > 0.001 * tx:
         warnings.append(f"the generator's interface refused {tx_drops / tx:.2%} of the frames sent (its transmit "
                         "queue was full): that loss is at the sender, not on the path")
