@@ -544,6 +544,7 @@ int cmd_client(int argc, char **argv)
 	close(probe);
 
 	signal(SIGPIPE, SIG_IGN);
+	out_start();
 	sigset_t sigs;
 
 	sigemptyset(&sigs);
@@ -691,6 +692,6 @@ int cmd_client(int argc, char **argv)
 	}
 	join_workers();
 	exchange_totals(&p, ctl, deadline + NS);
-	fflush(stdout);
+	out_drain();
 	return EX_OK;
 }

@@ -252,6 +252,8 @@ int cpu_not_allowed(const int *cpus, int n);
 void notify(int fd);
 void drain_fd(int fd);
 void out_write(const char *s, size_t n);
+void out_start(void);
+void out_drain(void);
 void wo_printf(struct worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void wo_flush(struct worker *w);
 double tv_s(long sec, long usec);

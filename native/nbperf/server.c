@@ -644,6 +644,7 @@ int cmd_server(int argc, char **argv)
 	lfd = listen_on(bind_addr, port);
 
 	signal(SIGPIPE, SIG_IGN);
+	out_start();
 	sigset_t sigs;
 
 	sigemptyset(&sigs);
@@ -797,5 +798,6 @@ int cmd_server(int argc, char **argv)
 		die(active && stopped_by > 0 ? EX_STOPPED : EX_ERR, "%s", G.first_error);
 	}
 	end_line("ok");
+	out_drain();
 	return EX_OK;
 }

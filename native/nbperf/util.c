@@ -53,7 +53,7 @@ void die(int code, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	sanitize(msg);
-	fflush(stdout);
+	out_drain();
 	fprintf(stderr, "nbperf: error: %s\n", msg);
 	exit(code);
 }
@@ -255,23 +255,106 @@ void drain_fd(int fd)
 	}
 }
 
-/* Whole lines in one locked write: lines of different threads never mix.  A
- * reader that went away (EPIPE) is ignored: the run still ends on time. */
-void out_write(const char *s, size_t n)
+/* Output goes through one writer thread: a worker appends whole lines to a
+ * queue and goes on, so a reader that is slow (or stopped) can never stall a
+ * connection or shift its timing -- the queue grows instead.  A reader that
+ * went away (EPIPE) loses the output; the run still ends on time. */
+static pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t qcond = PTHREAD_COND_INITIALIZER, dcond = PTHREAD_COND_INITIALIZER;
+static char *qbuf;
+static size_t qlen, qcap;
+static int writer_on, writer_busy;
+static pthread_t writer_tid;
+
+static void write_all(const char *s, size_t n)
 {
-	pthread_mutex_lock(&G.lock);
 	while (n) {
 		ssize_t k = write(STDOUT_FILENO, s, n);
 
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			break;
+			return;
 		}
 		s += k;
 		n -= (size_t)k;
 	}
-	pthread_mutex_unlock(&G.lock);
+}
+
+static void *writer_main(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_mutex_lock(&qlock);
+	for (;;) {
+		while (!qlen)
+			pthread_cond_wait(&qcond, &qlock);
+		char *b = qbuf;
+		size_t n = qlen;
+
+		qbuf = NULL;
+		qlen = qcap = 0;
+		writer_busy = 1;
+		pthread_mutex_unlock(&qlock);
+		write_all(b, n);
+		free(b);
+		pthread_mutex_lock(&qlock);
+		writer_busy = 0;
+		pthread_cond_broadcast(&dcond);
+	}
+	return NULL;
+}
+
+void out_start(void)
+{
+	if (pthread_create(&writer_tid, NULL, writer_main, NULL) == 0) {
+		pthread_detach(writer_tid);
+		writer_on = 1;
+	}
+}
+
+void out_write(const char *s, size_t n)
+{
+	if (!writer_on) {
+		pthread_mutex_lock(&qlock);
+		write_all(s, n);
+		pthread_mutex_unlock(&qlock);
+		return;
+	}
+	pthread_mutex_lock(&qlock);
+	if (qlen + n > qcap) {
+		size_t cap = (qlen + n) * 2 + 65536;
+		char *b = realloc(qbuf, cap);
+
+		if (!b) {
+			pthread_mutex_unlock(&qlock);
+			die(EX_ERR, "out of memory for output");
+		}
+		qbuf = b;
+		qcap = cap;
+	}
+	memcpy(qbuf + qlen, s, n);
+	qlen += n;
+	pthread_cond_signal(&qcond);
+	pthread_mutex_unlock(&qlock);
+}
+
+/* Everything queued is written: before the last line, the error and exit. */
+void out_drain(void)
+{
+	pthread_mutex_lock(&qlock);
+	if (!writer_on) {
+		pthread_mutex_unlock(&qlock);
+		return;
+	}
+	while (qlen || writer_busy) {
+		pthread_cond_signal(&qcond);
+		pthread_cond_wait(&dcond, &qlock);
+	}
+	pthread_mutex_unlock(&qlock);
 }
 
 void wo_printf(struct worker *w, const char *fmt, ...)
