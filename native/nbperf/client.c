@@ -40,7 +40,7 @@ static const char USAGE[] =
 	"         [--interval S] [--grace S] [--window BYTES] [--sndbuf BYTES] [--rcvbuf BYTES]\n"
 	"         [--congestion NAME] [--nodelay] [--mss BYTES] [--busy-poll USEC]\n"
 	"         [--send send|sendmsg|zerocopy|sendfile] [--recv copy|trunc] [--rate BITS/S]\n"
-	"         [--test ID] [--bind ADDR]\n"
+	"         [--test ID] [--bind ADDR] [--no-rt-start]\n"
 	"  T: CLOCK_REALTIME seconds since the epoch (e.g. 1764000000.25), or +S from now;\n"
 	"     at most 60 s ahead.  Sizes take K/M/G (x1024), rates K/M/G (x1000).\n";
 
@@ -264,8 +264,8 @@ static void end_line(const struct params *p, const char *status, const struct re
 			      (unsigned long long)ptx, (unsigned long long)prx);
 	else
 		n += snprintf(line + n, sizeof(line) - (size_t)n, ",\"peer_tx_bytes\":null,\"peer_rx_bytes\":null");
-	snprintf(line + n, sizeof(line) - (size_t)n, ",\"threads\":%s,\"process\":{\"utime\":%.6f,\"stime\":%.6f}}\n",
-		 threads, tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec), tv_s(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec));
+	snprintf(line + n, sizeof(line) - (size_t)n, ",\"rt_start\":\"%s\",\"threads\":%s,\"process\":{\"utime\":%.6f,"
+		 "\"stime\":%.6f}}\n", !G.rt_start ? "off" : G.rt_refused ? "refused" : "on", threads, tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec), tv_s(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec));
 	out_write(line, strlen(line));
 }
 
@@ -384,7 +384,7 @@ static void parse(int argc, char **argv, struct params *p, struct copts *o)
 		{ "busy-poll", required_argument, 0, 'B' }, { "send", required_argument, 0, 's' },
 		{ "recv", required_argument, 0, 'r' }, { "rate", required_argument, 0, 'b' },
 		{ "test", required_argument, 0, 'n' }, { "bind", required_argument, 0, 'L' },
-		{ "help", no_argument, 0, 'h' }, { 0 } };
+		{ "no-rt-start", no_argument, 0, 'Z' }, { "help", no_argument, 0, 'h' }, { 0 } };
 	static const char *const protos[] = { "tcp", "udp" }, *const dirs[] = { "tx", "rx", "bidir" },
 		*const sends[] = { "send", "sendmsg", "zerocopy", "sendfile" }, *const recvs[] = { "copy", "trunc" };
 	double duration = 0, interval = 1.0, grace = 2.0;
@@ -449,6 +449,7 @@ static void parse(int argc, char **argv, struct params *p, struct copts *o)
 			strcpy(p->test, optarg);
 			break;
 		case 'L': o->bind = optarg; break;
+		case 'Z': G.rt_start = 0; break;
 		case 'h': fputs(USAGE, stdout); exit(EX_OK);
 		case ':': die(EX_USAGE, "option %s needs a value (see nbperf client --help)", argv[optind - 1]);
 		default: die(EX_USAGE, "unknown option %s (see nbperf client --help)", argv[optind - 1]);

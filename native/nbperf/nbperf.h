@@ -212,6 +212,7 @@ struct worker {
 	int nrunning;                /* connections past their start, as of the last timer scan */
 	volatile int ready, done;    /* client: all connections ready / finished */
 	int poked;                   /* server: the eventfd fired: look at the inbox and aborts */
+	int rt;                      /* running SCHED_FIFO around a start */
 	char *out;                   /* output being built, flushed in one write */
 	size_t outlen, outcap;
 	struct mmsghdr *mm;
@@ -230,6 +231,8 @@ struct global {
 	int nworkers;
 	struct worker *w;
 	char first_error[400];
+	int rt_start;                /* raise threads to SCHED_FIFO around the start (default) */
+	volatile int rt_refused;     /* ... and the kernel said no (no CAP_SYS_NICE) */
 	/* client: where the connections go */
 	struct sockaddr_storage srv, bind_addr;
 	socklen_t srv_len, bind_len;

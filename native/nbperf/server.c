@@ -37,7 +37,7 @@ enum { T_LISTEN = 1, T_SIGNAL = 2, T_NOTIFY = 3 };   /* epoll tags; else a point
 
 static const char USAGE[] =
 	"usage: nbperf server (--until T | --lifetime S) [--port P] [--bind ADDR] [--threads N]\n"
-	"         [--cpus LIST] [--clients N]\n"
+	"         [--cpus LIST] [--clients N] [--no-rt-start]\n"
 	"  T: CLOCK_REALTIME seconds since the epoch, or +S from now: the server stops then, whatever happens.\n"
 	"  --clients N: exit once N client sessions have ended.\n";
 
@@ -568,9 +568,9 @@ static void end_line(const char *status)
 	json_str(err, sizeof(err), G.first_error);
 	getrusage(RUSAGE_SELF, &ru);
 	snprintf(b, sizeof(b), "{\"event\":\"end\",\"side\":\"server\",\"t\":%lld.%06lld,\"status\":\"%s\","
-		 "\"error\":%s,\"sessions\":%d,\"failed\":%d,\"rejected\":%d,\"threads\":%s,"
+		 "\"error\":%s,\"sessions\":%d,\"failed\":%d,\"rejected\":%d,\"rt_start\":\"%s\",\"threads\":%s,"
 		 "\"process\":{\"utime\":%.6f,\"stime\":%.6f}}\n", TS(now_ns()), status, err, sessions_ended,
-		 sessions_failed, rejected, threads, tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec),
+		 sessions_failed, rejected, !G.rt_start ? "off" : G.rt_refused ? "refused" : "on", threads, tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec),
 		 tv_s(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec));
 	out_write(b, strlen(b));
 }
@@ -581,7 +581,8 @@ int cmd_server(int argc, char **argv)
 		{ "port", required_argument, 0, 'p' }, { "bind", required_argument, 0, 'B' },
 		{ "threads", required_argument, 0, 'T' }, { "cpus", required_argument, 0, 'A' },
 		{ "until", required_argument, 0, 'U' }, { "lifetime", required_argument, 0, 'L' },
-		{ "clients", required_argument, 0, 'n' }, { "help", no_argument, 0, 'h' }, { 0 } };
+		{ "clients", required_argument, 0, 'n' }, { "no-rt-start", no_argument, 0, 'Z' },
+		{ "help", no_argument, 0, 'h' }, { 0 } };
 	const char *port = "5301", *bind_addr = NULL, *cpus_s = NULL;
 	int threads = 0, cpus[MAX_THREADS], ncpus, opt, lfd, sfd, want_clients = 0, stopped_by = 0;
 	uint64_t v, soft, hard;
@@ -615,6 +616,7 @@ int cmd_server(int argc, char **argv)
 				die(EX_USAGE, "--clients %s: want a count >= 1", optarg);
 			want_clients = (int)v;
 			break;
+		case 'Z': G.rt_start = 0; break;
 		case 'h': fputs(USAGE, stdout); exit(EX_OK);
 		case ':': die(EX_USAGE, "option %s needs a value (see nbperf server --help)", argv[optind - 1]);
 		default: die(EX_USAGE, "unknown option %s (see nbperf server --help)", argv[optind - 1]);

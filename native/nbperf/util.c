@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-struct global G = { .lock = PTHREAD_MUTEX_INITIALIZER, .notify_fd = -1 };
+struct global G = { .lock = PTHREAD_MUTEX_INITIALIZER, .notify_fd = -1, .rt_start = 1 };
 
 int64_t now_ns(void)
 {

