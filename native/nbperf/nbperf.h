@@ -207,6 +207,7 @@ struct worker {
 	int nin, capin;
 	uint8_t *sbuf, *rbuf;        /* MAX_IO each, shared by this thread's connections */
 	int memfd;                   /* sendfile source, made on first use */
+	size_t memfd_size;
 	int64_t next_timer;
 	int nready, nfinished;       /* client */
 	int nrunning;                /* connections past their start, as of the last timer scan */

@@ -100,23 +100,22 @@ static void worker_buffers(struct worker *w, size_t size)
 		w->sbuf[i] = (uint8_t)(i * 131 + 7);
 }
 
-/* sendfile's source: a memory file holding the send buffer. */
+/* sendfile's source: a memory file holding (at least) `size` bytes of the
+ * send buffer; it grows when a connection with a larger io comes. */
 static int worker_memfd(struct worker *w, size_t size)
 {
-	if (w->memfd >= 0)
-		return w->memfd;
-	w->memfd = memfd_create("nbperf", MFD_CLOEXEC);
-	if (w->memfd < 0)
-		return -1;
-	for (size_t off = 0; off < size;) {
-		ssize_t k = write(w->memfd, w->sbuf + off, size - off);
-
-		if (k <= 0) {
-			close(w->memfd);
-			w->memfd = -1;
+	if (w->memfd < 0) {
+		w->memfd = memfd_create("nbperf", MFD_CLOEXEC);
+		w->memfd_size = 0;
+		if (w->memfd < 0)
 			return -1;
-		}
-		off += (size_t)k;
+	}
+	while (w->memfd_size < size) {
+		ssize_t k = pwrite(w->memfd, w->sbuf + w->memfd_size, size - w->memfd_size, (off_t)w->memfd_size);
+
+		if (k <= 0)
+			return -1;
+		w->memfd_size += (size_t)k;
 	}
 	return w->memfd;
 }
@@ -486,7 +485,7 @@ static void tcp_send(struct worker *w, struct conn *c, int budget, size_t io)
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (mode == S_SENDFILE) {
-		fdin = worker_memfd(w, io);
+		fdin = worker_memfd(w, c->p->io);
 		if (fdin < 0) {
 			conn_fail(w, c, "cannot make sendfile's memory file: %s", strerror(errno));
 			return;

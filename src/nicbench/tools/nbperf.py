@@ -237,6 +237,7 @@ class ClientSummary:
     first_rx_max: float | None
     start_late_max: float | None  # last first send - start, s
     start_skew: float | None      # last - first first send among this client's connections, s
+    rt_start: str                 # on | off | refused: SCHED_FIFO around the start (see native/nbperf/README.md)
     threads: tuple[ThreadCpu, ...]
     process_utime: float
     process_stime: float
@@ -446,7 +447,7 @@ def parse_client(stdout: str, stderr: str = "", where: str = "") -> ClientRun:
             float(end["t"]), end["status"], end["error"], int(end["tx_bytes"]), int(end["rx_bytes"]),
             _opt_int(end["peer_tx_bytes"]), _opt_int(end["peer_rx_bytes"]), _opt_float(end["first_tx_min"]),
             _opt_float(end["first_tx_max"]), _opt_float(end["first_rx_min"]), _opt_float(end["first_rx_max"]),
-            _opt_float(end["start_late_max"]), _opt_float(end["start_skew"]), threads,
+            _opt_float(end["start_late_max"]), _opt_float(end["start_skew"]), str(end["rt_start"]), threads,
             float(end["process"]["utime"]), float(end["process"]["stime"]))
         run = ClientRun(
             ready["version"], ready["test"], ready["session"], float(ready["t"]), float(ready["start"]),
