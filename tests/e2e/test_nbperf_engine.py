@@ -132,7 +132,7 @@ def finish(p: subprocess.Popen, timeout: float) -> tuple[int, str, str]:
     except subprocess.TimeoutExpired:
         p.kill()
         out, err = p.communicate()
-        raise AssertionError(f"{p.args} did not stop by itself within {timeout} s") from None
+        raise AssertionError(f"{p.args!r} did not stop by itself within {timeout} s") from None
     return p.returncode, out, err
 
 

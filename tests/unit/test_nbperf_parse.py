@@ -263,7 +263,9 @@ def test_argv_builders():
                  ["--recv", "trunc"], ["--congestion", "cubic"], ["--sndbuf", "1048576"], ["--test", "p3"]):
         i = argv.index(pair[0])
         assert argv[i:i + 2] == pair
-    assert "--nodelay" in argv and "--rate" not in argv
+    assert "--nodelay" in argv and "--rate" not in argv and "--no-rt-start" not in argv
+    assert nbperf.client_argv(exe, server="h", port=1, start=1.0, duration=1, rt_start=False)[-1] == "--no-rt-start"
+    assert nbperf.server_argv(exe, port=1, lifetime=3, rt_start=False)[-1] == "--no-rt-start"
 
 
 @pytest.mark.skipif(nbperf.binary() is None, reason="nbperf is not built (scripts/install.sh)")
@@ -275,7 +277,7 @@ def test_the_engine_accepts_every_option_the_builder_writes():
     argv = nbperf.client_argv(exe, server="127.0.0.1", port=9, start=time.time() - 5, duration=1, conns=2,
                               direction="rx", io_size=4096, grace=1, threads=1, cpus=[0], sndbuf=65536,
                               rcvbuf=65536, congestion="cubic", nodelay=True, mss=1000, busy_poll_us=0,
-                              send="sendfile", recv="trunc", test="t", interval=0.5)
+                              send="sendfile", recv="trunc", test="t", interval=0.5, rt_start=False)
     r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and "in the past" in (nbperf.error_of(r.stderr) or ""), r.stderr
     udp = nbperf.client_argv(exe, server="127.0.0.1", port=9, start=time.time() - 5, duration=1, proto="udp",

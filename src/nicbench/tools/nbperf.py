@@ -63,9 +63,10 @@ def binary() -> str | None:
 
 def server_argv(exe: str, *, port: int, until: float | None = None, lifetime: float | None = None,
                 clients: int | None = None, threads: int | None = None, cpus: Sequence[int] | None = None,
-                bind: str | None = None) -> list[str]:
+                bind: str | None = None, rt_start: bool = True) -> list[str]:
     """A server that stops by itself at ``until`` (CLOCK_REALTIME s) or after
-    ``lifetime`` s, and after ``clients`` client processes ended their tests."""
+    ``lifetime`` s, and after ``clients`` client processes ended their tests.
+    ``rt_start=False``: no SCHED_FIFO around starts (see native/nbperf/README.md)."""
     if (until is None) == (lifetime is None):
         raise ValueError("nbperf server takes exactly one of until and lifetime")
     argv = [exe, "server", "--port", str(port)]
@@ -78,6 +79,8 @@ def server_argv(exe: str, *, port: int, until: float | None = None, lifetime: fl
         argv += ["--cpus", ",".join(map(str, cpus))]
     if bind:
         argv += ["--bind", bind]
+    if not rt_start:
+        argv.append("--no-rt-start")
     return argv
 
 
@@ -87,7 +90,8 @@ def client_argv(exe: str, *, server: str, port: int, start: float, duration: flo
                 cpus: Sequence[int] | None = None, sndbuf: int | None = None, rcvbuf: int | None = None,
                 congestion: str | None = None, nodelay: bool = False, mss: int | None = None,
                 busy_poll_us: int | None = None, send: SendMode = "send", recv: RecvMode = "copy",
-                rate_bps: float | None = None, test: str | None = None, bind: str | None = None) -> list[str]:
+                rate_bps: float | None = None, test: str | None = None, bind: str | None = None,
+                rt_start: bool = True) -> list[str]:
     """One client process.  ``start``: CLOCK_REALTIME s (at most 60 s ahead
     when the process starts); ``io_size`` bytes per send/recv call (UDP: the
     datagram payload); ``rate_bps``: UDP payload bits/s per flow and direction."""
@@ -107,6 +111,8 @@ def client_argv(exe: str, *, server: str, port: int, start: float, duration: flo
         argv.append("--nodelay")
     if rate_bps:
         argv += ["--rate", f"{rate_bps:.0f}"]
+    if not rt_start:
+        argv.append("--no-rt-start")
     return argv
 
 
