@@ -41,6 +41,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import cast
 
 from nicbench.tools import iperf2, nbperf
 
@@ -164,7 +165,8 @@ def wait_all(procs: list[subprocess.Popen], timeout: float) -> None:
             raise SystemExit(f"{p.args!r} did not stop in time") from None
 
 
-def run_nbperf(io: int, seconds: float, recv: str, send: str, tmp: Path) -> tuple[float, tuple[float, float]]:
+def run_nbperf(io: int, seconds: float, recv: nbperf.RecvMode, send: nbperf.SendMode,
+               tmp: Path) -> tuple[float, tuple[float, float]]:
     exe = nbperf.binary()
     assert exe
     srv = spawn("srv", nbperf.server_argv(exe, port=5301, lifetime=seconds + 20, clients=len(CLIENTS)),
@@ -230,7 +232,8 @@ def one_run(engine: str, io: int, seconds: float, send: str, tmp: Path) -> dict:
     if send == "auto":
         send = "sendfile" if io >= 65536 else "send"
     if engine.startswith("nbperf"):
-        gbps, busy = run_nbperf(io, seconds, engine.split("-")[1], send, tmp)
+        gbps, busy = run_nbperf(io, seconds, cast(nbperf.RecvMode, engine.split("-")[1]),
+                                cast(nbperf.SendMode, send), tmp)
     elif engine == "iperf3":
         gbps, busy = run_iperf3(io, seconds, tmp)
     else:
