@@ -21,10 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from nicbench.api import execute, load_run
 from nicbench.lab import manager
 from nicbench.plan import parse_plan
-from nicbench.report.build import load_run
-from nicbench.run.session import execute, lab_spec
+from nicbench.run.hosts import lab_spec
 from nicbench.tools import nginx, wrk
 
 PLAN = """name = "bench-https"
@@ -67,11 +67,28 @@ def by_hand(spec, conns: int, duration: int, tmp: Path) -> float:
     (p / "wrk.lua").write_text(wrk.lua_text())
     try:
         clients = [h for h in spec.hosts if h.role == "client"]
-        runs = [subprocess.Popen(["ip", "netns", "exec", h.netns,
-                                  *wrk.client_argv(f"https://{srv.ip}:443/payload.bin", script=str(p / "wrk.lua"), threads=2,
-                                                   connections=conns // len(clients), duration=duration,
-                                                   timeout=duration + 5)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for h in clients]
+        runs = [
+            subprocess.Popen(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    h.netns,
+                    *wrk.client_argv(
+                        f"https://{srv.ip}:443/payload.bin",
+                        script=str(p / "wrk.lua"),
+                        threads=2,
+                        connections=conns // len(clients),
+                        duration=duration,
+                        timeout=duration + 5,
+                    ),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for h in clients
+        ]
         results = [wrk.parse(*r.communicate(timeout=duration + 30)) for r in runs]
         bad = sum(r.bad_status + r.socket_errors for r in results)
         if bad:
@@ -79,6 +96,7 @@ def by_hand(spec, conns: int, duration: int, tmp: Path) -> float:
     finally:
         import os
         import signal
+
         os.killpg(server.pid, signal.SIGQUIT)
         server.wait(10)
     return sum(r.gbps for r in results)
@@ -98,18 +116,20 @@ def main() -> None:
     ratios = []
     try:
         with tempfile.TemporaryDirectory() as d:
-            Path(d).chmod(0o755)              # nginx's workers (nobody) must traverse to the docroot
+            Path(d).chmod(0o755)  # nginx's workers (nobody) must traverse to the docroot
             for i in range(a.pairs):
                 hand = by_hand(spec, a.connections, a.duration, Path(d))
                 out = execute(plan, text, store=Path(d) / "store")
-                [t] = load_run(out.run_dir).https_trials
+                [t] = load_run(out.run_dir).trials
                 nb = t.app_gbps or 0.0
                 ratios.append(nb / hand)
                 print(f"pair {i + 1}: by hand {hand:.3f} Gbps, nicbench {nb:.3f} Gbps, ratio {nb / hand:.3f}")
     finally:
         manager.down(spec.name)
-    print(f"nicbench / hand: median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}) "
-          f"over {len(ratios)} pairs; goal >= 0.97")
+    print(
+        f"nicbench / hand: median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}) "
+        f"over {len(ratios)} pairs; goal >= 0.97"
+    )
 
 
 if __name__ == "__main__":

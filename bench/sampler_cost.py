@@ -55,12 +55,16 @@ def main() -> None:
                 p.stop(0.2)
     finally:
         manager.down(spec.name)
-    for name, s in (("CPU sampler (/proc/stat, softirqs + %d processes)" % len(pids), cpu), ("network sampler (%d hosts)" % len(hosts), ctr)):
-        print(f"{name}: {s.cpu_seconds * 1000:.1f} ms CPU in {wall:.1f} s = "
-              f"{100 * s.cpu_seconds / wall:.3f} % of one core ({len(s.reads)} reads)")
+    for name, s in (
+        (f"CPU sampler (/proc/stat, softirqs + {len(pids)} processes)", cpu),
+        (f"network sampler ({len(hosts)} hosts)", ctr),
+    ):
+        print(
+            f"{name}: {s.cpu_seconds * 1000:.1f} ms CPU in {wall:.1f} s = "
+            f"{100 * s.cpu_seconds / wall:.3f} % of one core ({len(s.reads)} reads)"
+        )
     total = (cpu.cpu_seconds + ctr.cpu_seconds) / wall * 100
-    print(f"both: {total:.3f} % of one core at a {a.interval:g} s interval (goal < 1 %); "
-          f"{n_cpu + n_ctr} samples")
+    print(f"both: {total:.3f} % of one core at a {a.interval:g} s interval (goal < 1 %); {n_cpu + n_ctr} samples")
 
 
 if __name__ == "__main__":

@@ -17,10 +17,9 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from nicbench.analysis.linerate import format_speed, parse_speed
+from nicbench.api import execute, load_run
+from nicbench.core.linerate import format_speed, parse_speed
 from nicbench.plan import parse_plan
-from nicbench.report.build import load_run
-from nicbench.run.session import execute
 
 PLAN = """name = "bench-shaping"
 [lab]

@@ -21,11 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from nicbench.hosts.ssh import SshTransport, close_all, preflight
+from nicbench.hosts.ssh import SshTransport, close_all
+from nicbench.hosts.sshcheck import preflight
 from nicbench.hosts.transport import parse_gate_stamp
 from nicbench.lab import manager, sshd
 from nicbench.lab.topology import make_spec
-from nicbench.run.common import release_together
+from nicbench.run.kit import release_together
 
 
 def one(n: int, repeats: int, same_clock: bool) -> dict:
@@ -51,8 +52,10 @@ def one(n: int, repeats: int, same_clock: bool) -> dict:
                 assert not problems, problems
                 out["max_clock_offset_ms"] = max(abs(c.clock_offset_s or 0) for c in checks.values()) * 1000
                 t0 = time.monotonic()
-                procs = [t.spawn(["sleep", "1"], stdout=Path(d, f"{h}-{r}.out"), stderr=Path(d, f"{h}-{r}.err"), gated=True)
-                         for h, t in ts.items()]
+                procs = [
+                    t.spawn(["sleep", "1"], stdout=Path(d, f"{h}-{r}.out"), stderr=Path(d, f"{h}-{r}.err"), gated=True)
+                    for h, t in ts.items()
+                ]
                 while not all(p.is_ready() for p in procs):
                     time.sleep(0.001)
                 out["start_s"].append(time.monotonic() - t0)
@@ -61,7 +64,7 @@ def one(n: int, repeats: int, same_clock: bool) -> dict:
                     p.wait(10)
                 stamps = [parse_gate_stamp(Path(p.stderr_path).read_text()) for p in procs]
                 assert all(s is not None for s in stamps), stamps
-                out["skew_ms"].append((max(stamps) - min(stamps)) * 1000)   # type: ignore[type-var,operator]
+                out["skew_ms"].append((max(stamps) - min(stamps)) * 1000)  # type: ignore[type-var,operator]
                 out.setdefault("late_ms", []).append((max(stamps) - at) * 1000)  # type: ignore[operator]
                 out.setdefault("early_ms", []).append((min(stamps) - at) * 1000)  # type: ignore[operator]
                 for p in procs:
@@ -76,19 +79,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, nargs="+", default=[3, 16])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--same-clock", action="store_true",
-                    help="do not apply the measured clock offsets (all lab hosts share this machine's clock)")
+    ap.add_argument(
+        "--same-clock",
+        action="store_true",
+        help="do not apply the measured clock offsets (all lab hosts share this machine's clock)",
+    )
     a = ap.parse_args()
     rows = [one(n, a.repeats, a.same_clock) for n in a.hosts]
-    print("| SSH hosts | sshd start s | preflight s (median, max) | point start s (median) | start skew ms "
-          "(median, max) | max clock offset ms |")
+    print(
+        "| SSH hosts | sshd start s | preflight s (median, max) | point start s (median) | start skew ms "
+        "(median, max) | max clock offset ms |"
+    )
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['hosts']} | {r['sshd_start_s']:.2f} | {statistics.median(r['preflight_s']):.2f}, "
-              f"{max(r['preflight_s']):.2f} | {statistics.median(r['start_s']):.2f} | "
-              f"{statistics.median(r['skew_ms']):.2f}, {max(r['skew_ms']):.2f} | {r['max_clock_offset_ms']:.2f} |"
-              f" first/last start vs the time asked, ms: {[round(x, 2) for x in r['early_ms']]} / "
-              f"{[round(x, 2) for x in r['late_ms']]}")
+        print(
+            f"| {r['hosts']} | {r['sshd_start_s']:.2f} | {statistics.median(r['preflight_s']):.2f}, "
+            f"{max(r['preflight_s']):.2f} | {statistics.median(r['start_s']):.2f} | "
+            f"{statistics.median(r['skew_ms']):.2f}, {max(r['skew_ms']):.2f} | {r['max_clock_offset_ms']:.2f} |"
+            f" first/last start vs the time asked, ms: {[round(x, 2) for x in r['early_ms']]} / "
+            f"{[round(x, 2) for x in r['late_ms']]}"
+        )
 
 
 if __name__ == "__main__":

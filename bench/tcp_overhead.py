@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from nicbench.api import execute, load_run
 from nicbench.lab import manager
 from nicbench.plan import parse_plan
-from nicbench.report.build import load_run
-from nicbench.run.session import execute, lab_spec
+from nicbench.run.hosts import lab_spec
 
 PLAN = """name = "bench-tcp"
 [lab]
@@ -59,9 +59,33 @@ def by_hand(spec, io: str, per_client: int, duration: int, omit: int, tmp: Path)
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for h in clients]
     time.sleep(0.3)
     outs = [tmp / f"hand-{h.name}.json" for h in clients]
-    procs = [subprocess.Popen(["ip", "netns", "exec", srv.netns, "iperf3", "-c", h.ip, "-p", "5201",
-                               "-t", str(duration), "-O", str(omit), "-l", io, "-P", str(per_client), "-J"],
-                              stdout=open(o, "w"), stderr=subprocess.DEVNULL) for h, o in zip(clients, outs)]
+    procs = [
+        subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                srv.netns,
+                "iperf3",
+                "-c",
+                h.ip,
+                "-p",
+                "5201",
+                "-t",
+                str(duration),
+                "-O",
+                str(omit),
+                "-l",
+                io,
+                "-P",
+                str(per_client),
+                "-J",
+            ],
+            stdout=open(o, "w"),
+            stderr=subprocess.DEVNULL,
+        )
+        for h, o in zip(clients, outs, strict=True)
+    ]
     for p in procs + servers:
         p.wait(timeout=duration + omit + 30)
     wall = time.monotonic() - t0
@@ -109,19 +133,31 @@ def main() -> None:
                 hg, hw = res["hand"]
                 ng, nov, nw = res["nb"]
                 rows.append((hg, ng, ng / hg, nov, nw - (a.omit + a.duration), hw - (a.omit + a.duration)))
-                print(f"pair {i + 1}: hand {hg:6.2f} Gbps   nicbench {ng:6.2f} Gbps   ratio {ng / hg:5.3f}   "
-                      f"point overhead {nov:5.3f} s   run overhead {nw - a.omit - a.duration:5.2f} s "
-                      f"(hand script {hw - a.omit - a.duration:5.2f} s)", flush=True)
+                print(
+                    f"pair {i + 1}: hand {hg:6.2f} Gbps   nicbench {ng:6.2f} Gbps   ratio {ng / hg:5.3f}   "
+                    f"point overhead {nov:5.3f} s   run overhead {nw - a.omit - a.duration:5.2f} s "
+                    f"(hand script {hw - a.omit - a.duration:5.2f} s)",
+                    flush=True,
+                )
     finally:
         manager.down(spec.name)
-    med = lambda k: statistics.median(r[k] for r in rows)
-    print(f"\nsummary over {len(rows)} pairs ({a.io}, {3 * a.per_client} connections over 3 clients, "
-          f"{a.duration} s + {a.omit} s omit):")
-    print(f"  ratio nicbench/hand: median {med(2):.3f} (min {min(r[2] for r in rows):.3f}, "
-          f"max {max(r[2] for r in rows):.3f})   goal >= 0.98")
+
+    def med(k):
+        return statistics.median(r[k] for r in rows)
+
+    print(
+        f"\nsummary over {len(rows)} pairs ({a.io}, {3 * a.per_client} connections over 3 clients, "
+        f"{a.duration} s + {a.omit} s omit):"
+    )
+    print(
+        f"  ratio nicbench/hand: median {med(2):.3f} (min {min(r[2] for r in rows):.3f}, "
+        f"max {max(r[2] for r in rows):.3f})   goal >= 0.98"
+    )
     print(f"  nicbench per-point overhead: median {med(3):.3f} s (max {max(r[3] for r in rows):.3f} s)   goal < 0.5 s")
-    print(f"  whole one-point run incl. lab check + preflight + report data: median {med(4):.2f} s; "
-          f"hand script with its sleep: {med(5):.2f} s")
+    print(
+        f"  whole one-point run incl. lab check + preflight + report data: median {med(4):.2f} s; "
+        f"hand script with its sleep: {med(5):.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -9,13 +9,21 @@ value carries a unit from the closed set :data:`UNITS`; every time is absolute
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 Unit = Literal["bytes", "bit/s", "s", "count", "percent", "packets"]
 UNITS: frozenset[str] = frozenset(Unit.__args__)  # type: ignore[attr-defined]
 
-TrialStatus = Literal["ok", "failed", "interrupted"]
+# partial: some of the point's hosts or processes were lost (killed, unreachable),
+# the survivors' data is kept and said to be survivors-only, never as a whole point
+TrialStatus = Literal["ok", "partial", "failed", "interrupted"]
+
+# /proc/stat's per-CPU states, as the CPU sampler names its samples (cpu.<state>),
+# and the ones that count as busy: work done here (steal is another guest's)
+CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+CPU_BUSY = ("user", "nice", "system", "irq", "softirq")
 
 Tags = tuple[tuple[str, str], ...]
 

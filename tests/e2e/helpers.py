@@ -14,7 +14,8 @@ def plan_text(name: str, lab: str, *, engine: str = "iperf3", clients: int = 2,
               speed: str | None = None) -> str:
     hosts = '[hosts.srv]\nrole = "server"\n' + "".join(
         f'[hosts.c{i + 1}]\nrole = "client"\n' for i in range(clients))
-    q = lambda xs: "[" + ", ".join(f'"{x}"' if isinstance(x, str) else str(x) for x in xs) + "]"
+    def q(xs):
+        return "[" + ", ".join(f'"{x}"' if isinstance(x, str) else str(x) for x in xs) + "]"
     return f"""name = "{name}"
 [lab]
 name = "{lab}"

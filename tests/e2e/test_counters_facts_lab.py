@@ -5,15 +5,14 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
 from helpers import plan_text
+
 from nicbench.analysis.aggregate import wire_rate
-from nicbench.hosts.factparse import differences
+from nicbench.api import execute, load_run, render
 from nicbench.lab import manager
 from nicbench.plan import parse_plan
-from nicbench.report.build import load_run
-from nicbench.report.render import render
-from nicbench.run.session import execute, lab_spec
+from nicbench.report.facts import differences
+from nicbench.run.hosts import lab_spec
 from nicbench.store.runs import RunReader
 
 pytestmark = pytest.mark.lab

@@ -7,11 +7,10 @@ import threading
 import time
 
 import pytest
-
 from helpers import plan_text
+
+from nicbench.api import execute, load_run
 from nicbench.plan import parse_plan
-from nicbench.report.build import load_run
-from nicbench.run.session import execute
 from nicbench.sampling.procstat import BUSY, STATES, parse_proc_stat
 
 pytestmark = pytest.mark.lab

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 
 import pytest
+from helpers import namespaces, nicbench
 
-from helpers import namespaces
 from nicbench.analysis.aggregate import wire_rate
+from nicbench.api import execute, load_run, render
 from nicbench.core.errors import PreflightError, ToolError
 from nicbench.lab import manager
 from nicbench.plan import parse_plan
-from nicbench.report.build import load_run
-from nicbench.report.render import render
-from nicbench.run.session import execute, lab_spec
+from nicbench.run.hosts import lab_spec
 from nicbench.store.runs import RunReader
 
 pytestmark = pytest.mark.lab
@@ -55,9 +55,9 @@ def test_https_and_http_bytes_agree_with_the_wire_and_ktls_is_detected(tmp_path)
     out = execute(parse_plan(text), text, store=tmp_path)
     assert namespaces("e2eh") == [] and nginx_tmp_dirs() == before
     view = load_run(out.run_dir)
-    assert [t.status for t in view.https_trials] == ["ok", "ok"], [t.error for t in view.https_trials]
+    assert [t.status for t in view.trials] == ["ok", "ok"], [t.error for t in view.trials]
     r = RunReader(out.run_dir)
-    for t in view.https_trials:
+    for t in view.trials:
         # wrk's bytes vs the server's interface over the same span: payload / frame bytes of TCP (TLS)
         samples = r.samples(t.trial_id)
         w = wire_rate(samples, direction="tx", window=t.window, host="srv")
@@ -65,12 +65,12 @@ def test_https_and_http_bytes_agree_with_the_wire_and_ktls_is_detected(tmp_path)
         assert 0.92 <= app_bytes / (w.bytes + 24 * w.frames) <= 0.95, (t.point, app_bytes, w.bytes)
         assert t.cpu is not None and t.cores("nginx") and t.cores("wrk")
         assert t.requests > 0 and t.socket_errors == 0 and t.bad_status == 0
-    https_t, http_t = view.https_trials
+    https_t, http_t = view.trials
     if not os.path.exists("/proc/net/tls_stat"):
         assert https_t.ktls.startswith("not in use (kernel has no TLS: tcp_available_ulp lists")
         assert https_t.ktls.endswith("/proc/net/tls_stat is absent)")
     assert http_t.ktls == "n/a (plain HTTP)"
-    [hp, p] = view.https_points
+    [hp, p] = view.points
     assert hp.scheme == "https" and 0.95 <= hp.of_ceiling <= 1.005 and 0.95 <= p.of_ceiling <= 1.005
     page = render(view).read_text()
     assert "kTLS:" in page and (out.run_dir / "report" / "https-https.png").exists()
@@ -111,11 +111,11 @@ def test_port_in_use_is_a_preflight_error(tmp_path):
 def test_error_responses_fail_the_point(tmp_path, monkeypatch):
     """A payload nginx's workers cannot read gives 403s: wrk's bytes are error
     pages, so the point fails with the count, and the sweep goes on."""
-    from nicbench.run import https
+    from nicbench.studies.https import runner as https
     real = https.start
 
-    def unreadable(ctx, raw_dir):
-        out = real(ctx, raw_dir)
+    def unreadable(ctx, env, raw_dir):
+        out = real(ctx, env, raw_dir)
         ctx.transports[ctx.server].run(["chmod", "600", f"{ctx.prefix}/www/{https.PAYLOAD}"])
         return out
     monkeypatch.setattr(https, "start", unreadable)
@@ -123,8 +123,8 @@ def test_error_responses_fail_the_point(tmp_path, monkeypatch):
         "connections = [4]", "connections = [2, 4]").replace("duration = 3", "duration = 1")
     out = execute(parse_plan(text), text, store=tmp_path)
     view = load_run(out.run_dir)
-    assert [t.status for t in view.https_trials] == ["failed", "failed"]
-    assert "were not 2xx/3xx" in view.https_trials[0].error
+    assert [t.status for t in view.trials] == ["failed", "failed"]
+    assert "were not 2xx/3xx" in view.trials[0].error
     assert namespaces("e2ek") == []
 
 
@@ -160,7 +160,7 @@ def test_a_stalled_server_fails_the_point_in_bounded_time_and_nothing_is_left(tm
         # the lab kept: the frozen workers must be ended by nicbench, not by the lab's teardown
         out = execute(parse_plan(text), text, store=tmp_path, keep_lab=True)
         assert frozen and time.monotonic() - t0 < 60
-        [t] = load_run(out.run_dir).https_trials
+        [t] = load_run(out.run_dir).trials
         assert t.status == "failed" and "completed no request" in t.error
         gone_by = time.monotonic() + 3          # killed; their reaping by init is asynchronous
         while any(os.path.exists(f"/proc/{p}") for p in frozen) and time.monotonic() < gone_by:
@@ -171,3 +171,22 @@ def test_a_stalled_server_fails_the_point_in_bounded_time_and_nothing_is_left(tm
         th.join()
         manager.down("e2el")
     assert namespaces("e2el") == []
+
+
+def test_a_low_open_files_limit_is_caught_at_preflight_not_mid_point(tmp_path):
+    """The audit's case: ``ulimit -n 150`` and 200 wrk connections ran into
+    nginx's "Too many open files" mid-point.  Now preflight names the limit,
+    what each tool needs, and nothing runs or is left behind."""
+    p = tmp_path / "plan.toml"
+    p.write_text(plan("e2el").replace("connections = [4]", "connections = [200]"))
+    proc = nicbench("run", p, "--store", tmp_path / "store", preexec_fn=lambda: resource.setrlimit(
+        resource.RLIMIT_NOFILE, (150, 150)))
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 3, (out, err)            # a preflight error
+    [line] = [ln for ln in err.splitlines() if ln.strip()]
+    assert line.startswith("nicbench: preflight: ") and "open-files limit is 150" in line, line
+    assert "wrk needs 164 for 100 connections" in line and "nginx needs 464 for 200 connections" in line, line
+    assert "hint: raise the open-files limit" in line
+    assert namespaces("e2el") == []
+    runs = list((tmp_path / "store").glob("*/results.sqlite"))
+    assert all(not RunReader(r.parent).trials() for r in runs)   # no point ran

@@ -11,17 +11,15 @@ import subprocess
 import time
 
 import pytest
-
 from helpers import namespaces, nicbench
+
+from nicbench.api import execute, load_run, render
 from nicbench.core.errors import PreflightError
 from nicbench.hosts.transport import NetnsTransport
 from nicbench.lab import manager
 from nicbench.lab.topology import DirectLink, make_spec
 from nicbench.plan import parse_plan
-from nicbench.report.build import load_run
-from nicbench.report.render import render
-from nicbench.run import packets
-from nicbench.run.session import execute
+from nicbench.studies.packets import runner as packets
 from nicbench.tools import nbgen
 
 pytestmark = pytest.mark.lab
@@ -65,8 +63,8 @@ def test_both_engines_single_and_dual_port_counted_at_both_ends(tmp_path):
     out = execute(parse_plan(text), text, store=tmp_path)
     assert namespaces("e2ep1") == []
     view = load_run(out.run_dir)
-    assert [t.error for t in view.packet_trials if t.status != "ok"] == []
-    for t in view.packet_trials:
+    assert [t.error for t in view.trials if t.status != "ok"] == []
+    for t in view.trials:
         ports = int(t.params["ports"])
         assert len(t.per_port_rx_pps) == ports and all(v > 0 for v in t.per_port_rx_pps.values())
         # every frame the engine sent either left the generator's interface or was
@@ -79,7 +77,7 @@ def test_both_engines_single_and_dual_port_counted_at_both_ends(tmp_path):
         assert t.rx_pps == pytest.approx(t.if_rx_pps, rel=0.02), t.point
         assert t.xdp_modes and set(t.xdp_modes.values()) == {"native"}
         assert t.cpu is not None and t.cpu.cores_busy > 0
-    for p in view.packet_points:
+    for p in view.points:
         assert p.ceiling_mpps == pytest.approx(40e9 / ((p.frame_size + 20) * 8) * p.ports / 1e6)
     page = render(view).read_text()
     assert "Seed 003" in page and (out.run_dir / "report" / "packets-mpps.png").exists()
@@ -91,13 +89,13 @@ def test_ipv6_at_a_set_rate(tmp_path):
     text = plan("e2ep2", 'engines = ["nbgen", "trafgen"]\nip_versions = [6]\nframe_sizes = [128]\nrate = 100000')
     out = execute(parse_plan(text), text, store=tmp_path)
     view = load_run(out.run_dir)
-    assert [t.error for t in view.packet_trials if t.status != "ok"] == []
-    nb = next(t for t in view.packet_trials if t.params["engine"] == "nbgen")
+    assert [t.error for t in view.trials if t.status != "ok"] == []
+    nb = next(t for t in view.trials if t.params["engine"] == "nbgen")
     assert nb.rx_pps == pytest.approx(1e5, rel=0.02)          # paced in the XDP program, frame by frame
     assert nb.loss < 0.01 and not any("asked" in w for w in nb.warnings)
     # trafgen's own --rate sleeps between frames and falls short (65 % of 100k
     # measured here): never above what was asked, and a shortfall is said
-    tg = next(t for t in view.packet_trials if t.params["engine"] == "trafgen")
+    tg = next(t for t in view.trials if t.params["engine"] == "trafgen")
     assert 0 < tg.rx_pps < 1.02e5
     assert any("asked" in w for w in tg.warnings) == (tg.tx_pps < 0.95e5)
 

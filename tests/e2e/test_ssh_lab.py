@@ -12,15 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import alive, namespaces, plan_text
+
+from nicbench.api import execute, load_run
 from nicbench.core.errors import PreflightError
-from nicbench.hosts.ssh import SshTransport, preflight
+from nicbench.hosts.ssh import SshTransport
+from nicbench.hosts.sshcheck import preflight
 from nicbench.lab import manager, sshd
 from nicbench.lab.topology import DirectLink, make_spec
 from nicbench.plan import parse_plan
-from nicbench.report.build import load_run
-from nicbench.run.session import execute
 
 pytestmark = pytest.mark.lab
 
@@ -192,8 +192,8 @@ def test_packets_on_real_hosts_over_ssh(tmp_path):
         p, text = load_plan(tmp_path / "plan.toml")
         out = execute(p, text, store=tmp_path / "st")
         view = load_run(out.run_dir)
-        assert [t.error for t in view.packet_trials if t.status != "ok"] == []
-        for t in view.packet_trials:
+        assert [t.error for t in view.trials if t.status != "ok"] == []
+        for t in view.trials:
             assert t.rx_pps > 0 and t.rx_pps <= t.tx_pps * 1.005 and set(t.per_port_rx_pps) == {"pk0"}
         assert _ours("nicbench-wrap") == [] and not list(Path("/tmp").glob("nicbench-t*-pk0.cfg"))
     finally:

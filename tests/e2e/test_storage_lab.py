@@ -8,14 +8,12 @@ import threading
 import time
 
 import pytest
-
 from helpers import namespaces
+
+from nicbench.api import execute, load_run, render
 from nicbench.core.errors import ToolError
 from nicbench.lab import manager
 from nicbench.plan import parse_plan
-from nicbench.report.build import load_run
-from nicbench.report.render import render
-from nicbench.run.session import execute
 from nicbench.store.runs import RunReader
 
 pytestmark = pytest.mark.lab
@@ -53,14 +51,16 @@ def test_two_initiators_aggregate_is_the_sum_of_each(tmp_path):
     out = execute(parse_plan(text), text, store=tmp_path)
     assert namespaces("e2es4") == []
     view = load_run(out.run_dir)
-    assert all(t.status == "ok" for t in view.storage_trials), [t.error for t in view.storage_trials]
-    for t in view.storage_trials:
+    assert all(t.status == "ok" for t in view.trials), [t.error for t in view.trials]
+    for t in view.trials:
         assert set(t.per_initiator_mb_s) == {"c1", "c2"}
-        # started by one barrier: the spans agree, so the aggregate equals the sum of the initiators'
-        assert t.start_skew_s < 0.05
+        # one barrier starts the initiators, but each fio's jobs connect to their LUNs one
+        # after another (seen: 77 ms between the first and last job under load): the window
+        # all jobs share, trimmed by a report interval, is what is counted
+        assert t.start_skew_s is not None and t.trim_s is not None and t.start_skew_s < 0.5
         assert t.mb_s == pytest.approx(sum(t.per_initiator_mb_s.values()), rel=0.03)
         assert t.cpu is not None
-    for p in view.storage_points:
+    for p in view.points:
         assert 0.85 <= p.of_ceiling <= 1.01, (p.point, p.mb_s, p.ceiling_mb_s)
     page = render(view).read_text()
     assert "Seed 004" in page and (out.run_dir / "report" / "storage-iops.png").exists()
@@ -97,7 +97,7 @@ def test_a_lun_that_vanishes_fails_its_point_in_bounded_time_and_nothing_is_left
         stop.set()
         th.join()
     assert killed and time.monotonic() - t0 < 60
-    trials = load_run(out.run_dir).storage_trials
+    trials = load_run(out.run_dir).trials
     assert [t.status for t in trials] == ["failed", "failed"]
     assert "gone" in trials[1].error
     assert namespaces("e2es5") == []
@@ -105,7 +105,7 @@ def test_a_lun_that_vanishes_fails_its_point_in_bounded_time_and_nothing_is_left
 
 def test_a_target_that_cannot_start_is_one_clear_error(tmp_path, monkeypatch):
     """nbdkit refusing its arguments: its own words in one line, nothing left behind."""
-    from nicbench.run import storage
+    from nicbench.studies.storage import runner as storage
     real = storage.target_argv
     monkeypatch.setattr(storage, "target_argv", lambda s, a, lun: real(s, a, lun)[:-1] + ["allocator=nosuch"])
     text = plan("e2es6")
@@ -119,12 +119,14 @@ def test_a_target_that_cannot_start_is_one_clear_error(tmp_path, monkeypatch):
 def test_iscsi_reads_from_tgt_null_luns_and_tgtd_is_gone(tmp_path):
     text = plan("e2es7", ops='["read"]', sizes='["32K"]', extra='target = "iscsi"\nlun_kind = "null"')
     out = execute(parse_plan(text), text, store=tmp_path)
-    [t] = load_run(out.run_dir).storage_trials
+    [t] = load_run(out.run_dir).trials
     assert t.status == "ok", t.error
     assert set(t.per_initiator_mb_s) == {"c1", "c2"} and t.mb_s > 50
     assert namespaces("e2es7") == []
-    assert not [f for f in os.listdir("/var/run/tgtd") if f.startswith("socket.23260")] \
-        if os.path.isdir("/var/run/tgtd") else True
+    # tgtd made its control socket under /var/run/tgtd (shared by every namespace,
+    # so it lives outside the lab); stopping the study removed it
+    assert os.path.isdir("/var/run/tgtd")
+    assert not [f for f in os.listdir("/var/run/tgtd") if f.startswith("socket.23260")]
 
 
 def test_existing_block_devices_with_libaio(tmp_path):
@@ -145,7 +147,7 @@ def test_existing_block_devices_with_libaio(tmp_path):
             'lun_size = "64M"', 'target = "devices"\ntransport = "iscsi"\n'
             f'devices = {{ c1 = ["{loops[0]}"], c2 = ["{loops[1]}"] }}')
         out = execute(parse_plan(text), text, store=tmp_path)
-        [t] = load_run(out.run_dir).storage_trials
+        [t] = load_run(out.run_dir).trials
         assert t.status == "ok", t.error
         assert set(t.per_initiator_mb_s) == {"c1", "c2"} and t.mb_s > 10
         argv = RunReader(out.run_dir).trials()[0].meta["argv"]

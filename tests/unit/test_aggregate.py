@@ -62,7 +62,7 @@ def _rec(direction="tx", layout=(("c1", 5201), ("c2", 5201)), duration=4.0):
 
 
 def test_a_process_without_receiver_data_fails_the_point():
-    from nicbench.analysis.points import trial_result
+    from nicbench.studies.tcp.analysis import trial_result
     ok = trial_result(_rec(), series("c1", 0, 4, 1e9) + series("c2", 0, 4, 1e9), trim=0.0)
     assert ok.status == "ok" and ok.gbps == pytest.approx(16.0)
     bad = trial_result(_rec(), series("c1", 0, 4, 1e9), trim=0.0)     # c2 sent nothing back
@@ -70,13 +70,13 @@ def test_a_process_without_receiver_data_fails_the_point():
 
 
 def test_bidir_needs_both_directions():
-    from nicbench.analysis.points import trial_result
+    from nicbench.studies.tcp.analysis import trial_result
     r = trial_result(_rec("bidir", layout=(("c1", 5201),)), series("c1", 0, 4, 1e9), trim=0.0)
     assert r.status == "failed" and "no rx receiver data" in r.error
 
 
 def test_overlapping_or_gapped_timelines_fail_the_point():
-    from nicbench.analysis.points import trial_result
+    from nicbench.studies.tcp.analysis import trial_result
     overlap = series("c1", 0, 4, 1e9) + [iv("c1", 1.5, 2.5, 1e9)]
     r = trial_result(_rec(layout=(("c1", 5201),)), overlap, trim=0.0)
     assert r.status == "failed" and "overlap" in r.error
@@ -86,7 +86,7 @@ def test_overlapping_or_gapped_timelines_fail_the_point():
 
 
 def test_a_window_much_shorter_than_planned_fails_the_point():
-    from nicbench.analysis.points import trial_result
+    from nicbench.studies.tcp.analysis import trial_result
     s = series("c1", 0, 4, 1e9) + series("c2", 2.5, 4, 1e9)    # c2 started 2.5 s late
     r = trial_result(_rec(), s, trim=0.0)
     assert r.status == "failed" and "window is 1.50s, expected about 4.00s" in r.error

@@ -38,10 +38,18 @@ def test_import_report_runs_roundtrip(tmp_path):
     points = {r["direction"]: r for r in rep["points"]}
     assert set(points) == {"tx", "rx", "bidir"}
     assert points["bidir"]["tx_gbps"] > 0 and points["bidir"]["rx_gbps"] > 0
-    assert points["bidir"]["gbps_median"] == pytest.approx(points["bidir"]["tx_gbps"] + points["bidir"]["rx_gbps"], abs=0.01)
+    assert points["bidir"]["gbps_median"] == pytest.approx(
+        points["bidir"]["tx_gbps"] + points["bidir"]["rx_gbps"], abs=0.01
+    )
     out = Path(rep["report"]).parent
-    for f in ("index.html", "points.csv", "points.json", "throughput-tx.png", "throughput-tx.svg",
-              "throughput-bidir.png"):
+    for f in (
+        "index.html",
+        "points.csv",
+        "points.json",
+        "throughput-tx.png",
+        "throughput-tx.svg",
+        "throughput-bidir.png",
+    ):
         assert (out / f).stat().st_size > 0, f
     exported = json.loads((out / "points.json").read_text())
     assert exported["schema"] == 1 and len(exported["points"]) == 3
@@ -63,12 +71,15 @@ def test_import_of_a_failed_run_is_refused(tmp_path):
     assert p.returncode == 2 and "Connection refused" in p.stderr
 
 
-@pytest.mark.parametrize("patch, exit_code, needle", [
-    (('io_sizes = ["128K"]', 'io_sizes = ["10 Gb"]'), 2, "study.io_sizes[0]"),
-    (('io_sizes = ["128K"]', 'io_sizes = [0]'), 2, "must be > 0"),
-    (("duration = 2", "duraton = 2"), 2, "unknown key 'duraton'"),
-    (('[hosts.c1]', '[hosts.c1]\nrol = "x"'), 2, "hosts.c1"),
-])
+@pytest.mark.parametrize(
+    "patch, exit_code, needle",
+    [
+        (('io_sizes = ["128K"]', 'io_sizes = ["10 Gb"]'), 2, "study.io_sizes[0]"),
+        (('io_sizes = ["128K"]', "io_sizes = [0]"), 2, "must be > 0"),
+        (("duration = 2", "duraton = 2"), 2, "unknown key 'duraton'"),
+        (("[hosts.c1]", '[hosts.c1]\nrol = "x"'), 2, "hosts.c1"),
+    ],
+)
 def test_bad_plans_give_one_line_and_exit_code(tmp_path, patch, exit_code, needle):
     text = """name = "x"
 [hosts.srv]

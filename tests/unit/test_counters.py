@@ -4,9 +4,9 @@ import pytest
 
 from conftest import fixture_text
 from nicbench.analysis.counters import counter_warnings, counters
-from nicbench.analysis.points import point_stats, trial_result
 from nicbench.records import Sample, TrialRecord, TrialSpec, make_tags
 from nicbench.sampling.sampler import CpuSampler, NetSampler, NetTarget
+from nicbench.studies.tcp.analysis import point_stats, trial_result
 
 
 class Files:
@@ -113,7 +113,7 @@ def test_counters_prorate_over_the_window_and_refuse_partial_cover():
 
 
 def test_point_stats_carry_stack_counters():
-    from test_netdev_wire import _samples      # goodput and interface samples of one trial
+    from test_netdev_wire import _samples  # goodput and interface samples of one trial
     samples = (_samples(0.9, 80000) + _series("net.tcp.retrans_segs", 4, host="srv")
                + _series("softirq.count", 500, host="machine", cpu="0", kind="NET_RX")
                + _series("softirq.count", 1500, host="machine", cpu="1", kind="NET_RX"))

@@ -7,14 +7,15 @@ import subprocess
 import sys
 
 import pytest
+from test_store import info
 
 from conftest import fixture_text
+from nicbench.hosts.factparse import parse_facts, sections
 from nicbench.hosts.facts import SYSCTLS, script
-from nicbench.hosts.factparse import differences, facts_table, parse_facts, sections
 from nicbench.records import Fact, HostFacts
+from nicbench.report.facts import differences, facts_table
 from nicbench.store.runs import RunReader, RunWriter
 from nicbench.store.schema import MIGRATIONS, SCHEMA_VERSION, migrate
-from test_store import info
 
 
 def facts(name, host="h", role="client"):
@@ -27,7 +28,9 @@ def test_sections_keep_text_and_exit_codes():
     assert secs["nic eth9"] == ("!no-such-interface", 2)
     assert secs["ethtool-g eth0"][1] != 0                 # veth has no rings
     # a collection cut short (connection dropped mid-script): the open section has no exit code
-    cut = sections("@@nicbench-section uname\nLinux x 6.1 #1 x86_64\n@@nicbench-rc 0\n@@nicbench-section os-release\nNAME=")
+    cut = sections(
+        "@@nicbench-section uname\nLinux x 6.1 #1 x86_64\n@@nicbench-rc 0\n@@nicbench-section os-release\nNAME="
+    )
     assert cut["os-release"] == ("NAME=", None)
 
 
@@ -42,7 +45,7 @@ def test_physical_like_nic_recorded_on_this_vm():
     assert h.value("if.eth0.channels.combined") == {"current": 1, "max": 1}
     assert h.value("if.eth0.coalesce.rx-frames") == 1
     assert h.value("if.eth0.offload.tcp-segmentation-offload") == "on"
-    assert "tx-tcp-segmentation" not in " ".join(f.key for f in h.facts)   # sub-features are left out
+    assert "tx-tcp-segmentation" not in " ".join(f.key for f in h.facts)  # sub-features are left out
     nn = h.get("if.eth0.numa_node")
     assert nn.value is None and "-1" in nn.unknown
     assert h.get("if.eth0.speed_mbps").value is None and "(-1)" in h.get("if.eth0.speed_mbps").unknown
@@ -75,7 +78,7 @@ def test_namespace_host_missing_interface_and_tools():
     assert nb.value is None and "network namespace" in nb.unknown
     assert h.value("sysctl.net.ipv4.tcp_timestamps") == 1
     assert h.get("if.eth9.present").unknown == "no such interface on this host"
-    assert h.get("if.eth9.irqs") is None                   # said once, under "present"
+    assert h.get("if.eth9.irqs") is None  # said once, under "present"
     assert h.get("if.eth9.driver").unknown == "ethtool -i: no such interface on this host"
     assert h.get("tool.nginx").unknown == "not installed on this host"
     # every fact is either a value or an unknown with its reason
@@ -90,8 +93,9 @@ def test_fact_needs_a_value_or_a_reason():
 
 
 def _with(h: HostFacts, host: str, **changes) -> HostFacts:
-    fs = tuple(Fact(f.key, changes.get(f.key, f.value), f.unknown, f.source) if f.key in changes else f
-               for f in h.facts)
+    fs = tuple(
+        Fact(f.key, changes.get(f.key, f.value), f.unknown, f.source) if f.key in changes else f for f in h.facts
+    )
     return HostFacts(host, h.role, h.collected, fs)
 
 
@@ -104,8 +108,8 @@ def test_differences_within_a_role_ignore_identity_facts():
     rows = facts_table([c1, c2, srv], summary=True)
     row = next(r for r in rows if r["key"] == "sysctl.net.ipv4.tcp_timestamps")
     assert row["differs"] and row["values"] == {"c1": "1", "c2": "0", "srv": "1"}
-    assert not next(r for r in rows if r["key"] == "if.eth0.mtu")["differs"]   # another role
-    assert all(not r["key"].startswith("if.eth0.offload.tx-") for r in rows)   # summary only
+    assert not next(r for r in rows if r["key"] == "if.eth0.mtu")["differs"]  # another role
+    assert all(not r["key"].startswith("if.eth0.offload.tx-") for r in rows)  # summary only
 
 
 def test_store_roundtrip_and_migration_from_v1(tmp_path):
@@ -118,6 +122,7 @@ def test_store_roundtrip_and_migration_from_v1(tmp_path):
     assert back == h
     # a run written before facts existed (schema 1) opens, migrates, has none
     import sqlite3
+
     old = tmp_path / "old.sqlite"
     db = sqlite3.connect(old)
     db.executescript("BEGIN;" + MIGRATIONS[0] + "PRAGMA user_version = 1;")
@@ -135,8 +140,12 @@ def test_script_refuses_odd_interface_names_and_lists_every_sysctl():
 
 def test_facts_command_on_this_machine(tmp_path):
     """The real script on this machine (no root needed): kernel as Python sees it."""
-    out = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "facts", "local", "--if", "lo", "--json"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "nicbench.cli.main", "facts", "local", "--if", "lo", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     [h] = doc["hosts"]
@@ -146,18 +155,26 @@ def test_facts_command_on_this_machine(tmp_path):
 
 
 def test_facts_command_bad_host_is_one_line(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "facts", "nosuchhost", "--lab", "zz9"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "nicbench.cli.main", "facts", "nosuchhost", "--lab", "zz9"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode in (2, 4) and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
     assert "hint:" in out.stderr
 
 
 def test_the_servers_nic_irqs_come_from_its_facts():
     from nicbench.run.session import nic_irqs
+
     real = facts("local_virtio.txt", host="srv", role="server")
     veth = facts("netns_veth.txt", host="srv", role="server")
-    assert nic_irqs([(real, "")], "srv", "eth0") == {"37": "eth0:virtio2-config", "38": "eth0:virtio2-input.0",
-                                                     "39": "eth0:virtio2-output.0"}
+    assert nic_irqs([(real, "")], "srv", "eth0") == {
+        "37": "eth0:virtio2-config",
+        "38": "eth0:virtio2-input.0",
+        "39": "eth0:virtio2-output.0",
+    }
     assert nic_irqs([(veth, "")], "srv", "eth0") == {}
 
 

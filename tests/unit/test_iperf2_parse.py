@@ -93,6 +93,7 @@ def test_2_1_8_stamps_are_one_interval_late_and_are_corrected():
     stamps put the last interval past the process's exit; one reporting
     interval earlier they fit inside its life."""
     import json
+
     from nicbench.tools.base import ToolInfo
     when = json.loads(fixture_text("iperf2", "2.1.8", "client_loopback_i0.5_stamps.json"))
     text = fixture_text("iperf2", "2.1.8", "client_loopback_i0.5_stamps.csv")

@@ -1,5 +1,7 @@
 """iperf3 3.12 -J output, recorded on this machine (tests/fixtures/capture.sh)."""
 
+from itertools import pairwise
+
 import pytest
 
 from conftest import fixture_text
@@ -54,7 +56,7 @@ def test_omit_intervals_marked_and_clock_continuous():
         ivs = by(r, "fwd", side)
         assert ivs[0].omitted and not any(i.omitted for i in ivs[1:])
         # iperf3 restarts its clock at 0 after -O; the parser must undo that
-        for a, b in zip(ivs, ivs[1:]):
+        for a, b in pairwise(ivs):
             assert b.start >= a.end - 1e-3
         assert ivs[-1].end == pytest.approx(5.0, abs=0.01)
 
@@ -70,7 +72,7 @@ def test_reverse_omit_reset_quirk_treats_the_broken_interval_as_warmup():
     assert measured[0].start == pytest.approx(broken.end, abs=1e-3)
     assert all(i.end > i.start for i in measured)
     assert sum(i.bytes for i in measured) + broken.bytes == r.totals["rev.receiver"]
-    for a, b in zip(measured, measured[1:]):
+    for a, b in pairwise(measured):
         assert b.start >= a.end - 1e-3
 
 

@@ -2,9 +2,9 @@ import pytest
 
 from conftest import fixture_text
 from nicbench.analysis.aggregate import wire_rate
-from nicbench.analysis.points import LinkInfo, point_stats, trial_result
 from nicbench.records import Sample, TrialRecord, TrialSpec, make_tags
 from nicbench.sampling.netdev import delta, parse_net_dev
+from nicbench.studies.tcp.analysis import LinkInfo, point_stats, trial_result
 
 
 def test_parse_recorded_net_dev():

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from nicbench.analysis.packets import ceiling_mpps, packet_points, packet_trial, port_table
 from nicbench.core.errors import InputError, ToolError
 from nicbench.plan.load import parse_plan
 from nicbench.plan.matrix import trials
 from nicbench.records import Sample, TrialRecord, TrialSpec, make_tags
-from nicbench.run.packets import generator_argv, missing_caps, xdp_attached
+from nicbench.studies.packets.analysis import ceiling_mpps, packet_points, packet_trial, port_table
+from nicbench.studies.packets.runner import generator_argv, missing_caps, xdp_attached
 from nicbench.tools import frames, nbgen, trafgen
 
 FIX = Path(__file__).parent.parent / "fixtures"
@@ -237,19 +237,22 @@ def test_ndr_search_bisects_to_the_highest_lossless_rate(monkeypatch, tmp_path):
     """The search loop against a path that carries at most 3 Mpps: flat out
     loses, bisection closes in from below, the best passing step is kept."""
     from types import SimpleNamespace
-    from nicbench.run import packets as run_packets
+
+    from nicbench.run.kit import PointEnv
+    from nicbench.studies.packets import runner as run_packets
     tried = []
 
-    def measure(ctx, spec, raw_dir, rate):
+    def measure(ctx, env, spec, raw_dir, rate):
         tried.append(rate)
         tx = rate if rate else 5e6
         rec, samples = _trial(rx_rate=min(tx, 3e6), tx_rate=tx)
         return TrialRecord(spec, "ok", rec.started, rec.ended, None, dict(rec.meta)), samples, []
 
     monkeypatch.setattr(run_packets, "_measure", measure)
-    ctx = SimpleNamespace(study=SimpleNamespace(search="ndr", search_steps=4, trim=0.5, loss_threshold=0.001, rate=None))
+    ctx = SimpleNamespace(study=SimpleNamespace(search="ndr", search_steps=4, trim=0.5, loss_threshold=0.001,
+                                                rate=None))
     spec = _trial()[0].spec
-    rec, samples, _ = run_packets.run_trial(ctx, spec, tmp_path)
+    rec, samples, _ = run_packets.run_trial(ctx, PointEnv(), spec, tmp_path)
     assert tried == [None, 2.5e6, 3.75e6, 3.125e6, 2.8125e6]
     assert rec.status == "ok" and rec.meta["ndr"]["rate_per_port"] == 2.8125e6
     assert [s["passed"] for s in rec.meta["ndr"]["steps"]] == [False, True, False, False, True]
@@ -258,44 +261,61 @@ def test_ndr_search_bisects_to_the_highest_lossless_rate(monkeypatch, tmp_path):
 
 def test_ndr_reports_when_no_rate_is_clean(monkeypatch, tmp_path):
     from types import SimpleNamespace
-    from nicbench.run import packets as run_packets
 
-    def measure(ctx, spec, raw_dir, rate):
+    from nicbench.run.kit import PointEnv
+    from nicbench.studies.packets import runner as run_packets
+
+    def measure(ctx, env, spec, raw_dir, rate):
         rec, samples = _trial(rx_rate=(rate or 5e6) * 0.5, tx_rate=rate or 5e6)
         return TrialRecord(spec, "ok", rec.started, rec.ended, None, dict(rec.meta)), samples, []
 
     monkeypatch.setattr(run_packets, "_measure", measure)
-    ctx = SimpleNamespace(study=SimpleNamespace(search="ndr", search_steps=3, trim=0.5, loss_threshold=0.001, rate=None))
-    rec, samples, _ = run_packets.run_trial(ctx, _trial()[0].spec, tmp_path)
+    ctx = SimpleNamespace(
+        study=SimpleNamespace(search="ndr", search_steps=3, trim=0.5, loss_threshold=0.001, rate=None)
+    )
+    rec, samples, _ = run_packets.run_trial(ctx, PointEnv(), _trial()[0].spec, tmp_path)
     assert rec.status == "failed" and samples == []
     assert "no rate tried had loss <= 0.100% (lowest tried 625000 frames/s per port)" in rec.error
 
 
 def test_generator_argv_per_engine_and_trafgen_rate_on_one_sender():
     fs = frames.thread_frames(2, src_ip="198.19.1.1", dst_ip="198.19.1.2", size=64, **MACS)
-    argv, conf, pin = generator_argv("nbgen", "/nb", "pk1", fs, duration=3, pin=[0, 1], rate=None, frame_size=64,
-                                     conf="/c")
+    argv, conf, pin = generator_argv(
+        "nbgen", "/nb", "pk1", fs, duration=3, pin=[0, 1], rate=None, frame_size=64, conf="/c"
+    )
     assert conf is None and argv[argv.index("--cpus") + 1] == "0,1" and argv.count("--frame") == 2
-    argv, conf, pin = generator_argv("trafgen", "/nb", "pk1", fs, duration=3, pin=[1, 0], rate=None, frame_size=64,
-                                     conf="/c")
+    argv, conf, pin = generator_argv(
+        "trafgen", "/nb", "pk1", fs, duration=3, pin=[1, 0], rate=None, frame_size=64, conf="/c"
+    )
     assert argv[argv.index("--cpus") + 1] == "2" and conf.startswith("cpu(1): {") and pin == [1, 0]
     # with a rate trafgen runs one sender on CPU 0: no frame may be bound elsewhere
-    argv, conf, pin = generator_argv("trafgen", "/nb", "pk1", fs, duration=3, pin=[1, 0], rate=5e4, frame_size=64,
-                                     conf="/c")
+    argv, conf, pin = generator_argv(
+        "trafgen", "/nb", "pk1", fs, duration=3, pin=[1, 0], rate=5e4, frame_size=64, conf="/c"
+    )
     assert argv[argv.index("--cpus") + 1] == "1" and "cpu(" not in conf and conf.count("{") == 2
     assert argv[argv.index("--rate") + 1] == "50000pps" and pin == [0]
 
 
 def test_sender_side_drops_and_overcounts_are_said():
     rec, samples = _trial(rx_rate=0.9e6, tx_rate=1e6)
-    drops = [Sample("t0001", "if.drops", 0.1e6 * 0.25, "packets", s.t_start, s.t_end,
-                    make_tags(host="gen", ifname="pk0", direction="tx"))
-             for s in samples if s.metric == "if.packets"]
+    drops = [
+        Sample(
+            "t0001",
+            "if.drops",
+            0.1e6 * 0.25,
+            "packets",
+            s.t_start,
+            s.t_end,
+            make_tags(host="gen", ifname="pk0", direction="tx"),
+        )
+        for s in samples
+        if s.metric == "if.packets"
+    ]
     t = packet_trial(rec, samples + drops, trim=0.5)
     assert t.tx_drops_pps == pytest.approx(1e5) and any("at the sender" in w for w in t.warnings)
     rec_tg, s_tg = _trial(engine="trafgen", rx_rate=0.9e6, tx_rate=0.9e6)
     tg = packet_trial(rec_tg, s_tg + drops, trim=0.5)
-    assert tg.tx_pps == pytest.approx(1.0e6) and tg.loss == pytest.approx(0.1)   # refused frames were sent
+    assert tg.tx_pps == pytest.approx(1.0e6) and tg.loss == pytest.approx(0.1)  # refused frames were sent
     over = packet_trial(*_trial(rx_rate=1.1e6, tx_rate=1e6), trim=0.5)
     assert over.loss == 0.0 and any("more frames than were sent" in w for w in over.warnings)
 

@@ -4,6 +4,7 @@ from rich.console import Console
 
 from nicbench.cli.progress import TerminalProgress
 from nicbench.records import Sample, TrialRecord, TrialSpec, make_tags
+from nicbench.studies.tcp.view import TcpView
 
 
 def _trial(status="ok"):
@@ -16,9 +17,9 @@ def _trial(status="ok"):
 
 def test_live_progress_on_a_terminal_shows_count_point_and_last_result():
     buf = io.StringIO()
-    p = TerminalProgress(0.0, Console(file=buf, force_terminal=True, width=150, color_system=None))
+    p = TerminalProgress(TcpView(), Console(file=buf, force_terminal=True, width=150, color_system=None))
     spec, rec, samples = _trial()
-    p.begin("run-1", 2)
+    p.begin("run-1", 2, {"trim": 0.0})
     p.trial_start(spec)
     p.trial_end(rec, samples)
     p.end()
@@ -28,11 +29,11 @@ def test_live_progress_on_a_terminal_shows_count_point_and_last_result():
 
 def test_failed_point_is_printed_and_quiet_when_not_a_terminal():
     buf = io.StringIO()
-    p = TerminalProgress(0.0, Console(file=buf, force_terminal=True, width=150, color_system=None))
+    p = TerminalProgress(TcpView(), Console(file=buf, force_terminal=True, width=150, color_system=None))
     spec, rec, samples = _trial("failed")
-    p.begin("r", 1), p.trial_start(spec), p.trial_end(rec, samples), p.end()
+    p.begin("r", 1, {}), p.trial_start(spec), p.trial_end(rec, samples), p.end()
     assert "boom" in buf.getvalue() and "FAILED" in buf.getvalue()
     quiet = io.StringIO()
-    q = TerminalProgress(0.0, Console(file=quiet, force_terminal=False))
-    q.begin("r", 1), q.trial_start(spec), q.trial_end(rec, samples), q.end()
+    q = TerminalProgress(TcpView(), Console(file=quiet, force_terminal=False))
+    q.begin("r", 1, {}), q.trial_start(spec), q.trial_end(rec, samples), q.end()
     assert quiet.getvalue() == ""

@@ -3,10 +3,10 @@
 import csv
 import time
 
+from nicbench.api import load_run, render
+from nicbench.api import rows as table_rows
 from nicbench.plan.matrix import point_key
 from nicbench.records import RunInfo, Sample, TrialRecord, TrialSpec, make_tags
-from nicbench.report.build import load_run, table_rows
-from nicbench.report.render import render
 from nicbench.store.runs import RunWriter
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nicbench.hosts.ssh import SshTarget, clock_offset, explain, parse_check
+from nicbench.hosts.ssh import SshTarget, explain
+from nicbench.hosts.sshcheck import clock_offset, parse_check
 
 FIX = Path(__file__).parent.parent / "fixtures" / "ssh" / "9.2"   # ssh's stderr, recorded against the lab's sshd
 
@@ -78,8 +79,10 @@ def test_what_a_login_shell_prints_is_not_taken_for_output(tmp_path):
     before a spawned tool's output: both are skipped."""
     import os
     import subprocess
-    from nicbench.hosts.ssh import BEGIN_MARK, SshTransport
-    from nicbench.run.common import read
+
+    from nicbench.hosts.ssh import SshTransport
+    from nicbench.hosts.transport import BEGIN_MARK
+    from nicbench.hosts.transport import read_output as read
     f = tmp_path / "iperf3.out"
     f.write_text("Welcome to host a!\npyenv: warning\n" + BEGIN_MARK + '{"start": {}}\n')
     assert read(f) == '{"start": {}}\n'

@@ -1,18 +1,18 @@
 """Tuning profiles as data: validation, the NIC IRQ policy, checks (no root needed)."""
 
 import pytest
+from helpers_plan import PLAN
 
 from conftest import fixture_text
 from nicbench.core.errors import InputError
+from nicbench.core.validation import validate
 from nicbench.hosts.factparse import parse_facts
 from nicbench.hosts.fake import FakeTransport, Script
 from nicbench.plan import parse_plan
-from nicbench.plan.load import validate
 from nicbench.tuning import knobs
-from nicbench.tuning.engine import Target, audit, check_profile
+from nicbench.tuning.audit import audit, check_profile
 from nicbench.tuning.profile import Profile, load, shipped
-
-from helpers_plan import PLAN
+from nicbench.tuning.types import Target
 
 
 def prof(text: str) -> Profile:
@@ -117,7 +117,7 @@ def test_settings_that_would_silently_do_nothing_are_refused(text, what):
 
 
 def test_a_renumbered_irq_is_left_alone_on_restore():
-    from nicbench.tuning.engine import _vanished
+    from nicbench.tuning.apply import _vanished
     t = FakeTransport("h", files={"/proc/interrupts": fixture_text("proc", "interrupts.txt")})
     assert _vanished(t, "irq:38", "irq 38 (virtio2-input.0)", "0-1") is None
     assert "no longer virtio2-output.0" in _vanished(t, "irq:38", "irq 38 (virtio2-output.0)", "0-1")
@@ -125,11 +125,11 @@ def test_a_renumbered_irq_is_left_alone_on_restore():
 
 
 def test_damaged_restore_files_are_reported_and_kept(tmp_path, monkeypatch):
-    from nicbench.tuning import engine
+    from nicbench.tuning import restorefile
     monkeypatch.setenv("NICBENCH_RESTORE_DIR", str(tmp_path))
     (tmp_path / "machine.json").write_text("{not json")
-    [(rid, doc)] = engine.pending()
-    assert rid == "machine" and doc is engine.DAMAGED
+    [(rid, doc)] = restorefile.pending()
+    assert rid == "machine" and doc is restorefile.DAMAGED
     import subprocess
     import sys
     r = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "tune", "restore"], capture_output=True,
@@ -139,7 +139,7 @@ def test_damaged_restore_files_are_reported_and_kept(tmp_path, monkeypatch):
 
 
 def test_tuning_lock_refuses_a_second_holder_and_names_the_first(tmp_path, monkeypatch):
-    from nicbench.tuning.engine import TuningLock
+    from nicbench.tuning.lock import TuningLock
     monkeypatch.setenv("NICBENCH_RESTORE_DIR", str(tmp_path))
     first = TuningLock().acquire("run of demo")
     with pytest.raises(InputError) as e:
@@ -147,3 +147,30 @@ def test_tuning_lock_refuses_a_second_holder_and_names_the_first(tmp_path, monke
     assert "in use by another nicbench" in e.value.one_line() and "run of demo" in e.value.one_line()
     first.release()
     TuningLock().acquire("tune restore").release()       # free again
+
+
+def test_drift_reads_the_applied_settings_back_in_one_command_per_host():
+    from nicbench.tuning.audit import drift
+    from nicbench.tuning.types import Row
+    now = {"/proc/sys/net/ipv4/tcp_timestamps": "1", "/proc/sys/net/core/optmem_max": "524288"}
+
+    def states(argv):
+        if argv[:2] == ["sh", "-c"]:
+            return Script("".join(f"{p}\trw\t{now[p]}\n" for p in argv[4:] if p in now))
+        return Script()
+    t = FakeTransport("srv", states)
+    rows = [Row("srv", "sysctl net.ipv4.tcp_timestamps", "sysctl:net.ipv4.tcp_timestamps", "0", "0", "applied"),
+            Row("srv", "sysctl net.core.optmem_max", "sysctl:net.core.optmem_max", "524288", "524288", "applied"),
+            Row("srv", "sysctl net.core.rmem_max", "sysctl:net.core.rmem_max", None, "1", "host-wide")]
+    [moved] = drift(rows, [Target("srv", "server", t, "r-srv", "eth0")])
+    assert moved.setting == "sysctl net.ipv4.tcp_timestamps" and moved.current == "1" and moved.status == "drifted"
+    assert "the profile set '0'" in moved.note
+    assert len([c for c in t.commands if c[:2] == ["sh", "-c"]]) == 1          # one read for the host
+
+
+def test_a_profile_setting_may_be_marked_optional():
+    p = prof('[[settings]]\nkind = "sysctl"\nkey = "net.ipv4.nosuch"\nvalue = 1\noptional = true\n'
+             '[[settings]]\nkind = "tuned"\nprofile = "network-throughput"\n')
+    assert [s.optional for s in p.settings] == [True, False]
+    thr = load("throughput")
+    assert {s.kind for s in thr.settings if s.optional} == {"service", "governor", "tuned", "irq_affinity"}

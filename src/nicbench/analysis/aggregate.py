@@ -14,8 +14,9 @@ beside it.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
+from itertools import pairwise
 
 from ..core.units import gbps
 from ..records import Sample
@@ -54,10 +55,13 @@ def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
 
 
 def aggregate(samples: Iterable[Sample], *, direction: str, side: str = "receiver",
-              trim: float = 0.0, metric: str = "tcp.bytes", bin_s: float = 1.0) -> DirectionAggregate:
+              trim: float = 0.0, metric: str = "tcp.bytes", bin_s: float = 1.0,
+              along: str = "direction") -> DirectionAggregate:
+    """``direction`` is matched against the samples' ``along`` tag (the
+    storage study's ``op``)."""
     procs: dict[tuple[str, str], list[Sample]] = defaultdict(list)
     for s in samples:
-        if (s.metric == metric and s.tag("direction") == direction and s.tag("side") == side
+        if (s.metric == metric and s.tag(along) == direction and s.tag("side") == side
                 and s.tag("omitted", "0") != "1" and s.t_end > s.t_start):
             procs[(s.tag("host") or "?", s.tag("proc") or "?")].append(s)
     if not procs:
@@ -109,7 +113,7 @@ def timeline_problems(samples: Iterable[Sample], *, direction: str, side: str = 
         v.sort(key=lambda x: x.t_start)
         spans = sorted(x.t_end - x.t_start for x in v)
         nominal = spans[len(spans) // 2] if spans else 0.0
-        for a, b in zip(v, v[1:]):
+        for a, b in pairwise(v):
             if b.t_start < a.t_end - 0.25 * nominal:
                 out.append(f"{host}:{proc} {direction} intervals overlap by {a.t_end - b.t_start:.3f}s")
                 break
@@ -156,7 +160,7 @@ def covers(v: list[Sample], w0: float, w1: float, slack: float = 1e-3) -> bool:
     """Do consecutive counter samples cover [w0, w1] without gaps?"""
     if not v or v[0].t_start > w0 + slack or v[-1].t_end < w1 - slack:
         return False
-    return all(b.t_start <= a.t_end + slack for a, b in zip(v, v[1:]))
+    return all(b.t_start <= a.t_end + slack for a, b in pairwise(v))
 
 
 def integrate(v: list[Sample], w0: float, w1: float) -> float:

@@ -10,8 +10,8 @@ understated.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..records import Sample
 from .aggregate import covers, integrate
@@ -38,8 +38,11 @@ class Counters:
         return sum(vals) if vals else None
 
 
-def _series(samples: Iterable[Sample], key) -> dict[tuple, list[Sample]]:
-    out: dict[tuple, list[Sample]] = defaultdict(list)
+Key = tuple[str | None, ...]
+
+
+def _series(samples: Iterable[Sample], key: Callable[[Sample], Key | None]) -> dict[Key, list[Sample]]:
+    out: dict[Key, list[Sample]] = defaultdict(list)
     for s in samples:
         k = key(s)
         if k is not None and s.t_end > s.t_start:
@@ -59,15 +62,15 @@ def counters(samples: Iterable[Sample], window: tuple[float, float]) -> Counters
                   if s.metric in ("if.drops", "if.errors") else None)
     for (host, metric, direction), v in net.items():
         if covers(v, w0, w1):
-            name = f"{metric}.{direction}" if direction else metric
-            per_host[host][name] += integrate(v, w0, w1)
+            name = f"{metric}.{direction}" if direction else str(metric)
+            per_host[str(host)][name] += integrate(v, w0, w1)
     soft: dict[str, dict[str, float]] = defaultdict(dict)
     irq: dict[str, dict[str, float]] = defaultdict(dict)
     for metric, target, tag in (("softirq.count", soft, "kind"), ("irq.count", irq, "irq")):
-        ser = _series(samples, lambda s, m=metric, t=tag: (s.tag(t), s.tag("cpu")) if s.metric == m else None)
-        for (name, cpu), v in ser.items():
+        ser = _series(samples, lambda s, m=metric, t=tag: (s.tag(t), s.tag("cpu")) if s.metric == m else None)  # type: ignore[misc]
+        for (label, cpu), v in ser.items():
             if covers(v, w0, w1):
-                target[name][cpu] = integrate(v, w0, w1) / secs
+                target[str(label)][str(cpu)] = integrate(v, w0, w1) / secs
     if not per_host and not soft and not irq:
         return None
     return Counters(window, {h: dict(m) for h, m in per_host.items()}, dict(soft), dict(irq))

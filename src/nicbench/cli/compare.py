@@ -6,8 +6,15 @@ import json
 from pathlib import Path
 
 import click
+from rich.console import Console
+from rich.table import Table
 
+from ..analysis.compare import compare
 from ..core.errors import InputError
+from ..report.facts import fact_changes
+from ..report.view import load_run
+from ..store.runs import default_store, resolve
+from ..studies.registry import VIEWS
 
 
 @click.command("compare")
@@ -25,32 +32,36 @@ def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: Path | None, 
     """Compare run B against run A: per point the medians, the factor B/A,
     Welch's t-test over the repeats, a verdict; then the host facts and
     tuning that differ between the runs (the usual explanation)."""
-    from ..analysis.compare import compare
-    from ..report.build import fact_changes, load_run, point_values
-    from ..store.runs import default_store, resolve
-
     st = store or default_store()
-    a, b = load_run(resolve(st, run_a)), load_run(resolve(st, run_b))
+    a, b = load_run(resolve(st, run_a), VIEWS), load_run(resolve(st, run_b), VIEWS)
     if a.info.study != b.info.study:
         raise InputError(f"run A is a {a.info.study} study, run B a {b.info.study} study", where="compare",
                          hint="compare runs of the same kind of study")
-    metric, va = point_values(a)
-    _, vb = point_values(b)
+    view = VIEWS[a.info.study]
+    ca, cb = view.compare_values(a), view.compare_values(b)
+    metric, va, vb = ca.metric, ca.values, cb.values
     if not set(va) & set(vb):
         raise InputError("the runs have no point in common", where="compare",
                          hint="compare runs of the same plan (or the same points)")
     diffs = compare(va, vb, alpha=alpha, threshold=threshold)
-    changes = fact_changes(a, b)
+    changes = fact_changes(a.facts, b.facts)
     ta, tb = (a.info.meta.get("tuning") or {}), (b.info.meta.get("tuning") or {})
     tuning = (ta.get("profile"), tb.get("profile")) if ta.get("profile") != tb.get("profile") else None
     if json_ or (ctx.obj or {}).get("json"):
-        click.echo(json.dumps({"a": a.info.run_id, "b": b.info.run_id, "metric": metric,
-                               "points": [d.__dict__ for d in diffs],
-                               "facts_changed": [dict(zip(("host", "fact", "a", "b"), c)) for c in changes],
-                               "tuning": tuning}, indent=1))
+        click.echo(
+            json.dumps(
+                {
+                    "a": a.info.run_id,
+                    "b": b.info.run_id,
+                    "metric": metric,
+                    "points": [d.__dict__ for d in diffs],
+                    "facts_changed": [dict(zip(("host", "fact", "a", "b"), c, strict=True)) for c in changes],
+                    "tuning": tuning,
+                },
+                indent=1,
+            )
+        )
         return
-    from rich.console import Console
-    from rich.table import Table
 
     con = Console(width=150)
     t = Table(title=f"{metric}: B = {b.info.run_id} vs A = {a.info.run_id}", header_style="bold")
@@ -59,8 +70,15 @@ def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: Path | None, 
     style = {"higher": "green", "lower": "bold red"}
     for d in diffs:
         f = lambda v, n=3: "—" if v is None else f"{v:.{n}f}"  # noqa: E731
-        t.add_row(d.point, f(d.median_a), f(d.median_b), f(d.factor, 3), f(d.p_value, 4), f"{d.n_a}/{d.n_b}",
-                  f"[{style[d.verdict]}]{d.verdict}[/]" if d.verdict in style else d.verdict)
+        t.add_row(
+            d.point,
+            f(d.median_a),
+            f(d.median_b),
+            f(d.factor, 3),
+            f(d.p_value, 4),
+            f"{d.n_a}/{d.n_b}",
+            f"[{style[d.verdict]}]{d.verdict}[/]" if d.verdict in style else d.verdict,
+        )
     con.print(t)
     if tuning:
         con.print(f"tuning profile: A {tuning[0]} -> B {tuning[1]}")
@@ -73,7 +91,3 @@ def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: Path | None, 
         con.print(ft)
         if len(changes) > 60:
             con.print(f"... and {len(changes) - 60} more (--json lists all)")
-
-
-def register(group: click.Group) -> None:
-    group.add_command(compare_cmd)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from ..core.errors import InputError, LabError
+from ..hosts.facts import collect, collect_raw
+from ..hosts.transport import LocalTransport, Transport
+from ..lab import manager
 from ..records import HostFacts
+from ..report.facts import facts_table
 
 DEFAULT_TOOLS = ("iperf3", "iperf", "ethtool")
 
@@ -20,12 +28,11 @@ def _local_interfaces() -> list[str]:
     return names[:8]
 
 
-def _targets(hosts: tuple[str, ...], lab_name: str | None, ifnames: tuple[str, ...]):
+def _targets(hosts: tuple[str, ...], lab_name: str | None,
+             ifnames: tuple[str, ...]) -> list[tuple[Transport, str, list[str]]]:
     """(transport, role, interfaces) for each HOST: ``local`` or a lab host."""
-    from ..hosts.transport import LocalTransport
-    from ..lab import manager
 
-    out = []
+    out: list[tuple[Transport, str, list[str]]] = []
     lab = None
     for h in hosts:
         if h == "local":
@@ -71,15 +78,11 @@ def facts_cmd(ctx: click.Context, hosts: tuple[str, ...], lab_name: str | None, 
     be known says why.  With several hosts, facts that differ between hosts
     of the same role are marked.
     """
-    import json
-    from ..hosts.facts import collect
-    from ..hosts.factparse import facts_table
 
     want_json = json_ or (ctx.obj or {}).get("json")
     collected: list[HostFacts] = []
     for t, role, ifs in _targets(hosts, lab_name, ifnames):
         if raw:
-            from ..hosts.facts import collect_raw
             click.echo(collect_raw(t, ifs, tools or DEFAULT_TOOLS), nl=False)
             continue
         collected.append(collect(t, role, ifs, tools or DEFAULT_TOOLS)[0])
@@ -92,8 +95,6 @@ def facts_cmd(ctx: click.Context, hosts: tuple[str, ...], lab_name: str | None, 
                                                      "source": f.source} for f in h.facts]} for h in collected],
                                "differ": [r["key"] for r in rows if r["differs"]]}, indent=1))
         return
-    from rich.console import Console
-    from rich.table import Table
 
     table = Table(show_lines=False, header_style="bold")
     table.add_column("fact", overflow="fold")
@@ -108,10 +109,4 @@ def facts_cmd(ctx: click.Context, hosts: tuple[str, ...], lab_name: str | None, 
 
 
 def _styled(text: str) -> str:
-    from rich.markup import escape
     return f"[dim]{escape(text)}[/]" if text.startswith("unknown: ") else escape(text)
-
-
-def register(group: click.Group) -> None:
-    group.add_command(facts_cmd)
-

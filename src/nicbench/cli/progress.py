@@ -1,26 +1,39 @@
-"""Live progress on the terminal (rich), silent when stderr is not a TTY."""
+"""Live progress on the terminal (rich), silent when stderr is not a TTY.
+
+What a finished point's figure is comes from its study's view (the same
+analysis the report runs), never from summing the tools' own rates."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
-from ..analysis.aggregate import NoSharedWindow, aggregate, directions_in
 from ..records import Sample, TrialRecord, TrialSpec
+from ..report.view import StudyView
 
 
 class TerminalProgress:
-    def __init__(self, trim: float, console: Console | None = None):
-        self.trim = trim
+    def __init__(self, view: StudyView, console: Console | None = None):
+        self.view = view
         self.console = console or Console(stderr=True)
         self.enabled = self.console.is_terminal
         self._p: Progress | None = None
-        self._task = None
-        self._last = ""
+        self._task: TaskID | None = None
+        self._meta: Mapping[str, Any] = {}
 
-    def begin(self, run_id: str, total: int) -> None:
+    def begin(self, run_id: str, total: int, meta: Mapping[str, Any]) -> None:
+        self._meta = meta
         if not self.enabled:
             return
         self._p = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -31,43 +44,20 @@ class TerminalProgress:
         self._task = self._p.add_task("starting", total=total, last="")
 
     def trial_start(self, spec: TrialSpec) -> None:
-        if self._p is not None:
+        if self._p is not None and self._task is not None:
             self._p.update(self._task, description=f"{spec.point} r{spec.repeat + 1}")
 
     def trial_end(self, rec: TrialRecord, samples: list[Sample]) -> None:
-        if self._p is None:
+        if self._p is None or self._task is None:
             return
-        # the figure the report will show, from the study's own analysis (summing
-        # per-client rates over different windows overstates them)
-        study = rec.spec.study
-        if rec.status == "ok" and study == "https":
-            from ..analysis.https import https_trial
-            h = https_trial(rec, samples, None)
-            self._last = (f"last: {rec.spec.point} {h.app_gbps:.2f} Gbps (application)" if h.app_gbps is not None
-                          else f"last: {rec.spec.point} {h.error}")
-        elif rec.status == "ok" and study == "packets":
-            from ..analysis.packets import packet_trial
-            t = packet_trial(rec, samples, self.trim)
-            self._last = (f"last: {rec.spec.point} {t.rx_pps / 1e6:.3f} Mpps received" if t.rx_pps
-                          else f"last: {rec.spec.point} {t.error}")
-        elif rec.status == "ok" and study == "storage":
-            from ..analysis.storage import storage_trial
-            st = storage_trial(rec, samples)
-            self._last = (f"last: {rec.spec.point} {st.mb_s:.0f} MB/s" if st.mb_s is not None
-                          else f"last: {rec.spec.point} {st.error}")
-        elif rec.status == "ok":
-            try:
-                g = sum(aggregate(samples, direction=d, trim=self.trim).gbps for d in directions_in(samples))
-                self._last = f"last: {rec.spec.point} {g:.2f} Gbps"
-            except NoSharedWindow as e:
-                self._last = f"last: {rec.spec.point} no window ({e})"
+        if rec.status == "ok":
+            last = "last: " + self.view.progress_line(rec, samples, self._meta)
         else:
-            self._last = f"last: {rec.spec.point} {rec.status.upper()}"
+            last = f"last: {rec.spec.point} {rec.status.upper()}"
             self.console.print(f"[red]{rec.spec.point}: {rec.error}[/red]")
-        self._p.update(self._task, advance=1, last=self._last)
+        self._p.update(self._task, advance=1, last=last)
 
     def end(self) -> None:
         if self._p is not None:
             self._p.stop()
             self._p = None
-

@@ -7,16 +7,27 @@ import time
 from pathlib import Path
 
 import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
-from ..core.errors import InputError, LabError
+from ..core.errors import InputError, LabError, NicbenchError, ToolError
+from ..hosts.facts import collect
+from ..hosts.transport import LocalTransport
+from ..lab import manager
+from ..plan.load import load_plan
+from ..tuning.apply import apply, restore, restore_targets
+from ..tuning.audit import audit
+from ..tuning.lock import TuningLock
+from ..tuning.profile import load, shipped
+from ..tuning.restorefile import DAMAGED, forget, pending, restore_dir, transport_from
+from ..tuning.types import Target
 
 _STYLE = {"ok": "green", "applied": "green", "restored": "green", "differs": "yellow", "warn": "yellow",
           "host-wide": "cyan", "unsupported": "dim", "unknown": "dim", "note": "cyan", "failed": "bold red"}
 
 
 def _profile(name: str, plan: Path | None):
-    from ..plan.load import load_plan
-    from ..tuning.profile import load
 
     user = load_plan(plan)[0].profiles if plan else None
     return load(name, user)
@@ -24,10 +35,6 @@ def _profile(name: str, plan: Path | None):
 
 def targets_for(hosts: tuple[str, ...], lab_name: str | None, ifname: str | None):
     """Tune targets with fresh facts: lab hosts (default: every host of the lab) or ``local``."""
-    from ..hosts.facts import collect
-    from ..hosts.transport import LocalTransport
-    from ..lab import manager
-    from ..tuning.engine import Target, lab_target
 
     out = []
     if hosts == ("local",):
@@ -51,14 +58,12 @@ def targets_for(hosts: tuple[str, ...], lab_name: str | None, ifname: str | None
             raise InputError(f"lab {name} has no host {h!r}", where="HOSTS",
                              hint=f"hosts: {', '.join(x.name for x in lab.spec.hosts)}") from None
         i = ifname or "eth0"
-        out.append(lab_target(lab, h, collect(lab.transport(h), spec.role, [i], ())[0], i))
+        out.append(Target(h, spec.role, lab.transport(h), lab.restore_id(h), i,
+                          collect(lab.transport(h), spec.role, [i], ())[0], lab=True))
     return out
 
 
 def show(rows, title: str) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
 
     table = Table(title=title, header_style="bold")
     for c in ("host", "setting", "current", "wanted", "status", "note"):
@@ -72,12 +77,18 @@ def show(rows, title: str) -> None:
 
 
 def _common(f):
-    f = click.option("--lab", "lab_name", default=None, help="The lab whose hosts to tune (default: the only one up).")(f)
+    f = click.option("--lab", "lab_name", default=None, help="The lab whose hosts to tune (default: the only one up).")(
+        f
+    )
     f = click.option("--if", "ifname", default=None, help="The test interface (default: eth0 in the lab).")(f)
-    f = click.option("--plan", type=click.Path(path_type=Path), default=None,
-                     help="A plan whose [profiles.*] define user profiles.")(f)
-    f = click.option("--host-wide", is_flag=True,
-                     help="In the lab, also apply host-wide settings (governor, services, IRQs) to the machine.")(f)
+    f = click.option(
+        "--plan", type=click.Path(path_type=Path), default=None, help="A plan whose [profiles.*] define user profiles."
+    )(f)
+    f = click.option(
+        "--host-wide",
+        is_flag=True,
+        help="In the lab, also apply host-wide settings (governor, services, IRQs) to the machine.",
+    )(f)
     f = click.option("--json", "json_", is_flag=True, help="Machine-readable output on stdout.")(f)
     return click.argument("hosts", nargs=-1)(f)
 
@@ -90,7 +101,6 @@ def tune() -> None:
 @tune.command("profiles")
 def profiles() -> None:
     """List the profiles shipped with nicbench."""
-    from ..tuning.profile import load, shipped
 
     for n in shipped():
         p = load(n)
@@ -106,13 +116,16 @@ def audit_cmd(ctx, profile_name, hosts, lab_name, ifname, plan, host_wide, json_
 
     Only reads: nothing on any host is changed.
     """
-    from ..tuning.engine import audit
 
     prof = _profile(profile_name, plan)
     result = audit(prof, targets_for(hosts, lab_name, ifname), host_wide=host_wide)
     if json_ or (ctx.obj or {}).get("json"):
-        click.echo(json.dumps({"profile": profile_name, "rows": [r.to_dict() for r in result.rows],
-                               "pinning": result.pin_cpus}, indent=1))
+        click.echo(
+            json.dumps(
+                {"profile": profile_name, "rows": [r.to_dict() for r in result.rows], "pinning": result.pin_cpus},
+                indent=1,
+            )
+        )
         return
     show(result.rows, f"tuning audit: profile {profile_name}")
 
@@ -125,25 +138,35 @@ def audit_cmd(ctx, profile_name, hosts, lab_name, ifname, plan, host_wide, json_
 def apply_cmd(ctx, profile_name, step_delay, hosts, lab_name, ifname, plan, host_wide, json_) -> None:
     """Apply a profile: prior values are saved on each host before its first
     change; each change is read back.  'nicbench tune restore' undoes it."""
-    from ..tuning.engine import TuningLock, apply
 
     prof = _profile(profile_name, plan)
     lock = TuningLock().acquire("tune apply")
     try:
-        result = apply(prof, targets_for(hosts, lab_name, ifname), host_wide=host_wide,
-                       step=(lambda: time.sleep(step_delay)) if step_delay else None)
+        ts = targets_for(hosts, lab_name, ifname)
+        result = apply(
+            prof,
+            ts,
+            host_wide=host_wide,
+            step=(lambda: time.sleep(step_delay)) if step_delay else None,
+        )
     finally:
         lock.release()
-    failed = [r for r in result.rows if r.status == "failed"]
+    missing = [r for r in result.rows if r.not_in_force and not r.optional]
+    if missing:
+        # all or nothing, as a run's tuning: what was applied goes back at once
+        restore_targets(ts, host_wide)
     if json_ or (ctx.obj or {}).get("json"):
-        click.echo(json.dumps({"profile": profile_name, "rows": [r.to_dict() for r in result.rows]}, indent=1))
+        click.echo(json.dumps({"profile": profile_name, "rows": [r.to_dict() for r in result.rows],
+                               "restored": bool(missing)}, indent=1))
     else:
-        show(result.rows, f"tuning applied: profile {profile_name}")
-    if failed:
-        from ..core.errors import ToolError
-        raise ToolError(f"{len(failed)} setting(s) did not take: " + "; ".join(f"{r.host} {r.setting}: {r.note}"
-                                                                         for r in failed),
-                        hint="'nicbench tune restore' puts back what was changed")
+        show(result.rows, f"tuning {'NOT ' if missing else ''}applied: profile {profile_name}")
+    if missing:
+        raise ToolError(
+            f"{len(missing)} setting(s) not in force, so the profile was not applied (what was changed is "
+            "restored): " + "; ".join(f"{r.host} {r.setting}: {r.status}{f' ({r.note})' if r.note else ''}"
+                                      for r in missing),
+            hint="mark a setting optional = true in the profile if it may be missing on a host",
+        )
 
 
 @tune.command("restore")
@@ -152,8 +175,6 @@ def apply_cmd(ctx, profile_name, step_delay, hosts, lab_name, ifname, plan, host
 def restore_cmd(ctx, json_) -> None:
     """Put back every setting nicbench changed on this machine and its lab
     hosts, from the restore files (also after a crash or power loss)."""
-    from ..core.errors import NicbenchError, ToolError
-    from ..tuning.engine import DAMAGED, TuningLock, forget, pending, restore, restore_dir, transport_from
 
     rows, notes, errors = [], [], []
     lock = TuningLock().acquire("tune restore")
@@ -173,7 +194,7 @@ def restore_cmd(ctx, json_) -> None:
                 notes.append(f"{rid}: its namespace is gone, and its settings with it")
                 continue
             rows += restore(t, rid)
-        except NicbenchError as e:               # one host's failure must not stop the others
+        except NicbenchError as e:  # one host's failure must not stop the others
             errors.append(e.one_line().removeprefix("nicbench: "))
     lock.release()
     if json_ or (ctx.obj or {}).get("json"):
@@ -186,9 +207,8 @@ def restore_cmd(ctx, json_) -> None:
         elif not notes and not errors:
             click.echo("nothing to restore")
     if errors:
-        raise ToolError("; ".join(errors), where="tune restore",
-                        hint="fix what is named and run 'nicbench tune restore' again; the files are kept")
-
-
-def register(group: click.Group) -> None:
-    group.add_command(tune)
+        raise ToolError(
+            "; ".join(errors),
+            where="tune restore",
+            hint="fix what is named and run 'nicbench tune restore' again; the files are kept",
+        )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..records import Fact, FactValue, HostFacts
 from ..tools.ethtool import adaptive, blocks, colon_lines, features
@@ -20,7 +20,6 @@ _RC = "@@nicbench-rc "
 
 # Facts that name a host or a device rather than describe how it is set up:
 # they differ between any two hosts and are left out of comparisons.
-IDENTITY = re.compile(r"^(hostname|if\.[^.]+\.(device|bus|bus_info|irqs))$")
 
 
 def sections(raw: str) -> dict[str, tuple[str, int | None]]:
@@ -284,14 +283,18 @@ def _nic(f: _Facts, i: str, text: str, rc: int | None) -> None:
     if node.lstrip("-").isdigit() and int(node) >= 0:
         f.add(p + "numa_node", int(node), bus + "/numa_node")
     else:
-        f.unknown(p + "numa_node", "the device reports -1: one NUMA node, or the platform does not expose it", bus + "/numa_node")
-    f.add(p + "local_cpus", kv.get("local_cpulist") if not kv.get("local_cpulist", "!").startswith("!") else None,
-          bus + "/local_cpulist", "not reported")
+        f.unknown(p + "numa_node", "the device reports -1: one NUMA node, or the platform does not expose it",
+                  bus + "/numa_node")
+    f.add(
+        p + "local_cpus",
+        kv.get("local_cpulist") if not kv.get("local_cpulist", "!").startswith("!") else None,
+        bus + "/local_cpulist",
+        "not reported",
+    )
     for what in ("speed", "width"):
         cur, mx = kv.get(f"current_link_{what}", "!missing"), kv.get(f"max_link_{what}", "!missing")
         if cur.startswith("!") or mx.startswith("!"):
-            f.unknown(f"{p}pcie.link_{what}", "not a PCIe device, or the virtual bus reports no link "
-                      f"{what}", bus)
+            f.unknown(f"{p}pcie.link_{what}", f"not a PCIe device, or the virtual bus reports no link {what}", bus)
         else:
             f.add(f"{p}pcie.link_{what}", {"current": cur, "max": mx}, bus)
 
@@ -300,7 +303,7 @@ def _irqs(f: _Facts, i: str, text: str, rc: int | None) -> None:
     p = f"if.{i}."
     present = f.items.get(p + "present")
     if present is not None and present.value is None:
-        return                                         # no such interface: said once, under "present"
+        return  # no such interface: said once, under "present"
     rows = [ln.split("\t") for ln in text.splitlines() if ln.count("\t") >= 2]
     if not rows:
         reason = "no IRQs for this interface: a virtual device, or a driver that does not name them"
@@ -308,8 +311,8 @@ def _irqs(f: _Facts, i: str, text: str, rc: int | None) -> None:
         f.unknown(p + "irq_affinity", reason, "/proc/irq/*/smp_affinity_list")
         return
     names = [r[2].split()[-1] if r[2].split() else "?" for r in rows]
-    f.add(p + "irqs", [f"{r[0]}:{n}" for r, n in zip(rows, names)], "/proc/interrupts")
-    f.add(p + "irq_affinity", {n: r[1] for r, n in zip(rows, names)}, "/proc/irq/*/smp_affinity_list")
+    f.add(p + "irqs", [f"{r[0]}:{n}" for r, n in zip(rows, names, strict=False)], "/proc/interrupts")
+    f.add(p + "irq_affinity", {n: r[1] for r, n in zip(rows, names, strict=False)}, "/proc/irq/*/smp_affinity_list")
 
 
 def _ethtool_i(f: _Facts, i: str, text: str, rc: int | None) -> None:
@@ -334,8 +337,9 @@ def _ethtool_k(f: _Facts, i: str, text: str, rc: int | None) -> None:
         f.add(p + k, v, "ethtool -k")
 
 
-def _ring_or_channels(f: _Facts, i: str, text: str, rc: int | None, kind: str, flag: str,
-                      names: tuple[str, ...]) -> None:
+def _ring_or_channels(
+    f: _Facts, i: str, text: str, rc: int | None, kind: str, flag: str, names: tuple[str, ...]
+) -> None:
     p = f"if.{i}.{kind}."
     if rc != 0:
         f.unknown(p[:-1], _failure(text, rc, f"ethtool {flag}"), f"ethtool {flag}")
@@ -383,15 +387,27 @@ def _tool(f: _Facts, name: str, text: str, rc: int | None) -> None:
 
 
 _PER_IF: dict[str, Callable[[_Facts, str, str, int | None], None]] = {
-    "nic": _nic, "irqs": _irqs, "ethtool-i": _ethtool_i, "ethtool-k": _ethtool_k, "ethtool-c": _ethtool_c,
+    "nic": _nic,
+    "irqs": _irqs,
+    "ethtool-i": _ethtool_i,
+    "ethtool-k": _ethtool_k,
+    "ethtool-c": _ethtool_c,
     "ethtool-g": lambda f, i, t, rc: _ring_or_channels(f, i, t, rc, "ring", "-g", ("RX", "TX", "RX Jumbo", "RX Mini")),
-    "ethtool-l": lambda f, i, t, rc: _ring_or_channels(f, i, t, rc, "channels", "-l",
-                                                       ("RX", "TX", "Other", "Combined")),
+    "ethtool-l": lambda f, i, t, rc: _ring_or_channels(
+        f, i, t, rc, "channels", "-l", ("RX", "TX", "Other", "Combined")
+    ),
 }
 
 _GLOBAL: dict[str, Callable[[_Facts, str, int | None], None]] = {
-    "uname": _uname, "os-release": _os_release, "meminfo": _meminfo, "numa": _numa,
-    "governor": _governor, "tuned": _tuned, "daemons": _daemons, "sysctl": _sysctls, "pktgen": _pktgen,
+    "uname": _uname,
+    "os-release": _os_release,
+    "meminfo": _meminfo,
+    "numa": _numa,
+    "governor": _governor,
+    "tuned": _tuned,
+    "daemons": _daemons,
+    "sysctl": _sysctls,
+    "pktgen": _pktgen,
 }
 
 
@@ -412,57 +428,3 @@ def parse_facts(raw: str, *, host: str, role: str, collected: float) -> HostFact
         elif kind == "tool" and arg:
             _tool(f, arg, text, rc)
     return HostFacts(host, role, collected, tuple(f.items.values()))
-
-
-def differences(hosts: Iterable[HostFacts]) -> dict[str, list[str]]:
-    """Per role, the fact keys whose displayed values differ between its hosts
-    (identity facts such as hostname and bus address left out).  Interface
-    facts compare by name: eth0 on one host with eth0 on another."""
-    by_role: dict[str, list[HostFacts]] = {}
-    for h in hosts:
-        by_role.setdefault(h.role, []).append(h)
-    out: dict[str, list[str]] = {}
-    for role, hs in by_role.items():
-        if len(hs) < 2:
-            continue
-        keys = sorted({f.key for h in hs for f in h.facts if not IDENTITY.match(f.key)})
-        diff = [k for k in keys if len({_shown(h, k) for h in hs}) > 1]
-        if diff:
-            out[role] = diff
-    return out
-
-
-def _shown(h: HostFacts, key: str) -> str:
-    f = h.get(key)
-    return "absent" if f is None else f.display()
-
-
-# The facts a report shows first: what the seeds tune and what explains a result.
-SUMMARY = ("kernel", "distro", "cpu.model", "cpu.count", "numa.nodes", "mem.total_bytes", "cpu.governor",
-           "tuned.profile", "service.irqbalance", "service.firewalld",
-           "sysctl.net.core.rmem_max", "sysctl.net.core.wmem_max", "sysctl.net.core.optmem_max",
-           "sysctl.net.core.netdev_max_backlog", "sysctl.net.core.default_qdisc", "sysctl.net.ipv4.tcp_rmem",
-           "sysctl.net.ipv4.tcp_wmem", "sysctl.net.ipv4.tcp_timestamps", "sysctl.net.ipv4.tcp_congestion_control")
-SUMMARY_IF = ("driver", "driver_version", "firmware", "speed_mbps", "mtu", "numa_node", "queues", "ring.rx",
-              "ring.tx", "channels.combined", "channels.rx", "channels.tx", "irq_affinity",
-              "offload.tcp-segmentation-offload", "offload.generic-segmentation-offload",
-              "offload.generic-receive-offload", "offload.large-receive-offload")
-
-
-def facts_table(hosts: list[HostFacts], summary: bool = False) -> list[dict]:
-    """Rows of ``key``, per-host display value and ``differs`` (hosts of one
-    role disagree).  ``summary``: only the facts a reader checks first, plus
-    every fact that differs."""
-    diff = {k for keys in differences(hosts).values() for k in keys}
-    keys: list[str] = []
-    seen: set[str] = set()
-    for h in hosts:
-        for f in h.facts:
-            if f.key not in seen:
-                seen.add(f.key)
-                keys.append(f.key)
-    if summary:
-        keys = [k for k in keys if k in SUMMARY or k in diff or k.startswith("tool.")
-                or (k.startswith("if.") and k.split(".", 2)[-1] in SUMMARY_IF)]
-    return [{"key": k, "values": {h.host: _shown(h, k) if h.get(k) else "" for h in hosts},
-             "differs": k in diff} for k in keys]

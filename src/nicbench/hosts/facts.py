@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..core.errors import NicbenchError, ToolError, tail
-from ..records import HostFacts
+from ..records import Fact, HostFacts
 from .factparse import parse_facts
 from .transport import Transport
 
@@ -63,7 +63,8 @@ kv() { for f in "$@"; do
 sysctls() { for k in "$@"; do f=/proc/sys/$(printf '%s' "$k" | tr . /); kv "$f"; done; }
 daemons() { for c in /proc/[0-9]*/comm; do n=; read -r n < "$c" 2>/dev/null
   case "$n" in irqbalance|tuned|firewalld|cpupower) printf '%s\n' "$n";; esac; done | sort -u; }
-numa() { for n in /sys/devices/system/node/node[0-9]*; do [ -d "$n" ] && printf '%s\t%s\n' "${n##*/}" "$(cat $n/cpulist)"; done; true; }
+numa() { for n in /sys/devices/system/node/node[0-9]*; do
+  [ -d "$n" ] && printf '%s\t%s\n' "${n##*/}" "$(cat $n/cpulist)"; done; true; }
 governor() { for g in /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor; do
   [ -e "$g" ] && printf '%s\t%s\n' "${g%/cpufreq/*}" "$(cat $g)"; done; true; }
 tuned() { if command -v tuned-adm >/dev/null; then tuned-adm active; elif [ -r /etc/tuned/active_profile ]; then
@@ -103,24 +104,28 @@ def script(ifnames: Sequence[str], tools: Sequence[str]) -> str:
     for i in ifnames:
         if not _IFNAME.match(i):
             raise ValueError(f"not an interface name: {i!r}")
-    lines = [_PRELUDE,
-             "sec uname uname -srvm",
-             "sec hostname cat /proc/sys/kernel/hostname",
-             "sec os-release cat /etc/os-release",
-             "sec lscpu lscpu -J",
-             "sec cpuinfo grep -m 4 -E '^(model name|cpu MHz|Hardware|CPU part)' /proc/cpuinfo",
-             "sec nproc grep -c ^processor /proc/cpuinfo",
-             "sec meminfo grep -E '^(MemTotal|MemAvailable|HugePages_Total):' /proc/meminfo",
-             "sec numa numa",
-             "sec governor governor",
-             "sec tuned tuned",
-             "sec daemons daemons",
-             "sec pktgen pktgens",
-             "sec sysctl sysctls " + " ".join(SYSCTLS)]
+    lines = [
+        _PRELUDE,
+        "sec uname uname -srvm",
+        "sec hostname cat /proc/sys/kernel/hostname",
+        "sec os-release cat /etc/os-release",
+        "sec lscpu lscpu -J",
+        "sec cpuinfo grep -m 4 -E '^(model name|cpu MHz|Hardware|CPU part)' /proc/cpuinfo",
+        "sec nproc grep -c ^processor /proc/cpuinfo",
+        "sec meminfo grep -E '^(MemTotal|MemAvailable|HugePages_Total):' /proc/meminfo",
+        "sec numa numa",
+        "sec governor governor",
+        "sec tuned tuned",
+        "sec daemons daemons",
+        "sec pktgen pktgens",
+        "sec sysctl sysctls " + " ".join(SYSCTLS),
+    ]
     for i in ifnames:
-        lines += [f"sec 'nic {i}' nic {i}",
-                  f"sec 'irqs {i}' irqs {i}",
-                  *(f"sec 'ethtool{flag} {i}' ethtool {flag} {i}" for flag in ("-i", "-k", "-g", "-l", "-c"))]
+        lines += [
+            f"sec 'nic {i}' nic {i}",
+            f"sec 'irqs {i}' irqs {i}",
+            *(f"sec 'ethtool{flag} {i}' ethtool {flag} {i}" for flag in ("-i", "-k", "-g", "-l", "-c")),
+        ]
     for tool in tools:
         argv = TOOL_VERSION_ARGV.get(tool, (tool, "--version"))
         lines.append(f"sec 'tool {tool}' " + shlex.join(argv))
@@ -131,9 +136,11 @@ def collect_raw(t: Transport, ifnames: Sequence[str], tools: Sequence[str], time
     """Run the script on the host; the raw sectioned text."""
     r = t.run(["sh", "-c", script(ifnames, tools)], timeout=timeout)
     if "@@nicbench-section" not in r.stdout:
-        raise ToolError(f"host facts script printed nothing usable (exit {r.returncode}): "
-                        f"{tail(r.stderr) or tail(r.stdout)}", where=t.host,
-                        hint="the host needs a POSIX sh and /proc, /sys mounted")
+        raise ToolError(
+            f"host facts script printed nothing usable (exit {r.returncode}): {tail(r.stderr) or tail(r.stdout)}",
+            where=t.host,
+            hint="the host needs a POSIX sh and /proc, /sys mounted",
+        )
     return r.stdout
 
 
@@ -143,12 +150,10 @@ def collect(t: Transport, role: str, ifnames: Sequence[str], tools: Sequence[str
     return parse_facts(raw, host=t.host, role=role, collected=time.time()), raw
 
 
-def collect_quietly(t: Transport, role: str, ifnames: Sequence[str],
-                    tools: Sequence[str]) -> tuple[HostFacts, str]:
+def collect_quietly(t: Transport, role: str, ifnames: Sequence[str], tools: Sequence[str]) -> tuple[HostFacts, str]:
     """As :func:`collect`, but a host whose facts cannot be read still gets a
     record: one fact saying why, so a run is never lost for want of facts."""
     try:
         return collect(t, role, ifnames, tools)
     except NicbenchError as e:
-        from ..records import Fact
         return HostFacts(t.host, role, time.time(), (Fact("facts", None, e.one_line(), "collection"),)), ""

@@ -10,11 +10,14 @@ from __future__ import annotations
 import itertools
 import signal
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
-from .transport import END_MARK, GATE_MARK, READY_MARK, CommandResult
+from ..core.errors import PreflightError
+from .spec import HostsSpec
+from .sshcheck import HostCheck
+from .transport import END_MARK, GATE_MARK, READY_MARK, CommandResult, Transport
 
 
 @dataclass
@@ -23,14 +26,18 @@ class Script:
     stderr: str = ""
     returncode: int = 0
     hang: bool = False                  # never exits until stopped
-    listen: int | None = None           # port shown as LISTEN in /proc/PID/net/tcp6
+    listen: int | tuple[int, ...] | None = None   # port(s) shown as LISTEN in /proc/PID/net/tcp6
     runtime: float = 0.0                # seconds from release to the exit stamp (gated)
+    render: Callable[[float], str] | None = None   # stdout made from the release time (tools that print times)
 
 
 _pids = itertools.count(40000)
 
 
 class FakeProcess:
+    scheduled = False
+    rtt = 0.0
+
     def __init__(self, host: str, argv: Sequence[str], script: Script, stdout: Path, stderr: Path,
                  gated: bool):
         self.host, self.argv, self.script = host, tuple(argv), script
@@ -48,7 +55,8 @@ class FakeProcess:
             self._finish_output()
 
     def _finish_output(self) -> None:
-        self.stdout_path.write_text(self.script.stdout)
+        render = self.script.render
+        self.stdout_path.write_text(render(self.released_at or time.time()) if render else self.script.stdout)
         with open(self.stderr_path, "a") as f:
             f.write(self.script.stderr)
             if self.gated and not self.script.hang:
@@ -91,6 +99,7 @@ class FakeTransport:
     files: dict[str, str] = field(default_factory=dict)
     counters: Callable[[], str] | None = None    # what /proc/.../net/dev shows, read after read
     net_dev_fallback_reads: int = 0
+    gone: bool = False                           # the host became unreachable
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return list(argv)
@@ -104,7 +113,6 @@ class FakeTransport:
             return CommandResult(self.host, tuple(argv), 0, out, "", 0.0)
         s = self.responder(list(argv))
         if s.returncode == 127:
-            from ..core.errors import PreflightError
             raise PreflightError(f"command not found: {argv[0]}", where=self.host)
         return CommandResult(self.host, tuple(argv), s.returncode, s.stdout, s.stderr, 0.0)
 
@@ -117,6 +125,21 @@ class FakeTransport:
     def fd_links(self, pid: int) -> list[str]:
         return [f"socket:[{pid}]"] if any(p.pid == pid and p.script.listen for p in self.spawned) else []
 
+    def alive(self) -> bool:
+        return not self.gone
+
+    def put_file(self, local: Path, text: str) -> str:
+        """Like a host of its own: the run keeps ``local``, the "host" a copy of its own."""
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_text(text)
+        path = f"/fake/{self.host}/{local.name}"
+        self.files[path] = text
+        return path
+
+    def drop_files(self, paths: Sequence[str]) -> None:
+        for p in paths:
+            self.files.pop(p, None)
+
     def read_text(self, path: str) -> str:
         if self.counters is not None and path.endswith("/net/dev"):
             if path == "/proc/net/dev":
@@ -127,10 +150,40 @@ class FakeTransport:
         for p in self.spawned:
             if path in (f"/proc/{p.pid}/net/tcp", f"/proc/{p.pid}/net/tcp6"):
                 header = "  sl  local_address rem_address   st\n"
-                if p.script.listen is not None and p.poll() is None:
-                    return header + f"   0: 00000000000000000000000000000000:{p.script.listen:04X} " \
-                                    f"00000000000000000000000000000000:0000 0A 0:0 0:0 0 0 0 {p.pid}\n"
-                return header
+                ports = (p.script.listen,) if isinstance(p.script.listen, int) else p.script.listen or ()
+                if p.poll() is not None:
+                    return header
+                return header + "".join(f"   {i}: 00000000000000000000000000000000:{port:04X} "
+                                        f"00000000000000000000000000000000:0000 0A 0:0 0:0 0 0 0 {p.pid}\n"
+                                        for i, port in enumerate(ports))
         if path in self.files:
             return self.files[path]
         raise FileNotFoundError(path)
+
+
+class FakeHosts:
+    """The Hosts protocol over fake transports: a run end to end without root."""
+
+    kind = "fake"
+    shared_machine = False
+
+    def __init__(self, spec: HostsSpec, transports: dict[str, FakeTransport]):
+        self.spec = spec
+        self._t = transports
+        self.closed = False
+
+    @property
+    def checks(self) -> Mapping[str, HostCheck]:
+        return {}
+
+    def transport(self, host: str) -> Transport:
+        return self._t[host]
+
+    def transports(self) -> dict[str, Transport]:
+        return dict(self._t)
+
+    def restore_id(self, host: str) -> str:
+        return f"fake-{host}"
+
+    def close(self) -> None:
+        self.closed = True

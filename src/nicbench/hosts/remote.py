@@ -1,4 +1,4 @@
-"""Real hosts over SSH, given the shape the studies expect of a lab.
+"""Real hosts over SSH, as the Hosts protocol.
 
 The studies ask their hosts for transports, names, roles and test
 addresses; the embedded lab answers from its namespaces, this from the
@@ -12,60 +12,58 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from ..lab.manager import state_dir
-from ..lab.topology import LabHost, LabSpec
-from ..lab.tracker import ProcessTracker
-from .ssh import SshTarget, SshTransport, close_all, preflight
-
-
-@dataclass(frozen=True)
-class RemoteSpec(LabSpec):
-    """Hosts as a LabSpec (names, roles, test addresses, NICs); never shaped."""
-
-    @property
-    def shaped(self) -> bool:
-        return False
-
-    @property
-    def namespaces(self) -> list[str]:
-        return []
+from .spec import HostSpec, HostsSpec
+from .ssh import SshTarget, SshTransport, close_all
+from .sshcheck import HostCheck, preflight
+from .tracker import ProcessTracker, state_root
+from .transport import Transport
 
 
 def _state() -> Path:
-    """Where the ssh clients are tracked: the lab's state directory as root,
-    else the user's own (a run on real hosts needs no root here)."""
+    """Where the ssh clients are tracked: the state directory as root, else
+    the user's own (a run on real hosts needs no root here)."""
     if os.environ.get("NICBENCH_STATE_DIR") or os.geteuid() == 0:
-        return state_dir()
+        return state_root() / "labs"
     return Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "nicbench"
 
 
 class RemoteHosts:
     kind = "ssh"
+    shared_machine = False
 
-    def __init__(self, plan):
+    def __init__(self, plan: Any):
         order = sorted(plan.hosts.items(), key=lambda kv: kv[1].role != "server")
-        hosts = tuple(LabHost(n, h.role, "", str(h.test_ip), ipaddress.ip_address(h.test_ip).max_prefixlen,
-                              h.interface or "eth0") for n, h in order)
-        self.spec = RemoteSpec(plan.name, plan.link.mtu, hosts, plan.link.speed, None)
+        hosts = tuple(HostSpec(n, h.role, "", str(h.test_ip), ipaddress.ip_address(h.test_ip).max_prefixlen,
+                               h.interface or "eth0") for n, h in order)
+        self.spec = HostsSpec(plan.name, plan.link.mtu, hosts, plan.link.speed, None)
         self.tracker = ProcessTracker(_state() / f"ssh-{plan.name}.pids")
         self._t = {n: SshTransport(n, SshTarget(dest=str(h.ssh), user=h.user, port=h.port, identity=h.identity,
                                                 args=tuple(h.ssh_args), sudo=h.sudo), self.tracker)
                    for n, h in plan.hosts.items()}
-        self.checks: dict = {}
+        self._checks: dict[str, HostCheck] = {}
 
-    def transport(self, host: str) -> SshTransport:
+    @property
+    def checks(self) -> Mapping[str, HostCheck]:
+        return self._checks
+
+    def transport(self, host: str) -> Transport:
         return self._t[host]
 
-    def transports(self) -> dict[str, SshTransport]:
+    def transports(self) -> dict[str, Transport]:
         return dict(self._t)
+
+    def restore_id(self, host: str) -> str:
+        return f"ssh-{host}"
 
     def connect(self, max_offset: float) -> list[str]:
         """Connect and check every host (in parallel); the problems, all of them."""
-        want = {h.name: {h.ifname: (h.ip, self.spec.mtu)} for h in self.spec.hosts}
-        self.checks, problems = preflight(self._t, want, max_offset=max_offset)
+        want: dict[str, dict[str, tuple[str | None, int | None]]] = {
+            h.name: {h.ifname: (h.ip, self.spec.mtu)} for h in self.spec.hosts}
+        self._checks, problems = preflight(self._t, want, max_offset=max_offset)
         return problems
 
     def close(self) -> None:

@@ -22,15 +22,18 @@ import shlex
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol, Sequence
+from typing import IO, Protocol
 
 from ..core.errors import PreflightError, ToolError, tail
 
 GATE_MARK = "nicbench-start "
 END_MARK = "nicbench-end "
 READY_MARK = "nicbench-ready"
+BEGIN_MARK = "@@nicbench-begin\n"     # over SSH, a spawned process's own stdout starts after it
 # The shim stays the tool's parent (same process group, killed with it) so it
 # can also stamp the tool's exit: for iperf3 the end of a test is a far better
 # time anchor than its start, whose connection set-up can take hundreds of ms
@@ -66,6 +69,27 @@ def parse_gate_stamp(stderr_text: str, mark: str = GATE_MARK) -> float | None:
     return None
 
 
+def read_output(p: Path) -> str:
+    """A tool's output file, or "" if it was never written.  Over SSH, what the
+    host's login shell printed before the tool began is dropped (see
+    hosts.ssh: the wrapper marks where the tool's output starts)."""
+    try:
+        text = p.read_text(errors="replace")
+    except OSError:
+        return ""
+    i = text.find(BEGIN_MARK, 0, 1 << 16)
+    return text[i + len(BEGIN_MARK):] if i >= 0 else text
+
+
+_OWN_MARKS = (READY_MARK, GATE_MARK.strip(), END_MARK.strip(), "nicbench-pid ")
+
+
+def tool_stderr(p: Path) -> str:
+    """A tool's stderr without the start gate's and the SSH wrapper's own
+    lines: what the tool itself said, for error messages."""
+    return "\n".join(ln for ln in read_output(p).splitlines() if not ln.startswith(_OWN_MARKS))
+
+
 @dataclass(frozen=True)
 class CommandResult:
     host: str
@@ -75,7 +99,7 @@ class CommandResult:
     stderr: str
     seconds: float
 
-    def check(self, what: str | None = None, hint: str | None = None) -> "CommandResult":
+    def check(self, what: str | None = None, hint: str | None = None) -> CommandResult:
         if self.returncode != 0:
             raise ToolError(
                 f"{what or shlex.join(self.argv)} exited {self.returncode}: {tail(self.stderr) or tail(self.stdout)}",
@@ -84,11 +108,26 @@ class CommandResult:
 
 
 class Process(Protocol):
-    host: str
-    pid: int
-    argv: tuple[str, ...]
-    stdout_path: Path
-    stderr_path: Path
+    """A tool started on a host, leader of its own process group there."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def pid(self) -> int: ...
+    @property
+    def argv(self) -> tuple[str, ...]: ...
+    @property
+    def stdout_path(self) -> Path: ...
+    @property
+    def stderr_path(self) -> Path: ...
+    @property
+    def scheduled(self) -> bool:
+        """Released with a start time: the release itself crosses a network (SSH)."""
+        ...
+    @property
+    def rtt(self) -> float:
+        """A command's round trip to the process's host, s (0 on this machine)."""
+        ...
 
     def release(self, at: float | None = None) -> None: ...
     def is_ready(self) -> bool: ...
@@ -114,6 +153,21 @@ class Transport(Protocol):
     def fd_links(self, pid: int) -> list[str]: ...
 
     def wrap(self, argv: Sequence[str]) -> list[str]: ...
+
+    def alive(self) -> bool:
+        """Can the host still be reached (its namespace exists, its SSH connection is up)?"""
+        ...
+
+    def put_file(self, local: Path, text: str) -> str:
+        """``text`` where this host's tools can read it; its path there.  Always
+        kept at ``local`` (raw output of the run); a host that does not share
+        this file system gets a private temporary copy (see :meth:`drop_files`)."""
+        ...
+
+    def drop_files(self, paths: Sequence[str]) -> None:
+        """Remove what :meth:`put_file` copied to the host (a lost connection
+        leaves a small private temporary file behind)."""
+        ...
 
 
 class PopenWaiter:
@@ -142,6 +196,9 @@ class PopenWaiter:
 
 class LocalProcess(PopenWaiter):
     """A process on this machine, leader of its own process group."""
+
+    scheduled = False       # released in microseconds: no start time needed
+    rtt = 0.0
 
     def __init__(self, host: str, argv: Sequence[str], popen: subprocess.Popen,
                  stdout_path: Path, stderr_path: Path, gated: bool, files: list[IO]):
@@ -208,7 +265,7 @@ class LocalTransport:
 
     kind = "local"
 
-    def __init__(self, host: str = "local", tracker: "ProcessSink | None" = None):
+    def __init__(self, host: str = "local", tracker: ProcessSink | None = None):
         self.host = host
         self.tracker = tracker
 
@@ -243,7 +300,8 @@ class LocalTransport:
                                      stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
                                      start_new_session=True)
         except FileNotFoundError:
-            out.close(), err.close()
+            out.close()
+            err.close()
             raise PreflightError(f"command not found: {full[0]}", where=self.host) from None
         proc = LocalProcess(self.host, argv, popen, stdout, stderr, gated, [out, err])
         if self.tracker is not None:
@@ -254,9 +312,21 @@ class LocalTransport:
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
 
+    def alive(self) -> bool:
+        return True
+
+    def put_file(self, local: Path, text: str) -> str:
+        """This machine's file system is the host's: the run's own copy is read in place."""
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_text(text)
+        return str(local)
+
+    def drop_files(self, paths: Sequence[str]) -> None:
+        """Nothing was copied: the files are the run's raw outputs."""
+
     def fd_links(self, pid: int) -> list[str]:
         """Targets of /proc/PID/fd/* (e.g. ``socket:[123]``); empty if PID is gone."""
-        out = []
+        out: list[str] = []
         try:
             names = os.listdir(f"/proc/{pid}/fd")
         except OSError:
@@ -279,7 +349,7 @@ class NetnsTransport(LocalTransport):
 
     kind = "netns"
 
-    def __init__(self, host: str, netns: str, tracker: "ProcessSink | None" = None):
+    def __init__(self, host: str, netns: str, tracker: ProcessSink | None = None):
         super().__init__(host, tracker)
         self.netns = netns
 
@@ -295,6 +365,9 @@ class NetnsTransport(LocalTransport):
                                  hint="run the set-up command in README.md to install the tools")
         return r
 
+    def alive(self) -> bool:
+        return os.path.exists(f"/run/netns/{self.netns}")
+
     def read_text(self, path: str) -> str:
         if path.startswith("/proc/") and path.split("/")[2].isdigit():
             return super().read_text(path)  # /proc/PID/... already shows PID's namespace
@@ -304,11 +377,20 @@ class NetnsTransport(LocalTransport):
         return r.stdout
 
 
+def existing_namespaces() -> list[str]:
+    """The network namespaces of this machine (``ip netns list``)."""
+    try:
+        r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=15)
+    except FileNotFoundError:
+        raise PreflightError("the 'ip' command (iproute2) is missing",
+                             hint="apt-get install iproute2, or run the set-up command in README.md") from None
+    return [ln.split()[0] for ln in r.stdout.splitlines() if ln.strip()]
+
+
 def each_host(fn, items: dict) -> dict:
     """``fn(value)`` for every item, in threads (hosts answer in parallel, and
     a run's start-up waits for the slowest, not the sum); {key: result, or the
     exception it raised}."""
-    from concurrent.futures import ThreadPoolExecutor
     out: dict = {}
     with ThreadPoolExecutor(max_workers=min(32, max(1, len(items)))) as ex:
         futs = {k: ex.submit(fn, v) for k, v in items.items()}

@@ -15,14 +15,18 @@ lab: not under /run, which each sshd sees as its own empty tmpfs.
 from __future__ import annotations
 
 import ipaddress
-import os
 import shutil
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.errors import LabError, PreflightError, tail
-from ..hosts.ssh import SshTarget
+from ..hosts.ssh import SshTarget, SshTransport, close_all
+from ..hosts.sshcheck import HostCheck, preflight
+from ..hosts.transport import Transport
+from .manager import Lab
+from .sshkeys import ssh_dir
 
 SSH_PORT = 22
 
@@ -41,10 +45,6 @@ MaxStartups 200
 MaxSessions 200
 SetEnv TMPDIR={tmp}
 """
-
-
-def ssh_dir(lab: str) -> Path:
-    return Path(os.environ.get("NICBENCH_SSH_DIR", "/var/lib/nicbench/lab-ssh")) / lab
 
 
 def _keygen(path: Path, comment: str) -> None:
@@ -138,36 +138,48 @@ def targets(lab) -> dict[str, SshTarget]:
             for h in lab.spec.hosts}
 
 
-def remove(lab: str) -> None:
-    shutil.rmtree(ssh_dir(lab), ignore_errors=True)
-
-
 
 
 class SshLab:
-    """The lab with its hosts reached over SSH: the same spec and tracker as
-    the netns lab, its transports the SSH ones."""
+    """The lab with its hosts reached over SSH (the Hosts protocol): the same
+    spec, tracker and restore files as the netns lab, its transports the SSH
+    ones."""
 
-    def __init__(self, lab, transports):
-        self.spec, self.tracker, self._t = lab.spec, lab.tracker, transports
+    kind = "lab-ssh"
+    shared_machine = True
 
-    def transport(self, host: str):
+    def __init__(self, lab: Lab, transports: dict[str, SshTransport], checks: dict[str, HostCheck]):
+        self.lab = lab
+        self.spec, self.tracker, self._t, self._checks = lab.spec, lab.tracker, transports, checks
+
+    @property
+    def checks(self) -> Mapping[str, HostCheck]:
+        return self._checks
+
+    def transport(self, host: str) -> Transport:
         return self._t[host]
 
-    def transports(self) -> dict:
+    def transports(self) -> dict[str, Transport]:
         return dict(self._t)
 
+    def restore_id(self, host: str) -> str:
+        return self.lab.restore_id(host)
 
-def ssh_lab(lab, *, max_offset: float = 0.05):
+    def close(self) -> None:
+        """The sessions end (their remote watchdogs fire), then what the lab tracked is killed."""
+        close_all(self._t)
+        self.lab.close()
+
+
+def ssh_lab(lab: Lab, *, max_offset: float = 0.05) -> SshLab:
     """Start the lab's sshds (unless running), connect to every host and run
-    the SSH preflight; (SshLab, per-host checks).  PreflightError lists every
-    problem of every host at once."""
-    from ..hosts.ssh import SshTransport, close_all, preflight
+    the SSH preflight.  PreflightError lists every problem of every host at once."""
     targets_ = start(lab)             # keys and sshds made only where missing
     ts = {h: SshTransport(h, t, lab.tracker) for h, t in targets_.items()}
-    want = {h.name: {h.ifname: (h.ip, lab.spec.mtu)} for h in lab.spec.hosts}
+    want: dict[str, dict[str, tuple[str | None, int | None]]] = {
+        h.name: {h.ifname: (h.ip, lab.spec.mtu)} for h in lab.spec.hosts}
     checks, problems = preflight(ts, want, max_offset=max_offset)
     if problems:
         close_all(ts)
         raise PreflightError("; ".join(problems), where="ssh preflight", hint="fix every item listed, then run again")
-    return SshLab(lab, ts), checks
+    return SshLab(lab, ts, checks)

@@ -10,53 +10,21 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import Any
+
+from ..hosts.spec import HOST_IF, DirectLink, HostsSpec
+from ..hosts.spec import HostSpec as LabHost
+
+__all__ = ["HOST_IF", "DirectLink", "LabHost", "LabSpec", "build_commands", "make_spec", "netns_name",
+           "shaping_commands", "tbf_burst", "tbf_rate", "topology_problems"]
 
 SWITCH = "sw"
-HOST_IF = "eth0"
 
 
 @dataclass(frozen=True)
-class LabHost:
-    name: str
-    role: str
-    netns: str
-    ip: str          # without prefix
-    prefix: int
-    ifname: str = HOST_IF
-
-
-@dataclass(frozen=True)
-class DirectLink:
-    """A back-to-back veth pair between two hosts, outside the switch (the
-    packet study's ports, as the seed's generator and receiver are cabled).
-    Both ends are named ``pk<index>``; ``queues`` TX/RX queues on each end
-    let one generator thread per queue run on its own CPU."""
-
-    index: int
-    a: str               # host names: a = generator, b = receiver
-    b: str
-    queues: int = 1
-
-    @property
-    def ifname(self) -> str:
-        return f"pk{self.index}"
-
-    def ips(self, ip: int) -> tuple[str, str]:
-        """(a, b) addresses: 198.19.<index>.1/.2 (RFC 2544's range) or
-        2001:2:0:<index>::1/::2 (RFC 5180's IPv6 benchmarking range)."""
-        if ip == 6:
-            return f"2001:2:0:{self.index:x}::1", f"2001:2:0:{self.index:x}::2"
-        return f"198.19.{self.index}.1", f"198.19.{self.index}.2"
-
-
-@dataclass(frozen=True)
-class LabSpec:
-    name: str
-    mtu: int
-    hosts: tuple[LabHost, ...]
-    speed_bps: float | None = None          # the server's link, both directions
-    client_speed_bps: float | None = None   # every client's link, both directions
-    direct: tuple[DirectLink, ...] = ()
+class LabSpec(HostsSpec):
+    """The lab's hosts are namespaces of this machine, joined by a bridge in
+    a namespace of its own; links are shaped when a speed is given."""
 
     @property
     def shaped(self) -> bool:
@@ -70,19 +38,8 @@ class LabSpec:
     def namespaces(self) -> list[str]:
         return [self.switch_ns, *(h.netns for h in self.hosts)]
 
-    def host(self, name: str) -> LabHost:
-        for h in self.hosts:
-            if h.name == name:
-                return h
-        raise KeyError(name)
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "mtu": self.mtu, "speed_bps": self.speed_bps,
-                "client_speed_bps": self.client_speed_bps,
-                "hosts": [h.__dict__ for h in self.hosts], "direct": [d.__dict__ for d in self.direct]}
-
     @classmethod
-    def from_dict(cls, d: dict) -> "LabSpec":
+    def from_dict(cls, d: dict) -> LabSpec:
         return cls(d["name"], int(d["mtu"]), tuple(LabHost(**h) for h in d["hosts"]),
                    d.get("speed_bps"), d.get("client_speed_bps"),
                    tuple(DirectLink(**x) for x in d.get("direct", [])))
@@ -178,3 +135,40 @@ def build_commands(spec: LabSpec) -> list[list[str]]:
                      ["ip", "-n", ns, "addr", "add", f"{ip4}/24", "dev", d.ifname],
                      ["ip", "-n", ns, "addr", "add", f"{ip6}/64", "dev", d.ifname, "nodad"]]
     return cmds + shaping_commands(spec)
+
+
+def topology_problems(spec: LabSpec, live: dict[str, dict[str, Any]]) -> list[str]:
+    """How the live lab departs from ``spec`` (pure).  ``live[host]`` holds its
+    test interface's ``mtu``, ``addrs`` ("ip/prefix"), ``up``, the tbf rate on
+    it and on its switch port in bit/s (``tbf_bps``, ``port_tbf_bps``; None: no
+    tbf) and its back-to-back ports' MTUs (``direct``: ifname -> mtu)."""
+    out: list[str] = []
+    for h in spec.hosts:
+        got = live.get(h.name)
+        if got is None:
+            out.append(f"{h.name}: its namespace {h.netns} is gone")
+            continue
+        if got.get("mtu") != spec.mtu:
+            out.append(f"{h.name}: {h.ifname} has MTU {got.get('mtu')}, the plan wants {spec.mtu}")
+        if f"{h.ip}/{h.prefix}" not in got.get("addrs", []):
+            out.append(f"{h.name}: {h.ifname} does not have {h.ip}/{h.prefix} "
+                       f"(it has {', '.join(got.get('addrs', [])) or 'no address'})")
+        if not got.get("up"):
+            out.append(f"{h.name}: {h.ifname} is down")
+        speed = spec.speed_bps if h.role == "server" else spec.client_speed_bps
+        want = tbf_rate(speed, spec.mtu) if speed else None
+        for where, rate in ((h.ifname, got.get("tbf_bps")), (f"switch port p-{h.name}", got.get("port_tbf_bps"))):
+            if want is None and rate is not None:
+                out.append(f"{h.name}: {where} is shaped to {rate / 1e6:.0f} Mbit/s, the plan shapes nothing there")
+            elif want is not None and (rate is None or abs(rate - want) > 0.001 * want):
+                out.append(f"{h.name}: {where} is " + ("not shaped" if rate is None else
+                                                       f"shaped to {rate / 1e6:.0f} Mbit/s")
+                           + f", the plan wants a tbf of {want / 1e6:.0f} Mbit/s")
+        for d in spec.direct:
+            if h.name in (d.a, d.b):
+                mtu = got.get("direct", {}).get(d.ifname)
+                if mtu is None:
+                    out.append(f"{h.name}: its back-to-back port {d.ifname} is gone")
+                elif mtu != spec.mtu:
+                    out.append(f"{h.name}: {d.ifname} has MTU {mtu}, the plan wants {spec.mtu}")
+    return out

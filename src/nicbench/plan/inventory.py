@@ -1,4 +1,4 @@
-"""Ansible inventories (INI or YAML) as nicbench hosts (pure: text in, hosts out).
+"""Ansible inventories as nicbench hosts.
 
 A lab described for Ansible already says where each machine is and how to
 log in.  nicbench takes, per host: ``ansible_host`` (address for SSH, else
@@ -7,26 +7,117 @@ the inventory name), ``ansible_user``, ``ansible_port``,
 arguments, e.g. a ProxyCommand), ``ansible_become`` (sudo), and its own
 ``nicbench_interface`` (the test NIC), ``nicbench_test_ip`` (the address
 the traffic uses) and ``nicbench_role``.  Roles also come from the groups
-``nicbench_server`` and ``nicbench_clients``.  Variables: ``all`` first,
-then groups from parent to child, then the host's own.
+``nicbench_server`` and ``nicbench_clients``.
+
+The source of truth is Ansible itself: :func:`load_inventory` runs
+``ansible-inventory -i INV --list`` when it is installed (every inventory
+plugin, dynamic inventory scripts, vault, ...).  Without it, nicbench's own
+parser reads INI and YAML inventories the way Ansible's ``ini`` and ``yaml``
+plugins do -- host ranges (``dut[2:3]``, ``gen[01:10:2]``, ``db-[a:c]``),
+``host:port``, children, ``group_vars/`` and ``host_vars/`` next to the
+inventory -- with Ansible's precedence: the ``all`` group's vars, then each
+group's by depth (parents first, then ``ansible_group_priority``, then
+name), then ``group_vars/all``, then ``group_vars/<group>`` in the same
+order, then the host's own, then ``host_vars/<host>``.  The shared fixtures
+in tests/fixtures/inventory are read both ways and must agree.
+
+Passwords in an inventory (``ansible_password``, ``ansible_become_password``
+...) are never used: nicbench logs in with keys and ``sudo -n``; they are
+reported as ignored.  YAML with more aliases than a real inventory needs (a
+"billion laughs" bomb) is refused before anything expands it.
 """
 
 from __future__ import annotations
 
+import ast
+import json
+import os
+import re
 import shlex
+import shutil
+import string
+import subprocess
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
 
 
 class InventoryError(ValueError):
     pass
 
 
+# -- YAML, bounded ----------------------------------------------------------------
+
+MAX_YAML_NODES = 100_000          # nodes of the document with every alias expanded
+MAX_FILE_BYTES = 8 << 20
+
+
+def check_yaml_size(text: str, where: str) -> None:
+    """Refuse YAML whose document, aliases expanded, would have more than
+    MAX_YAML_NODES nodes (or an alias that contains itself): a few kilobytes
+    of nested aliases can stand for billions of nodes, which a consumer
+    walking or copying the data (Ansible's variable merging included) would
+    expand.  Only composes the node graph (aliases stay shared), so it takes
+    time linear in the text, and any tag (Ansible's ``!vault``) is fine."""
+    if len(text) > MAX_FILE_BYTES:
+        raise InventoryError(f"{where}: {len(text)} bytes is too large for an inventory")
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as e:
+        raise InventoryError(f"{where}: not valid YAML: {' '.join(str(e).split())}") from None
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node, active: frozenset[int]) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise InventoryError(f"{where}: a YAML alias refers to itself")
+        n = 1
+        kids: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            kids = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            kids = [x for kv in node.value for x in kv]
+        for child in kids:
+            n += size(child, active | {key})
+            if n > MAX_YAML_NODES:
+                break
+        sizes[key] = n
+        return n
+
+    total = sum(size(n, frozenset()) for n in nodes if n is not None)
+    if total > MAX_YAML_NODES:
+        raise InventoryError(f"{where}: its YAML aliases expand to more than {MAX_YAML_NODES} nodes "
+                             "(an alias bomb?): refused")
+    if len(nodes) > 1:
+        raise InventoryError(f"{where}: more than one YAML document")
+
+
+def safe_yaml(text: str, where: str) -> object:
+    """``yaml.safe_load`` after :func:`check_yaml_size`."""
+    check_yaml_size(text, where)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InventoryError(f"{where}: not valid YAML: {' '.join(str(e).split())}") from None
+
+
+# -- the model ---------------------------------------------------------------------
+
 @dataclass
 class Inventory:
-    hosts: dict[str, dict[str, object]] = field(default_factory=dict)     # host -> its own vars
+    hosts: dict[str, dict[str, object]] = field(default_factory=dict)     # host -> its own vars (inventory)
     groups: dict[str, set[str]] = field(default_factory=dict)             # group -> hosts (direct)
     group_vars: dict[str, dict[str, object]] = field(default_factory=dict)
     children: dict[str, list[str]] = field(default_factory=dict)          # group -> child groups
+    priority: dict[str, int] = field(default_factory=dict)                # ansible_group_priority (default 1)
+    file_group_vars: dict[str, dict[str, object]] = field(default_factory=dict)   # group_vars/<group>
+    file_host_vars: dict[str, dict[str, object]] = field(default_factory=dict)    # host_vars/<host>
+    source: str = "nicbench"                                              # who read it
 
     def members(self, group: str, _seen: frozenset[str] = frozenset()) -> set[str]:
         if group == "all":
@@ -37,124 +128,492 @@ class Inventory:
                 out |= self.members(c, _seen | {group})
         return out
 
-    def _depth(self, group: str, _seen: frozenset[str] = frozenset()) -> int:
-        parents = [g for g, cs in self.children.items() if group in cs and g not in _seen]
-        return 1 + max((self._depth(p, _seen | {group}) for p in parents), default=0)
+    def _parents(self, group: str) -> list[str]:
+        return [g for g, cs in self.children.items() if group in cs]
+
+    def depth(self, group: str, _seen: frozenset[str] = frozenset()) -> int:
+        """Ansible's group depth: ``all`` 0, a top-level group 1, a child one more than its deepest parent."""
+        if group == "all":
+            return 0
+        parents = [p for p in self._parents(group) if p not in _seen and p != "all"]
+        return 1 + max((self.depth(p, _seen | {group}) for p in parents), default=0)
+
+    def _known_groups(self) -> set[str]:
+        return set(self.groups) | set(self.group_vars) | set(self.children) | set(self.priority)
+
+    def host_groups(self, host: str) -> list[str]:
+        """Every group of ``host`` but ``all``, sorted as Ansible merges them."""
+        mine = [g for g in self._known_groups() if g != "all" and host in self.members(g)]
+        if not mine and host in self.hosts:
+            mine = ["ungrouped"]
+        return sorted(mine, key=lambda g: (self.depth(g), self.priority.get(g, 1), g))
 
     def host_vars(self, host: str) -> dict[str, object]:
-        """Every variable of ``host``: all, then its groups (parents first), then its own."""
-        out: dict[str, object] = dict(self.group_vars.get("all", {}))
-        mine = sorted((g for g in set(self.groups) | set(self.group_vars) | set(self.children)
-                       if g != "all" and host in self.members(g)), key=lambda g: (self._depth(g), g))
-        for g in mine:
-            out.update(self.group_vars.get(g, {}))
-        out.update(self.hosts.get(host, {}))
+        """Every variable of ``host``, merged in Ansible's order (module docstring)."""
+        groups = self.host_groups(host)
+        layers = [self.group_vars.get("all", {}), *(self.group_vars.get(g, {}) for g in groups),
+                  self.file_group_vars.get("all", {}), *(self.file_group_vars.get(g, {}) for g in groups),
+                  self.hosts.get(host, {}), self.file_host_vars.get(host, {})]
+        out: dict[str, object] = {}
+        for layer in layers:
+            out.update(layer)
         return out
 
     def in_group(self, host: str, group: str) -> bool:
         return host in self.members(group)
 
+    def add_child(self, parent: str, child: str) -> None:
+        """``child`` under ``parent``; a loop is an error, as in Ansible."""
+        if child == parent or parent in self._descendants(child):
+            raise InventoryError(f"adding group {child!r} as child to {parent!r} creates a recursive dependency loop")
+        kids = self.children.setdefault(parent, [])
+        if child not in kids:
+            kids.append(child)
+
+    def _descendants(self, group: str) -> set[str]:
+        out: set[str] = set()
+        todo = list(self.children.get(group, []))
+        while todo:
+            g = todo.pop()
+            if g not in out:
+                out.add(g)
+                todo.extend(self.children.get(g, []))
+        return out
+
+
+def _set_var(d: dict[str, object], key: str, value: object) -> None:
+    """As Ansible's set_variable: a mapping set over a mapping is merged one level."""
+    old = d.get(key)
+    d[key] = {**old, **value} if isinstance(old, dict) and isinstance(value, dict) else value
+
+
+def _set_group_var(inv: Inventory, group: str, key: str, value: object, where: str) -> None:
+    if key == "ansible_group_priority":          # Ansible keeps it as the group's sort key, not a var
+        try:
+            inv.priority[group] = int(value)  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            raise InventoryError(f"{where}: ansible_group_priority of {group} is not a number: {value!r}") from None
+        return
+    _set_var(inv.group_vars.setdefault(group, {}), key, value)
+
+
+# -- host patterns ----------------------------------------------------------------
+
+_V6_PORT = re.compile(r"^\[([0-9A-Fa-f:.%]+)\](?::(\d+))?$")
+_NAME_PORT = re.compile(r"^([^:\[\]]+|[^:]*\[[^\]]*\][^:]*):(\d+)$")
+
+
+def expand_hosts(pattern: str, where: str = "") -> tuple[list[str], int | None]:
+    """A host pattern as Ansible expands it: ``host``, ``host:port``,
+    ``[v6addr]:port`` and ranges ``[begin:end]`` / ``[begin:end:step]``
+    (numbers, zero-padded when begin is, or letters), several per name."""
+    port = None
+    m = _V6_PORT.match(pattern)
+    if m:
+        return [m.group(1)], int(m.group(2)) if m.group(2) else None
+    if pattern.endswith(":"):
+        raise InventoryError(f"{where}invalid host pattern {pattern!r}: ending in ':' is not allowed")
+    m = _NAME_PORT.match(pattern)
+    if m:
+        pattern, port = m.group(1), int(m.group(2))
+    return (_expand_range(pattern, where) if "[" in pattern else [pattern]), port
+
+
+def _expand_range(name: str, where: str) -> list[str]:
+    head, sep, rest = name.partition("[")
+    rng, sep2, tail = rest.partition("]")
+    if not sep2:
+        raise InventoryError(f"{where}host range in {name!r} has no closing ']'")
+    bounds = rng.split(":")
+    if len(bounds) not in (2, 3):
+        raise InventoryError(f"{where}host range [{rng}] must be begin:end or begin:end:step")
+    beg, end = bounds[0] or "0", bounds[1]
+    if not end:
+        raise InventoryError(f"{where}host range [{rng}] must give its end")
+    try:
+        step = int(bounds[2]) if len(bounds) == 3 else 1
+    except ValueError:
+        raise InventoryError(f"{where}host range [{rng}]: the step is not a number") from None
+    if step < 1:
+        raise InventoryError(f"{where}host range [{rng}]: the step must be at least 1")
+    fill: Callable[[object], str] = str
+    if beg[0] == "0" and len(beg) > 1:
+        if len(beg) != len(end):
+            raise InventoryError(f"{where}host range [{rng}] must give begin and end with equal widths")
+        width = len(beg)
+
+        def fill(x: object) -> str:
+            return str(x).zfill(width)
+    seq: list[object]
+    if beg in string.ascii_letters and end in string.ascii_letters:
+        i, j = string.ascii_letters.index(beg), string.ascii_letters.index(end)
+        if i > j:
+            raise InventoryError(f"{where}host range [{rng}] must have begin <= end")
+        seq = list(string.ascii_letters[i:j + 1:step])
+    else:
+        try:
+            seq = list(range(int(beg), int(end) + 1, step))
+        except ValueError:
+            raise InventoryError(f"{where}host range [{rng}] is neither numbers nor letters") from None
+    if len(seq) > 100_000:
+        raise InventoryError(f"{where}host range [{rng}] names {len(seq)} hosts")
+    out: list[str] = []
+    for x in seq:
+        n = f"{head}{fill(x)}{tail}"
+        out.extend(_expand_range(n, where) if "[" in n else [n])
+    return out
+
+
+# -- INI ---------------------------------------------------------------------------
 
 def _value(v: str) -> object:
-    low = v.lower()
-    if low in ("true", "yes"):
-        return True
-    if low in ("false", "no"):
-        return False
+    """An INI value as Ansible's ini plugin reads it: a Python literal when it
+    is one (``2222``, ``0.5``, ``[1, 2]``, ``'quoted'``, ``True``), else the text
+    (``true``, ``yes`` and ``-o ProxyJump=x`` stay strings)."""
     try:
-        return int(v)
-    except ValueError:
+        return ast.literal_eval(v)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return v
 
 
-def parse_ini(text: str) -> Inventory:
+_SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
+
+
+def parse_ini(text: str, name: str = "inventory") -> Inventory:
     inv = Inventory()
     section, kind = "ungrouped", "hosts"
+    declared = {"all", "ungrouped"}
+    # a [g:vars] or a child named before g's own section: an error unless it comes later (as in Ansible)
+    pending: dict[str, str] = {}
     for n, raw in enumerate(text.splitlines(), 1):
+        where = f"line {n}: "
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
         if line.startswith("["):
-            if not line.endswith("]"):
-                raise InventoryError(f"line {n}: a section header needs a closing ']'")
-            name = line[1:-1].strip()
-            section, _, kind = name.partition(":")
-            kind = kind or "hosts"
+            m = _SECTION.match(line)
+            if not m:
+                raise InventoryError(f"{where}invalid section entry {line!r}")
+            section, kind = m.group(1), m.group(2) or "hosts"
             if kind not in ("hosts", "vars", "children"):
-                raise InventoryError(f"line {n}: unknown section kind :{kind}")
-            inv.groups.setdefault(section, set()) if kind == "hosts" else None
-            continue
-        try:
-            parts = shlex.split(line, comments=True)
-        except ValueError as e:
-            raise InventoryError(f"line {n}: {e}") from None
-        if not parts:
+                raise InventoryError(f"{where}section [{section}] has unknown type: {kind}")
+            if kind == "vars":
+                if section not in declared:
+                    pending.setdefault(section, f"line {n}: section [{section}:vars] not valid for undefined "
+                                                f"group: {section}")
+            else:
+                inv.groups.setdefault(section, set())
+                declared.add(section)
+                pending.pop(section, None)
             continue
         if kind == "vars":
             key, sep, val = line.partition("=")
             if not sep:
-                raise InventoryError(f"line {n}: [{section}:vars] wants key=value")
-            v = val.strip()
-            if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
-                v = v[1:-1]
-            inv.group_vars.setdefault(section, {})[key.strip()] = _value(v)
-        elif kind == "children":
-            inv.children.setdefault(section, []).append(parts[0])
-        else:
-            host, *assigns = parts
-            if "[" in host and ":" in host:
-                raise InventoryError(f"line {n}: host ranges ({host}) are not expanded by nicbench: list the hosts")
-            hv = inv.hosts.setdefault(host, {})
-            for a in assigns:
-                key, sep, val = a.partition("=")
-                if not sep:
-                    raise InventoryError(f"line {n}: host variable {a!r} is not key=value")
-                hv[key] = _value(val)
-            inv.groups.setdefault(section, set()).add(host)
+                raise InventoryError(f"{where}[{section}:vars] wants key=value, got {line!r}")
+            _set_group_var(inv, section, key.strip(), _value(val.strip()), where.rstrip(": "))
+            continue
+        try:
+            parts = shlex.split(line, comments=True)
+        except ValueError as e:
+            raise InventoryError(f"{where}{e}") from None
+        if not parts:
+            continue
+        if kind == "children":
+            if len(parts) != 1 or ":" in parts[0]:
+                raise InventoryError(f"{where}{line!r} is not a valid group name")
+            child = parts[0]
+            if child not in declared:
+                pending.setdefault(child, f"line {n}: section [{section}:children] includes undefined group: {child}")
+            inv.groups.setdefault(child, set())
+            inv.add_child(section, child)
+            continue
+        hosts, port = expand_hosts(parts[0], where)
+        assigns: dict[str, object] = {}
+        for a in parts[1:]:
+            key, sep, val = a.partition("=")
+            if not sep:
+                raise InventoryError(f"{where}expected key=value host variable assignment, got: {a}")
+            assigns[key] = _value(val)
+        for h in hosts:
+            hv = inv.hosts.setdefault(h, {})
+            if port is not None:
+                hv["ansible_port"] = port
+            for k, v in assigns.items():
+                _set_var(hv, k, v)
+            inv.groups.setdefault(section, set()).add(h)
+    if pending:
+        raise InventoryError(next(iter(pending.values())))
     return inv
 
 
-def parse_yaml(text: str) -> Inventory:
-    import yaml
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as e:
-        raise InventoryError(f"not valid YAML: {e}") from None
+# -- YAML --------------------------------------------------------------------------
+
+def parse_yaml(text: str, name: str = "inventory.yml") -> Inventory:
+    data = safe_yaml(text, name) or {}
     if not isinstance(data, dict):
         raise InventoryError("a YAML inventory is a mapping of groups (all: ...)")
+    if "plugin" in data:
+        raise InventoryError(f"{name} configures the inventory plugin {data['plugin']!r}: only ansible-inventory "
+                             "can run it (install ansible-core)")
     inv = Inventory()
 
-    def group(name: str, body: object) -> None:
-        body = body or {}
-        if not isinstance(body, dict):
-            raise InventoryError(f"group {name}: want hosts/vars/children mappings")
-        hosts = body.get("hosts") or {}
-        if not isinstance(hosts, dict):
-            raise InventoryError(f"group {name}: hosts must be a mapping (name: variables), not a list")
-        for h, hv in hosts.items():
-            if hv is not None and not isinstance(hv, dict):
-                raise InventoryError(f"host {h}: its variables must be a mapping")
-            inv.hosts.setdefault(str(h), {}).update(hv or {})
-            inv.groups.setdefault(name, set()).add(str(h))
-        if body.get("vars"):
-            inv.group_vars.setdefault(name, {}).update(body["vars"])
-        for c, cb in (body.get("children") or {}).items():
-            inv.children.setdefault(name, []).append(str(c))
-            group(str(c), cb)
+    def group(gname: str, body: object) -> str:
+        if body is not None and not isinstance(body, dict):
+            raise InventoryError(f"group {gname}: want hosts/vars/children mappings")
+        inv.groups.setdefault(gname, set())
+        body = dict(body or {})
+        for section in ("vars", "children", "hosts"):
+            if isinstance(body.get(section), str):
+                body[section] = {body[section]: None}
+            if section in body and not isinstance(body[section], dict | None):
+                raise InventoryError(f"group {gname}: {section} must be a mapping "
+                                     f"({'name: variables' if section == 'hosts' else 'name: ...'}), "
+                                     f"not a {type(body[section]).__name__}")
+        for key, val in body.items():
+            if not val:
+                continue
+            if key == "vars":
+                for k, v in val.items():
+                    _set_group_var(inv, gname, str(k), v, f"group {gname}")
+            elif key == "children":
+                for c, cb in val.items():
+                    inv.add_child(gname, group(str(c), cb))
+            elif key == "hosts":
+                for pattern, hv in val.items():
+                    if hv is not None and not isinstance(hv, dict):
+                        raise InventoryError(f"host {pattern}: its variables must be a mapping")
+                    hosts, port = expand_hosts(str(pattern), f"group {gname}: ")
+                    for h in hosts:
+                        own = inv.hosts.setdefault(h, {})
+                        if port is not None:
+                            own["ansible_port"] = port
+                        for k, v in (hv or {}).items():
+                            _set_var(own, str(k), v)
+                        inv.groups[gname].add(h)
+        return gname
 
-    for name, body in data.items():
-        group(str(name), body)
+    for gname, body in data.items():
+        top = group(str(gname), body)
+        if top != "all":
+            inv.add_child("all", top)
     return inv
 
 
 def parse(text: str, name: str) -> Inventory:
     """By extension: .yml/.yaml as YAML, anything else as INI."""
-    return parse_yaml(text) if name.endswith((".yml", ".yaml")) else parse_ini(text)
+    return parse_yaml(text, name) if name.endswith((".yml", ".yaml")) else parse_ini(text, name)
 
+
+# -- group_vars/ and host_vars/ ------------------------------------------------------
+
+_VARS_EXT = ("", ".yml", ".yaml", ".json")
+
+
+def _vars_files(base: Path, name: str) -> list[Path]:
+    """What Ansible's host_group_vars plugin reads for ``name`` under ``base``:
+    ``name``, ``name.yml``, ``name.yaml``, ``name.json``, and every such file
+    in a directory ``name/`` (recursively, sorted; hidden and ``~`` files skipped)."""
+    out: list[Path] = []
+    for ext in _VARS_EXT:
+        p = base / f"{name}{ext}"
+        if p.is_file():
+            out.append(p)
+    d = base / name
+    if d.is_dir():
+        for root, dirs, files in os.walk(d):
+            dirs[:] = sorted(x for x in dirs if not x.startswith("."))
+            for f in sorted(files):
+                if f.startswith(".") or f.endswith("~") or os.path.splitext(f)[1] not in _VARS_EXT:
+                    continue
+                out.append(Path(root) / f)
+    return out
+
+
+def _read_vars(files: list[Path]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for f in files:
+        data = safe_yaml(f.read_text(), str(f))
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            raise InventoryError(f"{f}: variables must be a mapping, not a {type(data).__name__}")
+        out.update({str(k): v for k, v in data.items()})
+    return out
+
+
+def load(path: str | Path) -> Inventory:
+    """nicbench's own reading of an inventory file and the ``group_vars/``
+    and ``host_vars/`` directories beside it (the fallback without Ansible)."""
+    p = Path(path)
+    if p.is_dir():
+        raise InventoryError(f"{p} is a directory: an inventory directory needs ansible-inventory "
+                             "(install ansible-core), or give one file")
+    if os.access(p, os.X_OK) and p.read_bytes()[:2] == b"#!":
+        raise InventoryError(f"{p} is a dynamic inventory script: only ansible-inventory runs those "
+                             "(install ansible-core)")
+    inv = parse(p.read_text(), p.name)
+    for kind, names, into in (("group_vars", {"all", "ungrouped", *inv._known_groups()}, inv.file_group_vars),
+                              ("host_vars", set(inv.hosts), inv.file_host_vars)):
+        base = p.parent / kind
+        if base.is_dir():
+            for name in sorted(names):
+                files = _vars_files(base, name)
+                if files:
+                    into[name] = _read_vars(files)
+    return inv
+
+
+# -- through Ansible -----------------------------------------------------------------
+
+def from_ansible_json(text: str) -> Inventory:
+    """``ansible-inventory --list`` JSON (pure): each host's variables are
+    already merged by Ansible, so they become the host's own."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InventoryError(f"ansible-inventory printed no JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise InventoryError("ansible-inventory printed JSON that is not a mapping of groups")
+    inv = Inventory(source="ansible-inventory")
+    hostvars = (data.get("_meta") or {}).get("hostvars") or {}
+    for g, body in data.items():
+        if g == "_meta" or not isinstance(body, dict):
+            continue
+        inv.groups.setdefault(g, set()).update(body.get("hosts") or [])
+        for c in body.get("children") or []:
+            inv.children.setdefault(g, []).append(c)
+        if body.get("vars"):                    # only with --export
+            inv.group_vars[g] = dict(body["vars"])
+    for hosts in inv.groups.values():
+        for h in hosts:
+            inv.hosts.setdefault(h, dict(hostvars.get(h) or {}))
+    return inv
+
+
+_FAILED = re.compile(r"^\[WARNING\]:\s+\*\s+Failed to parse (\S+) with (\S+) plugin:\s*(.*)$", re.S)
+_STARTS = ("[WARNING]", "ERROR!", "[DEPRECATION", "[ERROR]")
+
+
+def _messages(stderr: str) -> list[str]:
+    """Ansible's stderr as whole messages: it wraps them at 79 columns,
+    breaking after a space (dropped) or a hyphen (kept: ``/work/host-`` +
+    ``sampler/...``)."""
+    out: list[str] = []
+    for raw in stderr.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith(_STARTS) or not out:
+            out.append(line)
+        else:
+            out[-1] += ("" if out[-1].endswith("-") else " ") + line
+    return out
+
+
+def ansible_error(stderr: str, path: str) -> str:
+    """ansible-inventory's refusal as one line: the reason the plugin that
+    fits the file gave (ini for .ini, yaml for .yml), else its ERROR line."""
+    reasons: dict[str, str] = {}
+    last_error = ""
+    for msg in _messages(stderr):
+        m = _FAILED.match(msg)
+        if m:
+            reasons[m.group(2)] = m.group(3)
+        elif msg.startswith("ERROR!"):
+            last_error = msg[len("ERROR!"):].strip()
+    ext = os.path.splitext(path)[1]
+    want = "yaml" if ext in (".yml", ".yaml") else "script" if os.access(path, os.X_OK) else "ini"
+    why = reasons.get(want) or next(iter(reasons.values()), "") or last_error or "it failed with no message"
+    return " ".join(why.split())
+
+
+def run_ansible_inventory(path: str | Path, timeout: float = 60.0) -> str:
+    """``ansible-inventory -i PATH --list`` (JSON text), bounded in time; an
+    inventory it cannot parse is an InventoryError with its reason in one line."""
+    exe = shutil.which("ansible-inventory")
+    if exe is None:
+        raise FileNotFoundError("ansible-inventory")
+    with tempfile.TemporaryDirectory(prefix="nb-ansible-") as tmp:
+        env = dict(os.environ, ANSIBLE_INVENTORY_UNPARSED_FAILED="True", ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_FORCE_COLOR="0", ANSIBLE_LOCAL_TEMP=tmp, ANSIBLE_RETRY_FILES_ENABLED="0",
+                   COLUMNS="100000")
+        try:
+            r = subprocess.run([exe, "-i", str(path), "--list"], capture_output=True, text=True, env=env,
+                               timeout=timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise InventoryError(f"ansible-inventory did not finish within {timeout:g}s") from None
+    if r.returncode != 0:
+        raise InventoryError(f"ansible-inventory refuses it: {ansible_error(r.stderr, str(path))}")
+    return r.stdout
+
+
+def ansible_yaml_files(path: Path) -> list[Path]:
+    """The YAML files ansible-inventory would read for a file inventory (the
+    file itself and everything under group_vars/ and host_vars/ beside it),
+    to check for alias bombs before Ansible expands them."""
+    out = [path] if path.suffix in (".yml", ".yaml") else []
+    for kind in ("group_vars", "host_vars"):
+        base = path.parent / kind
+        if base.is_dir():
+            for root, _, files in os.walk(base):
+                out += [Path(root) / f for f in sorted(files)
+                        if not f.startswith(".") and os.path.splitext(f)[1] in _VARS_EXT]
+    return out
+
+
+def load_inventory(path: str | Path, *, use_ansible: bool | None = None, timeout: float = 60.0) -> Inventory:
+    """The inventory at ``path`` as Ansible reads it: through ansible-inventory
+    when it is installed (``use_ansible=None``) or asked for (True), else
+    nicbench's own parser.  ``Inventory.source`` says which."""
+    p = Path(path)
+    if not p.exists():
+        raise InventoryError(f"{p} does not exist")
+    if use_ansible is None:
+        use_ansible = shutil.which("ansible-inventory") is not None
+    if not use_ansible:
+        return load(p)
+    if p.is_file():
+        for f in ansible_yaml_files(p):
+            check_yaml_size(f.read_text(), str(f))
+    return from_ansible_json(run_ansible_inventory(p, timeout))
+
+
+# -- plan hosts ----------------------------------------------------------------------
 
 HOST_KEYS = {"ansible_host": "ssh", "ansible_user": "user", "ansible_port": "port",
              "ansible_ssh_private_key_file": "identity", "ansible_become": "sudo",
              "nicbench_interface": "interface", "nicbench_test_ip": "test_ip"}
+
+# what Ansible accepts as true/false (ansible.module_utils.parsing.convert_bool)
+_TRUE = {"y", "yes", "on", "1", "true", "t"}
+_FALSE = {"n", "no", "off", "0", "false", "f", ""}
+
+# variables that carry a secret nicbench will not use
+CREDENTIAL_KEYS = ("ansible_password", "ansible_ssh_pass", "ansible_ssh_password", "ansible_become_password",
+                   "ansible_become_pass", "ansible_sudo_pass", "ansible_sudo_password", "ansible_su_pass",
+                   "ansible_ssh_private_key_passphrase", "ansible_httpapi_pass", "ansible_winrm_password")
+
+
+def _bool(v: object, host: str, key: str) -> bool:
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in _TRUE:
+        return True
+    if s in _FALSE:
+        return False
+    raise InventoryError(f"host {host}: {key} = {v!r} is neither true nor false")
+
+
+def _typed(host: str, k: str, v: object) -> object:
+    if k == "ansible_become":
+        return _bool(v, host, k)
+    if k == "ansible_port":
+        try:
+            return int(v)  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            raise InventoryError(f"host {host}: ansible_port = {v!r} is not a port number") from None
+    return v
 
 
 def plan_hosts(inv: Inventory, wanted: dict[str, dict] | None) -> dict[str, dict]:
@@ -173,7 +632,7 @@ def plan_hosts(inv: Inventory, wanted: dict[str, dict] | None) -> dict[str, dict
         entry: dict = {}
         for k, key in HOST_KEYS.items():
             if k in v:
-                entry[key] = v[k]
+                entry[key] = _typed(h, k, v[k])
         entry.setdefault("ssh", h)
         if "ansible_ssh_common_args" in v:
             entry["ssh_args"] = shlex.split(str(v["ansible_ssh_common_args"]))
@@ -188,4 +647,16 @@ def plan_hosts(inv: Inventory, wanted: dict[str, dict] | None) -> dict[str, dict
     if not out:
         raise InventoryError("no host has a role: put hosts in the groups nicbench_server / nicbench_clients, "
                              "or give them nicbench_role")
+    return out
+
+
+def ignored_credentials(inv: Inventory, hosts: list[str]) -> list[str]:
+    """One warning per host that carries a password variable: nicbench never
+    uses it (keys and ``sudo -n`` only), and says so rather than ignore it silently."""
+    out = []
+    for h in hosts:
+        keys = [k for k in CREDENTIAL_KEYS if k in inv.host_vars(h)]
+        if keys:
+            out.append(f"{h}: {', '.join(keys)} in the inventory {'is' if len(keys) == 1 else 'are'} ignored: "
+                       "nicbench logs in with SSH keys (agent or ansible_ssh_private_key_file) and uses sudo -n")
     return out

@@ -14,42 +14,48 @@ import os
 import platform
 import signal
 import sys
+import threading
 import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator, Protocol
+from types import FrameType
+from typing import Any, Protocol
 
 from .. import __version__
-from ..core.errors import Interrupted, LabError, NicbenchError, PreflightError
-from ..hosts.transport import LocalTransport
-from ..lab import manager
-from ..lab.topology import DirectLink, LabSpec, make_spec
-from ..plan.matrix import trials as plan_trials
-from ..plan.model import PacketStudy, Plan
+from ..core.errors import Interrupted, NicbenchError, PreflightError
+from ..hosts.base import Hosts
 from ..hosts.facts import collect_quietly
-from ..hosts.transport import Transport, each_host
+from ..hosts.transport import LocalTransport, Transport, each_host
+from ..plan.matrix import trials as plan_trials
+from ..plan.model import Plan
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from ..store.runs import RunWriter, new_run_id
-from ..tuning.engine import Target, TuningLock, in_force, lab_target
-from ..tuning.engine import apply as tune_apply
-from ..tuning.engine import audit as tune_audit
-from ..tuning.engine import restore as tune_restore
+from ..tuning.apply import apply as tune_apply
+from ..tuning.apply import restore_targets
+from ..tuning.audit import audit as tune_audit
+from ..tuning.audit import drift as tuning_drift
+from ..tuning.lock import TuningLock
+from ..tuning.profile import Profile
 from ..tuning.profile import load as load_profile
-from .common import busy_ports, reach_problems
-from .study import study_run
-from .tcp import TcpContext, detect_tool, layout
+from ..tuning.restorefile import in_force
+from ..tuning.types import Row, Target, TuningPlan
+from .hosts import OpenedHosts, open_hosts
+from .kit import PointEnv
+from .study import Preflight, RunnerFactory, StudyRunner, TrialOutcome
 
 
 class ProgressSink(Protocol):
-    def begin(self, run_id: str, total: int) -> None: ...
+    def begin(self, run_id: str, total: int, meta: Mapping[str, Any]) -> None: ...
     def trial_start(self, spec: TrialSpec) -> None: ...
     def trial_end(self, rec: TrialRecord, samples: list[Sample]) -> None: ...
     def end(self) -> None: ...
 
 
 class NoProgress:
-    def begin(self, run_id: str, total: int) -> None: ...
+    def begin(self, run_id: str, total: int, meta: Mapping[str, Any]) -> None: ...
     def trial_start(self, spec: TrialSpec) -> None: ...
     def trial_end(self, rec: TrialRecord, samples: list[Sample]) -> None: ...
     def end(self) -> None: ...
@@ -63,6 +69,8 @@ class RunOutcome:
     ok: int
     failed: int
     warnings: tuple[str, ...]
+    partial: int = 0
+    unreachable: Mapping[str, str] = field(default_factory=dict)   # host -> the point it was lost at
 
 
 def cpu_facts() -> dict:
@@ -85,29 +93,30 @@ def cpu_facts() -> dict:
                             "/proc/softirqs."}
 
 
-def _quietly(step) -> None:
-    """Run one clean-up step; its failure must not stop the next one."""
+def _quietly(what: str, step: Callable[[], object], undo: str) -> bool:
+    """Run one clean-up step; its failure must not stop the next one, and is
+    said with what is left undone and how to undo it."""
     try:
         step()
+        return True
     except Exception as e:  # noqa: BLE001 - reported, and the next step still runs
-        print(f"nicbench: clean-up step failed: {e}", file=sys.stderr)
+        msg = e.one_line().removeprefix("nicbench: ") if isinstance(e, NicbenchError) else f"{type(e).__name__}: {e}"
+        print(f"nicbench: clean-up: {what} failed: {msg} (left undone: {undo})", file=sys.stderr)
+        return False
 
 
-def lab_spec(plan: Plan) -> LabSpec:
-    direct: tuple[DirectLink, ...] = ()
-    if isinstance(plan.study, PacketStudy):     # the generator's ports, cabled to the receiver
-        direct = tuple(DirectLink(i, plan.server, plan.clients[0], max(plan.study.threads))
-                       for i in range(max(plan.study.ports)))
-    return make_spec(plan.lab.name, [(n, h.role) for n, h in plan.hosts.items()],
-                     plan.link.mtu, plan.lab.subnet, plan.link.speed, plan.link.client_speed, direct)
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (and SIGHUP) take the same clean-up path as Ctrl-C."""
-    def handler(signum, frame):  # noqa: ARG001
-        raise KeyboardInterrupt
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+def _handlers(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """``handler`` for SIGINT, SIGTERM and SIGHUP while the block runs.  Only
+    the main thread may set handlers (a run started from another thread keeps
+    Python's own: Ctrl-C reaches the main thread as usual)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, handler) for s in _STOP_SIGNALS}
     try:
         yield
     finally:
@@ -115,68 +124,27 @@ def sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def acquire_lab(spec: LabSpec) -> tuple[manager.Lab, bool]:
-    """An existing matching lab (reused, not ours to remove) or a new one."""
-    existing = manager.load(spec.name)
-    if existing is None:
-        return manager.up(spec), True
-    st = manager.status(spec.name)
-    if existing.spec != spec or not st["healthy"]:
-        raise LabError(f"lab {spec.name!r} exists but does not match this plan (hosts/MTU/health)",
-                       where=f"lab {spec.name}",
-                       hint=f"nicbench lab down {spec.name}, or give the plan another [lab] name")
-    return existing, False
+class StopSignals:
+    """A run's SIGINT, SIGTERM and SIGHUP.  The first one interrupts the run
+    (KeyboardInterrupt: the same clean-up path as Ctrl-C); every later one,
+    and any while clean-up runs, is noted and said, never raised, so Ctrl-C
+    again or a service manager's SIGTERM cannot leave tuning half-restored or
+    a lab up.  (Blocking the signals in the main thread is not enough: the
+    kernel then hands a process-wide signal to another thread, and Python
+    runs the handler in the main thread all the same.)"""
 
+    def __init__(self) -> None:
+        self.got: list[int] = []
+        self.shielded = False
 
-def preflight(plan: Plan, lab: manager.Lab) -> tuple[TcpContext, list[str]]:
-    """Check every host at once; raise PreflightError listing all problems."""
-    problems: list[str] = []
-    warnings: list[str] = []
-    transports = lab.transports()
-    addresses = {h.name: h.ip for h in lab.spec.hosts}
-    s = plan.study
-    tool = None
-    for host in [plan.server, *plan.clients]:
-        try:
-            info = detect_tool(transports[host], s.engine)
-            if host == plan.server:
-                tool = info
-        except PreflightError as e:
-            problems.append(f"{host}: {e.message}")
-    problems += reach_problems(transports[plan.server], {c: addresses[c] for c in plan.clients})
-    for c in plan.clients:
-        ports_wanted = {slot.port for n in s.connections
-                        for slot in layout(n, plan.clients, s.connections_per,
-                                           s.streams_per_process or (128 if s.engine == "iperf3" else 4096),
-                                           s.port_base) if slot.client == c}
-        taken = sorted(ports_wanted & busy_ports(transports[c]))
-        if taken:
-            problems.append(f"{c}: port(s) {', '.join(map(str, taken))} already in use")
-    skip = False
-    if tool is not None and s.engine == "iperf3":
-        if s.zerocopy and not tool.has("zerocopy"):
-            problems.append(f"{plan.server}: iperf3 {tool.version_str} has no -Z/--zerocopy")
-        if not tool.has("server_output"):
-            problems.append(f"{plan.server}: iperf3 {tool.version_str} has no --get-server-output, "
-                            "so receiver-side bytes of tx points cannot be collected (install iperf3 >= 3.1)")
-        if s.skip_rx_copy is True and not tool.has("skip_rx_copy"):
-            problems.append(f"{plan.server}: iperf3 {tool.version_str} has no --skip-rx-copy "
-                            "(set skip_rx_copy = \"auto\" or false, or install iperf3 >= 3.16)")
-        skip = bool(s.skip_rx_copy) and tool.has("skip_rx_copy")
-        if s.skip_rx_copy == "auto" and not skip:
-            warnings.append(f"iperf3 {tool.version_str} has no --skip-rx-copy: receivers copy every "
-                            "byte to user space (the seed's runs did not)")
-        if tool.version < (3, 16):
-            warnings.append(f"iperf3 {tool.version_str} is single-threaded: all streams of one process "
-                            "share one core; more client hosts or processes spread the load")
-    if problems:
-        raise PreflightError("; ".join(problems), where="preflight",
-                             hint="fix every item listed, then run again")
-    assert tool is not None
-    # Every lab host runs on this one machine: CPU is sampled once, for all
-    return TcpContext(s, plan.server, dict(transports), addresses, tool, skip, warnings=warnings,
-                      cpu_transport=LocalTransport("machine"),
-                      cpu_machine="machine"), warnings
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        self.got.append(signum)
+        if not self.shielded:
+            self.shielded = True
+            raise KeyboardInterrupt
+        if len(self.got) <= 2:
+            print(f"nicbench: {signal.Signals(signum).name} during clean-up: finishing it first "
+                  "(tuning, processes, lab)", file=sys.stderr)
 
 
 def gather_facts(hosts: list[tuple[Transport, str, list[str]]],
@@ -214,183 +182,285 @@ def store_facts(writer: RunWriter, collected: list[tuple[HostFacts, str]]) -> No
     writer.write_facts([h for h, _ in collected], raws)
 
 
-def tuning_targets(plan: Plan, lab: manager.Lab, facts: list[tuple[HostFacts, str]]):
+def tuning_targets(plan: Plan, hosts: Hosts, facts: list[tuple[HostFacts, str]]) -> tuple[Profile, list[Target]]:
     """The plan's tuning profile (without one, the stock profile, which only
-    audits: every run records the tuning state it ran in) and the lab hosts."""
+    audits: every run records the tuning state it ran in) and its hosts as
+    targets (in the lab, host-wide settings are the machine's)."""
     profile = load_profile(plan.tuning or "stock", dict(plan.profiles))
     by_host = {h.host: h for h, _ in facts}
-    if getattr(lab, "kind", "") == "ssh":         # real hosts: their own host-wide settings, their own restore file
-        return profile, [Target(h, plan.hosts[h].role, lab.transport(h), f"ssh-{h}", lab.spec.host(h).ifname,
-                                by_host.get(h), lab=False) for h in plan.hosts]
-    return profile, [lab_target(lab, h, by_host.get(h)) for h in plan.hosts]
+    return profile, [Target(h, plan.hosts[h].role, hosts.transport(h), hosts.restore_id(h), hosts.spec.host(h).ifname,
+                            by_host.get(h), lab=hosts.shared_machine) for h in plan.hosts]
 
 
 def timestamps(facts: list[tuple[HostFacts, str]], hosts: list[str]) -> dict[str, int | None]:
     """tcp_timestamps of the hosts as the points run (the ceiling depends on it),
     from the facts in force: one read per host, already made."""
-    by = {h.host: h.value("sysctl.net.ipv4.tcp_timestamps") for h, _ in facts}
-    return {h: by[h] if isinstance(by.get(h), int) else None for h in hosts}
+    out: dict[str, int | None] = {}
+    for h, _ in facts:
+        v = h.value("sysctl.net.ipv4.tcp_timestamps")
+        out[h.host] = v if isinstance(v, int) and not isinstance(v, bool) else None
+    return {h: out.get(h) for h in hosts}
 
 
-def tune_for_run(plan: Plan, profile, targets: list[Target], ctx: TcpContext, facts, fact_hosts,
-                 tools: list[str], host_wide: bool):
-    """Apply (or only audit) the run's profile; the record of it, and the facts
-    the points run with (collected again when something was changed)."""
+def tune_for_run(plan: Plan, profile: Profile, targets: list[Target], facts: list[tuple[HostFacts, str]],
+                 fact_hosts: list[tuple[Transport, str, list[str]]], tools: list[str],
+                 host_wide: bool) -> tuple[TuningPlan, list[tuple[HostFacts, str]]]:
+    """Apply (or only audit) the run's profile: all or nothing.  A setting
+    that is not in force on a host afterwards (refused, missing, unknown)
+    stops the run before its first point unless the profile marks it
+    optional; the clean-up then restores what was applied.  Returns the
+    audit with each row's outcome, and the facts the points run with
+    (collected again when something was changed)."""
     apply_it = not profile.audit_only
     result = (tune_apply if apply_it else tune_audit)(profile, targets, host_wide=host_wide)
-    ctx.pin = result.pin
-    if apply_it:
-        facts = gather_facts(fact_hosts, tools)
-    return {"profile": plan.tuning or "stock", "host_wide": host_wide, "applied": apply_it,
+    if not apply_it:
+        return result, facts
+    missing = [r for r in result.rows if r.not_in_force and not r.optional]
+    if missing:
+        raise PreflightError(
+            "tuning profile not in force, so no point runs: " + "; ".join(
+                f"{r.host} {r.setting}: {r.status}{f' ({r.note})' if r.note else ''}" for r in missing),
+            where=f"tuning profile {plan.tuning}",
+            hint="what was applied is restored now; mark a setting optional = true if the run may go on "
+                 "without it")
+    return result, gather_facts(fact_hosts, tools)
+
+
+def tuning_record(plan: Plan, result: TuningPlan, host_wide: bool, applied: bool) -> dict[str, object]:
+    """What the run's info keeps of its tuning."""
+    return {"profile": plan.tuning or "stock", "host_wide": host_wide, "applied": applied,
             "from_plan": bool(plan.tuning), "rows": [r.to_dict() for r in result.rows],
-            "pinning": result.pin_cpus}, facts
+            "pinning": result.pin_cpus, "on_drift": plan.on_tuning_drift}
 
 
-def untune(targets: list[Target], host_wide: bool) -> None:
-    """Restore every target (and the machine, if host-wide settings were applied)."""
-    groups = [(t.transport, t.restore_id) for t in targets]
-    if host_wide:
-        groups.append((LocalTransport("machine"), "machine"))
-    errors = []
-    for tr, rid in groups:
-        try:
-            tune_restore(tr, rid)
-        except NicbenchError as e:
-            errors.append(e.one_line())
-    if errors:
-        raise LabError("tuning not fully restored: " + "; ".join(errors), where="tuning",
-                       hint="run 'nicbench tune restore' (the restore files are kept)")
+@dataclass
+class _Run:
+    """What one run holds between its steps (see :func:`execute`)."""
 
-
-def execute(plan: Plan, plan_text: str, *, store: Path, progress: ProgressSink | None = None,
-            keep_lab: bool = False, host_wide: bool = False) -> RunOutcome:
-    progress = progress or NoProgress()
-    remote = None
-    if plan.remote:
-        from ..hosts.remote import RemoteHosts
-        remote = RemoteHosts(plan)          # no root needed here: the hosts are reached as the plan says
-    else:
-        manager.require_root()
-    spec = remote.spec if remote else lab_spec(plan)
-    trial_list = plan_trials(plan)
+    plan: Plan
+    host_wide: bool
+    opened: OpenedHosts | None = None
+    study: StudyRunner | None = None
     writer: RunWriter | None = None
-    ok = failed = 0
-    status = "failed"
-    tuned: list[Target] = []
-    tune_lock = TuningLock()
-    started = None
-    with sigterm_as_interrupt():
-        lab, owned = None, False
-        hosts = None
+    env: PointEnv = field(default_factory=PointEnv)
+    tuned: list[Target] = field(default_factory=list)
+    applied: list[Row] = field(default_factory=list)         # the profile's rows as the apply left them
+    lock: TuningLock = field(default_factory=TuningLock)
+    warnings: list[str] = field(default_factory=list)
+    started: bool = False
+    ok: int = 0
+    failed: int = 0
+    partial: int = 0
+    unreachable: dict[str, str] = field(default_factory=dict)   # host -> the first point it was lost at
+    status: str = "failed"
+    signals: StopSignals = field(default_factory=StopSignals)
+
+
+def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
+            progress: ProgressSink | None = None, keep_lab: bool = False, host_wide: bool = False,
+            hosts_for: Callable[[Plan], OpenedHosts] = open_hosts) -> RunOutcome:
+    """Run ``plan`` with the study runner ``runner`` makes (the CLI gets it
+    from the study registry: the session knows no study) on the hosts
+    ``hosts_for`` opens (the lab or real hosts; fakes in unit tests)."""
+    progress = progress or NoProgress()
+    trial_list = plan_trials(plan)
+    r = _Run(plan, host_wide)
+    with _handlers(r.signals.handle):
         try:
-            if remote is not None:
-                hosts = remote
-                problems = remote.connect(plan.lab.max_clock_offset)
-                if problems:
-                    raise PreflightError("; ".join(problems), where="ssh preflight",
-                                         hint="fix every item listed, then run again")
-                ssh_checks = remote.checks
-            else:
-                lab, owned = acquire_lab(spec)
-                hosts, ssh_checks = lab, {}
-                if plan.lab.transport == "ssh":
-                    from ..lab.sshd import ssh_lab
-                    hosts, ssh_checks = ssh_lab(lab, max_offset=plan.lab.max_clock_offset)
-            study = study_run(plan, hosts)
-            ctx, warnings, tools = study.ctx, study.warnings, study.tools
-            transports = hosts.transports()
-            ctx.ifnames = {h.name: h.ifname for h in spec.hosts}
-            if remote is not None:
-                # real hosts: CPU is the study server's own (the host under test, as the seeds report it)
-                ctx.cpu_transport, ctx.cpu_machine = transports[plan.server], plan.server
-            # the hosts (lab: their namespaces' interfaces and sysctls) and, in the
-            # lab, the machine they share (host-wide sysctls, services, CPU)
-            fact_hosts = ([(transports[h], plan.hosts[h].role,
-                            [spec.host(h).ifname] + [d.ifname for d in spec.direct if h in (d.a, d.b)])
-                           for h in plan.hosts]
-                          + ([(LocalTransport("machine"), "machine", [])] if remote is None else []))
-            facts = gather_facts(fact_hosts, tools)
-            profile, targets = tuning_targets(plan, hosts, facts)
-            if not profile.audit_only:
-                left = in_force(targets, host_wide)
-                if left:
-                    raise PreflightError(f"tuning from an earlier 'nicbench tune apply' is in force ({', '.join(left)}): "
-                                         "this run would stack on it and undo it at its end", where="tuning",
-                                         hint="nicbench tune restore, then run again")
-                tune_lock.acquire(f"run of {plan.name}")
-                tuned = targets         # before the first change: a Ctrl-C mid-apply still restores
-            tuning, facts = tune_for_run(plan, profile, targets, ctx, facts, fact_hosts, tools, host_wide)
-            warnings += [f"tuning: {r['host']} {r['setting']} did not take: {r['note']}"
-                         for r in tuning["rows"] if r["status"] == "failed"]
-            ctx.nic_irqs = nic_irqs(facts, plan.server, ctx.if_of(plan.server))
-            ctx.tcp_timestamps = timestamps(facts, [plan.server, *plan.clients])
-            run_id = new_run_id(plan.name)
-            info = RunInfo(run_id, plan.name, study.kind, time.time(), plan_text, "plan", __version__, {
-                "lab": spec.to_dict(), "server": plan.server, "clients": plan.clients, **study.meta(),
-                "kernel": platform.release(), "warnings": warnings,
-                "link": {"mtu": spec.mtu, "speed_bps": spec.speed_bps, "client_speed_bps": spec.client_speed_bps,
-                         "ip": 4, "shaped": spec.shaped,
-                         # with GSO on, a veth counts 64 KB super-packets, not frames
-                         "counters_count_frames": spec.shaped,
-                         "tcp_timestamps": ctx.tcp_timestamps},
-                "cpu": cpu_facts() if remote is None else {
-                    "scope": "host", "host": plan.server, "cpus": None, "mhz": None, "nic_irqs": ctx.nic_irqs,
-                    "shared_by": "nothing: the study server's own CPUs, read over SSH"}, "tuning": tuning,
-                "lab_reused": not owned, "pid": os.getpid(), "host_transport": plan.lab.transport,
-                "ssh": {h: {"clock_offset_s": c.clock_offset_s, "clock_uncertainty_s": c.clock_uncertainty_s,
-                            "root": c.root} for h, c in ssh_checks.items()}})
-            writer = RunWriter.create(store, info)
-            ctx.rel = writer.rel
-            store_facts(writer, facts)
-            started = study
-            writer.write_raws(study.start(writer.raw_dir(study.kind)))
-            progress.begin(run_id, len(trial_list))
+            r.opened = hosts_for(plan)
+            r.study = runner(plan, r.opened.hosts)
+            pre = r.study.preflight()
+            r.warnings = [*plan.warnings, *pre.warnings]
+            facts, tuning, pin = _facts_and_tuning(r, pre)
+            info = _run_info(r, pre, plan_text, facts, tuning)
+            r.writer = RunWriter.create(store, info)
+            r.env = _point_env(r, r.writer, facts, pin)
+            store_facts(r.writer, facts)
+            r.started = True
+            r.writer.write_raws(r.study.start(r.env, r.writer.raw_dir(r.study.kind)))
+            progress.begin(info.run_id, len(trial_list), info.meta)
             for t in trial_list:
                 progress.trial_start(t)
-                rec, samples, raws = study.trial(t, writer.raw_dir(t.trial_id))
-                writer.write_trial(rec, samples, raws)
-                ok += rec.status == "ok"
-                failed += rec.status == "failed"
-                progress.trial_end(rec, samples)
-                if rec.status == "interrupted":
+                out = _after_point(r, _one_trial(r.study, r.env, t, r.writer))
+                r.writer.write_trial(out.record, out.samples, out.raws)
+                r.ok += out.record.status == "ok"
+                r.failed += out.record.status == "failed"
+                r.partial += out.record.status == "partial"
+                _note_unreachable(r, t.point)
+                progress.trial_end(out.record, out.samples)
+                if out.record.status == "interrupted":
                     raise KeyboardInterrupt
-            status = "done" if not failed else "done-with-failures"
+            r.status = "done-with-failures" if r.failed else "done-with-partial-points" if r.partial else "done"
         except KeyboardInterrupt:
-            status = "interrupted"
-            raise Interrupted(f"run stopped by the user after {ok + failed} of {len(trial_list)} points; "
-                              "finished points are stored", where=str(writer.run_dir) if writer else None,
+            r.status = "interrupted"
+            raise Interrupted(f"run stopped by the user after {r.ok + r.failed} of {len(trial_list)} points; "
+                              "finished points are stored", where=str(r.writer.run_dir) if r.writer else None,
                               hint="nicbench report latest renders what was finished") from None
         finally:
-            # A second Ctrl-C or SIGTERM must not cut the clean-up short: block
-            # them until the results are closed and the lab is gone.
-            blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-            signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
-            try:
-                _quietly(progress.end)
-                untune_error: list[str] = []
-                if started is not None and writer is not None:
-                    _quietly(lambda: writer.write_raws(started.stop(writer.raw_dir(started.kind))))
-                # restore first, while every host's transport still works (over SSH:
-                # before the connections close and the lab's sshds go)
-                if tuned:
-                    try:
-                        untune(tuned, host_wide)
-                    except Exception as e:  # noqa: BLE001 - recorded with the run, and the hosts still go
-                        untune_error.append(str(e))
-                        print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
-                if hosts is not lab and hosts is not None and remote is None:
-                    from ..hosts.ssh import close_all
-                    _quietly(lambda: close_all(hosts.transports()))   # sessions end: remote watchdogs fire
-                if remote is not None:
-                    _quietly(remote.close)
-                if lab is not None:
-                    _quietly(lab.tracker.kill_all)
-                tune_lock.release()
-                if writer is not None:
-                    _quietly(lambda: writer.finish(status, ok=ok, failed=failed,
-                                                   **({"untune_error": untune_error[0]} if untune_error else {})))
-                if lab is not None and owned and not keep_lab:
-                    manager.down(spec.name)
-            finally:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
-    return RunOutcome(run_id, writer.run_dir, status, ok, failed, tuple(warnings))
+            _clean_up(r, progress, keep_lab)
+    assert r.writer is not None
+    return RunOutcome(r.writer.run_dir.name, r.writer.run_dir, r.status, r.ok, r.failed, tuple(r.warnings),
+                      r.partial, dict(r.unreachable))
+
+
+def _facts_and_tuning(r: _Run, pre: Preflight) -> tuple[list[tuple[HostFacts, str]], dict[str, object],
+                                                         dict[str, list[str]]]:
+    """Every host's facts, and the tuning the points run in: the plan's profile
+    applied (restore files first), or the stock profile audited."""
+    assert r.opened is not None
+    plan, hosts = r.plan, r.opened.hosts
+    transports = hosts.transports()
+    # the hosts (lab: their namespaces' interfaces and sysctls) and, in the
+    # lab, the machine they share (host-wide sysctls, services, CPU)
+    fact_hosts: list[tuple[Transport, str, list[str]]] = (
+        [(transports[h], plan.hosts[h].role, hosts.spec.ifnames(h)) for h in plan.hosts]
+        + ([(LocalTransport("machine"), "machine", [])] if hosts.shared_machine else []))
+    facts = gather_facts(fact_hosts, list(pre.tools))
+    profile, targets = tuning_targets(plan, hosts, facts)
+    if not profile.audit_only:
+        left = in_force(targets, r.host_wide)
+        if left:
+            raise PreflightError(f"tuning from an earlier 'nicbench tune apply' is in force ({', '.join(left)}): "
+                                 "this run would stack on it and undo it at its end", where="tuning",
+                                 hint="nicbench tune restore, then run again")
+        r.lock.acquire(f"run of {plan.name}")
+        r.tuned = targets         # before the first change: a Ctrl-C mid-apply still restores
+    result, facts = tune_for_run(plan, profile, targets, facts, fact_hosts, list(pre.tools), r.host_wide)
+    if not profile.audit_only:
+        r.applied = list(result.rows)
+    r.warnings += [f"tuning: {x.host} {x.setting} (optional) is not in force: {x.status}"
+                   + (f" ({x.note})" if x.note else "") for x in result.rows if x.not_in_force and x.optional]
+    return facts, tuning_record(plan, result, r.host_wide, not profile.audit_only), result.pin
+
+
+def _run_info(r: _Run, pre: Preflight, plan_text: str, facts: list[tuple[HostFacts, str]],
+              tuning: dict[str, object]) -> RunInfo:
+    """What the store keeps of the run as a whole: the hosts, the link, the
+    study's own record of itself, whose CPUs the figures are, the tuning."""
+    assert r.opened is not None and r.study is not None
+    plan, hosts = r.plan, r.opened.hosts
+    spec = hosts.spec
+    server_if = spec.host(plan.server).ifname
+    return RunInfo(new_run_id(plan.name), plan.name, r.study.kind, time.time(), plan_text, "plan", __version__, {
+        "lab": spec.to_dict(), "server": plan.server, "clients": plan.clients, **pre.meta,
+        "kernel": platform.release(), "warnings": r.warnings,
+        "link": {"mtu": spec.mtu, "speed_bps": spec.speed_bps, "client_speed_bps": spec.client_speed_bps,
+                 "ip": 4, "shaped": spec.shaped,
+                 # with GSO on, a veth counts 64 KB super-packets, not frames
+                 "counters_count_frames": spec.shaped,
+                 "tcp_timestamps": timestamps(facts, [plan.server, *plan.clients])},
+        "cpu": cpu_facts() if hosts.shared_machine else {
+            "scope": "host", "host": plan.server, "cpus": None, "mhz": None,
+            "nic_irqs": nic_irqs(facts, plan.server, server_if),
+            "shared_by": "nothing: the study server's own CPUs, read over SSH"}, "tuning": tuning,
+        "lab_reused": r.opened.lab is not None and not r.opened.owned, "pid": os.getpid(),
+        "host_transport": plan.lab.transport,
+        "ssh": {h: {"clock_offset_s": c.clock_offset_s, "clock_uncertainty_s": c.clock_uncertainty_s,
+                    "root": c.root} for h, c in hosts.checks.items()}})
+
+
+def _point_env(r: _Run, writer: RunWriter, facts: list[tuple[HostFacts, str]],
+               pin: dict[str, list[str]]) -> PointEnv:
+    """What the study is handed for every point.  Every lab host runs on this
+    one machine, so CPU is sampled once, for all; on real hosts it is the
+    study server's own (the host under test, as the seeds report it)."""
+    assert r.opened is not None
+    hosts, server = r.opened.hosts, r.plan.server
+    ifnames = {h.name: h.ifname for h in hosts.spec.hosts}
+    return PointEnv(rel=writer.rel, pin=pin, nic_irqs=nic_irqs(facts, server, ifnames.get(server)), ifnames=ifnames,
+                    cpu_transport=LocalTransport("machine") if hosts.shared_machine else hosts.transport(server),
+                    cpu_machine="machine" if hosts.shared_machine else server)
+
+
+def _one_trial(study: StudyRunner, env: PointEnv, spec: TrialSpec, writer: RunWriter) -> TrialOutcome:
+    """One point.  A bug met while running or reading it (a parser meeting
+    output it was not written for) fails that point, with its raw outputs
+    kept and the error named; it never takes the rest of the run with it."""
+    raw_dir = writer.raw_dir(spec.trial_id)
+    started = time.time()
+    try:
+        return study.trial(env, spec, raw_dir)
+    except (KeyboardInterrupt, NicbenchError):
+        raise
+    except Exception as e:  # noqa: BLE001 - recorded with the point, and the run goes on
+        raws = [RawOutput(spec.trial_id, "", "", "", "stdout", writer.rel(p))
+                for p in sorted(raw_dir.rglob("*")) if p.is_file()]
+        rec = TrialRecord(spec, "failed", started, time.time(),
+                          f"internal error while running or reading the point: {type(e).__name__}: {e} "
+                          "(its raw outputs are kept with the run; please report this)",
+                          {"internal_error": traceback.format_exc()[-4000:]})
+        return TrialOutcome(rec, [], raws)
+
+
+def _note_unreachable(r: _Run, point: str) -> None:
+    """Hosts lost during the run (SSH connection gone, namespace gone), each with
+    the point it was found after: the run's outcome says so per host."""
+    assert r.opened is not None
+    for host, t in r.opened.hosts.transports().items():
+        if host not in r.unreachable and not t.alive():
+            r.unreachable[host] = point
+
+
+def _after_point(r: _Run, out: TrialOutcome) -> TrialOutcome:
+    """The profile's settings read back after the point (one command per
+    host): one changed by someone else during the run fails the point, or
+    flags it, as the plan says."""
+    if not r.applied or out.record.status == "interrupted":
+        return out
+    try:
+        moved = tuning_drift(r.applied, r.tuned)
+    except NicbenchError as e:
+        moved = []
+        r.warnings.append(f"tuning could not be read back after {out.record.spec.point}: {e.message}")
+    if not moved:
+        return out
+    what = "; ".join(f"{x.host} {x.setting}: {x.note}" for x in moved)
+    rec = out.record
+    if r.plan.on_tuning_drift == "fail" and rec.status == "ok":
+        rec = replace(rec, status="failed", error=f"tuning drifted during the point: {what}",
+                      meta={**rec.meta, "tuning_drift": [x.to_dict() for x in moved]})
+    else:
+        warnings = [*(rec.meta.get("warnings") or []), f"tuning drifted during the point: {what}"]
+        rec = replace(rec, meta={**rec.meta, "warnings": warnings, "tuning_drift": [x.to_dict() for x in moved]})
+    return replace(out, record=rec)
+
+
+def _clean_up(r: _Run, progress: ProgressSink, keep_lab: bool) -> None:
+    """Whatever happened: the study stopped, tuning restored (while every
+    host's transport still works: over SSH, before the connections close and
+    the lab's sshds go), sessions closed, the run finished, a lab this run
+    built removed.  Signals arriving meanwhile cannot cut it short
+    (:class:`StopSignals`); a step that fails says what it left and how to undo it."""
+    r.signals.shielded = True
+    lab = r.opened.lab.spec.name if r.opened is not None and r.opened.lab is not None else None
+    lab_down = f"nicbench lab down {lab}" if lab else "kill the run's processes on its hosts"
+    _quietly("closing the progress display", progress.end, "nothing")
+    untune_error: list[str] = []
+    w, st = r.writer, r.study
+    if r.started and st is not None and w is not None:
+        _quietly(f"stopping the {st.kind} study's own processes",
+                 lambda: w.write_raws(st.stop(r.env, w.raw_dir(st.kind))),
+                 f"its server processes and temporary files: {lab_down}")
+    untune_left: list[str] = []
+    if r.tuned:
+        try:
+            untune_left = restore_targets(r.tuned, r.host_wide)
+            for note in untune_left:
+                print(f"nicbench: tuning restore: {note}", file=sys.stderr)
+        except Exception as e:  # noqa: BLE001 - recorded with the run, and the hosts still go
+            untune_error.append(str(e))
+            print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
+    o = r.opened
+    if o is not None:
+        # sessions end (remote watchdogs fire), tracked processes die
+        _quietly("ending the hosts' sessions and processes", o.hosts.close, lab_down)
+    r.lock.release()
+    if w is not None:
+        _quietly("closing the run in the store",
+                 lambda: w.finish(r.status, ok=r.ok, failed=r.failed, partial=r.partial,
+                                  hosts={h: f"host-unreachable (after point {p})" for h, p in r.unreachable.items()},
+                                  **({"untune_error": untune_error[0]} if untune_error else {}),
+                                  **({"untune_left": untune_left} if untune_left else {})),
+                 "the run's status: its finished points are stored")
+    if o is not None:
+        _quietly("removing the lab this run built", lambda: o.remove_lab(keep_lab), lab_down)

@@ -2,7 +2,7 @@
 
 Byte counters cover each frame from the Ethernet header to the end of the
 payload; the wire also carries FCS 4 + preamble/SFD 8 + inter-frame gap 12 =
-24 bytes per frame that no counter sees (see ``analysis.linerate``).  On a
+24 bytes per frame that no counter sees (see ``core.linerate``).  On a
 veth with GSO on, ``packets`` counts 64 KB super-packets, not frames.
 """
 
@@ -36,12 +36,12 @@ def parse_net_dev(text: str) -> dict[str, IfCounters]:
         except ValueError:
             continue
         if len(vals) >= 16:
-            keys = _RX + _TX
+            keys: tuple[str, ...] = _RX + _TX
         elif len(vals) % 2 == 0 and len(vals) >= 4:   # old kernels: fewer columns, same split
             keys = _RX[:len(vals) // 2] + _TX[:len(vals) // 2]
         else:
             continue                                  # a layout we cannot split safely
-        out[name.strip()] = IfCounters(name.strip(), dict(zip(keys, vals)))
+        out[name.strip()] = IfCounters(name.strip(), dict(zip(keys, vals, strict=False)))
     return out
 
 

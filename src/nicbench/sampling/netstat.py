@@ -11,13 +11,13 @@ def parse_snmp(text: str) -> dict[str, dict[str, int]]:
     """``{"Tcp": {"RetransSegs": 12, ...}, "Udp": {...}, "TcpExt": {...}}``."""
     out: dict[str, dict[str, int]] = {}
     lines = [ln for ln in text.splitlines() if ":" in ln]
-    for names, values in zip(lines[::2], lines[1::2]):
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
         proto, _, keys = names.partition(":")
         proto_v, _, vals = values.partition(":")
         if proto != proto_v:
             continue
         d = out.setdefault(proto.strip(), {})
-        for k, v in zip(keys.split(), vals.split()):
+        for k, v in zip(keys.split(), vals.split(), strict=False):
             try:
                 d[k] = int(v)
             except ValueError:
@@ -55,7 +55,7 @@ def parse_interrupts(text: str) -> dict[str, tuple[dict[str, int], str]]:
             continue
         f = rest.split()
         counts: dict[str, int] = {}
-        for cpu, x in zip(cpus, f):
+        for cpu, x in zip(cpus, f, strict=False):
             if not x.isdigit():
                 break
             counts[cpu] = int(x)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..records import CPU_BUSY, CPU_STATES
+
 USER_HZ = 100
-STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-BUSY = ("user", "nice", "system", "irq", "softirq")     # work done here; steal is another guest's
+STATES = CPU_STATES
+BUSY = CPU_BUSY
 
 
 @dataclass(frozen=True)
@@ -38,15 +40,19 @@ def parse_proc_stat(text: str) -> dict[str, CpuTimes]:
     return out
 
 
-def cpu_deltas(a: dict[str, CpuTimes], b: dict[str, CpuTimes]) -> dict[str, dict[str, float]]:
-    """Seconds spent in each state per CPU between two reads.
+def cpu_deltas(a: dict[str, CpuTimes], b: dict[str, CpuTimes], hz: int = USER_HZ) -> dict[str, dict[str, float]]:
+    """Seconds spent in each state per CPU between two reads; ``hz``: ticks
+    per second (USER_HZ for /proc/stat, ``stathz`` for FreeBSD's kern.cp_times).
 
     A CPU whose counters went backwards (it was offlined and came back, or
-    the counter reset) is left out for that span rather than guessed.
+    the counter reset) is left out for that span rather than guessed.  A
+    state one of the reads lacks (FreeBSD has no iowait, softirq or steal)
+    is left out, not taken as 0.
     """
     out = {}
     for cpu in a.keys() & b.keys():
-        d = {s: (b[cpu].ticks[s] - a[cpu].ticks[s]) / USER_HZ for s in STATES}
+        d = {s: (b[cpu].ticks[s] - a[cpu].ticks[s]) / hz for s in STATES
+             if s in a[cpu].ticks and s in b[cpu].ticks}
         if any(v < 0 for v in d.values()):
             continue
         out[cpu] = d

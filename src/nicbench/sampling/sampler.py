@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable
+from itertools import pairwise
 
 from ..hosts.transport import Transport
 from ..records import Sample, make_tags
@@ -48,7 +49,7 @@ class PeriodicSampler:
             nxt += self.interval
             self._stop.wait(max(0.0, nxt - time.monotonic()))
 
-    def start(self) -> "PeriodicSampler":
+    def start(self) -> PeriodicSampler:
         self._thread.start()
         return self
 
@@ -138,7 +139,7 @@ class NetSampler(PeriodicSampler):
             first_if.setdefault(h, ifn)
         out = []
         for (host, ifn), rs in by_host.items():
-            for (_, ifname, t0, a, pa), (_, _, t1, b, pb) in zip(rs, rs[1:]):
+            for (_, ifname, t0, a, pa), (_, _, t1, b, pb) in pairwise(rs):
                 if t1 <= t0:
                     continue
                 if a is not None and b is not None:
@@ -190,7 +191,7 @@ class CpuSampler(PeriodicSampler):
     """
 
     def __init__(self, transport: Transport, procs: Callable[[], list[tuple[int, str, str, str]]], *,
-                 machine: str, trial_id: str, interval: float, nic_irqs: dict[str, str] | None = None):
+                 machine: str, trial_id: str, interval: float, nic_irqs: Mapping[str, str] | None = None):
         super().__init__(f"cpu-{machine}", interval)
         self.t, self.procs, self.machine, self.trial_id = transport, procs, machine, trial_id
         self.nic_irqs = dict(nic_irqs or {})
@@ -201,7 +202,8 @@ class CpuSampler(PeriodicSampler):
 
     def tool_cpus(self) -> dict[str, dict]:
         with self._lock:
-            return {" ".join(k): {"allowed": v["allowed"], "seen": sorted(v["seen"])} for k, v in self.proc_cpus.items()}
+            return {" ".join(k): {"allowed": v["allowed"], "seen": sorted(v["seen"])}
+                    for k, v in self.proc_cpus.items()}
 
     def read(self) -> None:
         t0 = time.time()
@@ -227,7 +229,7 @@ class CpuSampler(PeriodicSampler):
             except (OSError, ValueError, IndexError):
                 continue
             if p.comm in LAUNCHERS:
-                continue          # not yet exec'd into the tool: its CPUs and time are the launcher's
+                continue  # not yet exec'd into the tool: its CPUs and time are the launcher's
             key = (host, role, proc)
             with self._lock:
                 self.proc_reads.setdefault(key, []).append((time.time(), p.utime, p.stime))
@@ -249,33 +251,67 @@ class CpuSampler(PeriodicSampler):
             procs = {k: list(v) for k, v in self.proc_reads.items()}
             irqs = sorted(self.irq_reads, key=lambda r: r[0])
         out = []
-        for (t0, a), (t1, b) in zip(irqs, irqs[1:]):
+        for (t0, a), (t1, b) in pairwise(irqs):
             if t1 <= t0:
                 continue
-            for (what, cpu) in a.keys() & b.keys():
+            for what, cpu in a.keys() & b.keys():
                 # the kernel keeps both per-CPU counts in unsigned int
                 d = delta(a[(what, cpu)], b[(what, cpu)], bits=32)
                 if d is None:
                     continue
                 kind, _, name = what.partition(":")
-                out.append(Sample(self.trial_id, f"{kind}.count", float(d), "count", t0, t1,
-                                  make_tags(host=self.machine, cpu=cpu, **{"kind" if kind == "softirq" else "irq": name})))
-        for (t0, a), (t1, b) in zip(reads, reads[1:]):
+                out.append(
+                    Sample(
+                        self.trial_id,
+                        f"{kind}.count",
+                        float(d),
+                        "count",
+                        t0,
+                        t1,
+                        make_tags(host=self.machine, cpu=cpu, **{"kind" if kind == "softirq" else "irq": name}),
+                    )
+                )
+        for (t0, a), (t1, b) in pairwise(reads):
             if t1 <= t0:
                 continue
-            for cpu, d in cpu_deltas(a, b).items():
+            deltas = cpu_deltas(a, b)
+            # a CPU seen in either read but without a span here is a gap, said as
+            # such: offline (hot-unplugged) or its counters went backwards
+            for cpu in sorted((a.keys() | b.keys()) - deltas.keys() - {"all"}):
+                why = "counters went backwards" if cpu in a and cpu in b else "offline"
+                out.append(Sample(self.trial_id, "cpu.gap", t1 - t0, "s", t0, t1,
+                                  make_tags(host=self.machine, cpu=cpu, reason=why)))
+            for cpu, per_state in deltas.items():
                 if cpu == "all":
                     continue
-                for state, secs in d.items():
-                    out.append(Sample(self.trial_id, "cpu.time", secs, "s", t0, t1,
-                                      make_tags(host=self.machine, cpu=cpu, state=state)))
+                for state, secs in per_state.items():
+                    out.append(
+                        Sample(
+                            self.trial_id,
+                            "cpu.time",
+                            secs,
+                            "s",
+                            t0,
+                            t1,
+                            make_tags(host=self.machine, cpu=cpu, state=state),
+                        )
+                    )
         for (host, role, proc), rs in procs.items():
-            for (t0, u0, s0), (t1, u1, s1) in zip(rs, rs[1:]):
+            for (t0, u0, s0), (t1, u1, s1) in pairwise(rs):
                 if t1 <= t0 or u1 < u0 or s1 < s0:
                     continue
                 for kind, v in (("user", u1 - u0), ("system", s1 - s0)):
-                    out.append(Sample(self.trial_id, "proc.cpu", v, "s", t0, t1,
-                                      make_tags(host=host, role=role, proc=proc, kind=kind)))
+                    out.append(
+                        Sample(
+                            self.trial_id,
+                            "proc.cpu",
+                            v,
+                            "s",
+                            t0,
+                            t1,
+                            make_tags(host=host, role=role, proc=proc, kind=kind),
+                        )
+                    )
         return out
 
 
@@ -297,8 +333,9 @@ def tool_pid(t: Transport, shim_pid: int, depth: int = 4) -> int | None:
     return None
 
 
-def tool_procs(t: Transport, fixed: Callable[[], list[tuple[int, str, str, str]]],
-               gated: list[tuple[int, str, str, str]]) -> Callable[[], list[tuple[int, str, str, str]]]:
+def tool_procs(
+    t: Transport, fixed: Callable[[], list[tuple[int, str, str, str]]], gated: list[tuple[int, str, str, str]]
+) -> Callable[[], list[tuple[int, str, str, str]]]:
     """The processes a CpuSampler follows: ``fixed`` ones (by PID) and the tool
     below each gate shim in ``gated`` (shim pid, host, role, proc id), found
     once it exists and remembered.  Over SSH ``t`` reads one real host: only
@@ -321,6 +358,7 @@ def tool_procs(t: Transport, fixed: Callable[[], list[tuple[int, str, str, str]]
             if shim in found:
                 out.append((found[shim], host, role, proc))
         return out
+
     return procs
 
 

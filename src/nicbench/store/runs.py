@@ -13,8 +13,8 @@ import os
 import secrets
 import sqlite3
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..core.errors import StoreError
 from ..records import Fact, HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
@@ -49,7 +49,7 @@ class RunWriter:
         self.db = db
 
     @classmethod
-    def create(cls, store: Path, info: RunInfo) -> "RunWriter":
+    def create(cls, store: Path, info: RunInfo) -> RunWriter:
         run_dir = store / info.run_id
         try:
             (run_dir / "raw").mkdir(parents=True, exist_ok=False)
@@ -182,7 +182,7 @@ class RunReader:
 
 def list_runs(store: Path) -> list[dict[str, object]]:
     """Every run in ``store``, newest first, with its status and counts."""
-    out = []
+    out: list[dict[str, object]] = []
     if not store.is_dir():
         return out
     for d in sorted(store.iterdir(), reverse=True):

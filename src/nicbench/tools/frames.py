@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import ipaddress
 import struct
+from typing import Any
 
-from ..analysis.linerate import FCS, MIN_FRAME
+from ..core.linerate import FCS, MIN_FRAME
 
 PAYLOAD_MARK = b"nicbench"       # start of every payload: the frames are ours in a capture
 UDP_PORT = 9                     # discard
@@ -78,7 +79,7 @@ def udp_frame(*, src_mac: str, dst_mac: str, src_ip: str, dst_ip: str, size: int
     return eth + ethertype + l3 + udp
 
 
-def thread_frames(count: int, **kw) -> list[bytes]:
+def thread_frames(count: int, **kw: Any) -> list[bytes]:
     """One frame per generator thread, differing in the UDP source port, so a
     multi-queue receiver (RSS) spreads the threads' flows over its queues."""
     base = int(kw.pop("sport", 1024))

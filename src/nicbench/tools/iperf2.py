@@ -22,17 +22,22 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 import statistics
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ..core.errors import ToolError
-from .base import FlowInterval, ToolInfo, parse_version
+from .base import FlowInterval, MinVersion, ToolInfo, parse_version
 
 NAME = "iperf"
 MAX_STREAMS = 4096
+
+
+MIN_VERSION = MinVersion("iperf 2", (2, 1), "nicbench's iperf 2 runs (-e -y C with wall-clock stamps, -R, "
+                                           "--full-duplex) and their CSV are tested on 2.1 (Debian 12: 2.1.8)")
 
 
 def info_from(version_out: str) -> ToolInfo:
@@ -82,6 +87,8 @@ class CsvLine:
     end: float
     bytes: int
     bps: float
+    is_sum: bool = False              # a -P sum line (id -1): not a stream of its own
+    udp: tuple[float, ...] = ()       # jitter ms, lost, total, percent, out-of-order (UDP lines)
 
 
 @dataclass(frozen=True)
@@ -90,34 +97,77 @@ class Iperf2Report:
     totals: dict[str, int]             # "fwd.receiver" -> bytes, from summary lines
     server_port: int | None
     lines: int
+    spans: dict[str, float] = field(default_factory=dict)           # "fwd.receiver" -> summary seconds
+    udp: dict[str, tuple[float, ...]] = field(default_factory=dict)  # "fwd.receiver" -> summary UDP fields
+
+
+_TZ_STAMP = re.compile(r"^(\d{14})(\.\d+)?\s*([+-]\d{4}|[A-Z]{1,5})?$")
 
 
 def _stamp(text: str) -> float:
-    """``20261122135653.848`` (local wall clock) -> epoch seconds."""
-    whole, _, frac = text.partition(".")
+    """``20261122135653.848`` (local wall clock) -> epoch seconds.  A zone
+    written after the stamp (2.1.9+: ``+0100``, ``UTC``) is honoured when it
+    is numeric or UTC/GMT; other names are read as local time."""
+    m = _TZ_STAMP.match(text.strip())
+    if m and m.group(3):
+        zone = m.group(3)
+        t = _dt.datetime.strptime(m.group(1), "%Y%m%d%H%M%S")
+        sub_s = float(m.group(2)) if m.group(2) else 0.0
+        if zone in ("UTC", "GMT", "Z"):
+            return t.replace(tzinfo=_dt.UTC).timestamp() + sub_s
+        if zone[0] in "+-":
+            off = _dt.timedelta(hours=int(zone[1:3]), minutes=int(zone[3:5])) * (1 if zone[0] == "+" else -1)
+            return t.replace(tzinfo=_dt.timezone(off)).timestamp() + sub_s
+        text = m.group(1) + (m.group(2) or "")
+    whole, _, frac = text.strip().partition(".")
     if len(whole) != 14 or not whole.isdigit():
         raise ValueError(f"bad timestamp {text!r}")
     t = _dt.datetime.strptime(whole, "%Y%m%d%H%M%S")
     return time.mktime(t.timetuple()) + (float("0." + frac) if frac else 0.0)
 
 
-def parse_lines(text: str) -> list[CsvLine]:
+def parse_lines(text: str, *, strict: bool = True, skipped: list[str] | None = None) -> list[CsvLine]:
+    """The CSV report lines.  ``strict=False`` skips lines that are not CSV
+    (2.2's header line, banners a dual test prints) and lists them in
+    ``skipped``; a 2.2-style line with start and end as separate fields is
+    read too.  Sum lines (id -1 or port 0, 2.0.x ``-P``) are flagged."""
     out = []
     for n, raw in enumerate(text.splitlines(), 1):
         ln = raw.strip()
         if not ln:
             continue
-        f = ln.split(",")
+        f = [x.strip() for x in ln.split(",")]
+        if len(f) >= 10 and _is_num(f[6]) and _is_num(f[7]) and "-" not in f[6]:
+            f = f[:6] + [f"{f[6]}-{f[7]}"] + f[8:]       # 2.2: start,end as two fields
         if len(f) < 9 or not f[0][:1].isdigit():
-            raise ToolError(f"line {n} is not iperf2 CSV: {ln[:120]!r}",
-                            hint="run iperf with -y C (nicbench never reads its human text)")
+            if strict:
+                raise ToolError(f"line {n} is not iperf2 CSV: {ln[:120]!r}",
+                                hint="run iperf with -y C (nicbench never reads its human text)")
+            if skipped is not None:
+                skipped.append(ln[:120])
+            continue
         try:
             a, _, b = f[6].partition("-")
-            out.append(CsvLine(_stamp(f[0]), f[1], int(f[2]), f[3], int(f[4]), int(f[5]),
-                               float(a), float(b), int(f[7]), float(f[8])))
-        except ValueError as e:
-            raise ToolError(f"line {n}: {e}: {ln[:120]!r}") from None
+            sport = int(f[2]) if f[2].lstrip("-").isdigit() else 0
+            dport = int(f[4]) if f[4].lstrip("-").isdigit() else 0
+            ident = int(f[5])
+            udp = tuple(float(x) for x in f[9:14]) if len(f) >= 13 else ()
+            out.append(CsvLine(_stamp(f[0]), f[1], sport, f[3], dport, ident, float(a), float(b), int(f[7]),
+                               float(f[8]), is_sum=ident < 0, udp=udp))
+        except (ValueError, OverflowError) as e:
+            if strict:
+                raise ToolError(f"line {n}: {e}: {ln[:120]!r}") from None
+            if skipped is not None:
+                skipped.append(ln[:120])
     return out
+
+
+def _is_num(x: str) -> bool:
+    try:
+        float(x)
+    except ValueError:
+        return False
+    return True
 
 
 def _server_port(lines: list[CsvLine]) -> int | None:
@@ -126,6 +176,8 @@ def _server_port(lines: list[CsvLine]) -> int | None:
     and if that does not decide it we say so rather than guess."""
     common: set[int] | None = None
     for ln in lines:
+        if ln.is_sum:
+            continue
         ports = {ln.sport, ln.dport} - {0}
         common = ports if common is None else common & ports
     if not common:
@@ -151,7 +203,7 @@ def stamps_late(info: ToolInfo) -> bool:
 
 def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
           server_port: int | None = None, interval: float | None = None,
-          stamp_lag: float = 0.0) -> Iperf2Report:
+          stamp_lag: float = 0.0, strict: bool = True) -> Iperf2Report:
     """Parse one process's CSV.  ``role``: which iperf end wrote it.
 
     Intervals that start before ``omit`` seconds are marked omitted.  Streams of
@@ -160,19 +212,29 @@ def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
     one late stamp (seen in 2.1.8 output) cannot move an interval.
     ``stamp_lag``: seconds every stamp is late by (see :func:`stamps_late`).
     """
-    lines = parse_lines(text)
+    lines = parse_lines(text, strict=strict)
     port = server_port or _server_port(lines)
+    # the engine server's address: where the first connection to the server port
+    # goes (a dual test -d connects back to the client's port, same number)
+    server_ip = next((ln.dst for ln in lines if not ln.is_sum and ln.dport == port and ln.sport != port), None)
     if lines and port is None:
         raise ToolError("cannot tell the server port from the CSV", hint="pass the server port")
-    spans = sorted(ln.end - ln.start for ln in lines if ln.end > ln.start)
-    nominal = interval or (statistics.median(spans) if spans else 1.0)
+    durations = sorted(ln.end - ln.start for ln in lines if ln.end > ln.start)
+    nominal = interval or (statistics.median(durations) if durations else 1.0)
     by_flow: dict[tuple, list[CsvLine]] = defaultdict(list)
     for ln in lines:
+        if ln.is_sum:
+            continue        # -P sum lines repeat the streams' bytes
         by_flow[(ln.ident, ln.src, ln.sport, ln.dst, ln.dport)].append(ln)
     per_iv: dict[tuple, list[tuple[CsvLine, float]]] = defaultdict(list)
     totals: dict[str, int] = {}
-    for key, fl in by_flow.items():
-        flow = "rev" if fl[0].sport == port else "fwd"
+    spans: dict[str, float] = {}
+    udp: dict[str, tuple[float, ...]] = {}
+    for _key, fl in by_flow.items():
+        if server_ip is not None and fl[0].sport != port:
+            flow = "fwd" if (fl[0].dst == server_ip and fl[0].dport == port) else "rev"
+        else:
+            flow = "rev" if fl[0].sport == port else "fwd"
         # the engine client sends fwd; the engine server sends rev
         side = "sender" if (flow == "fwd") == (role == "client") else "receiver"
         kept = []
@@ -182,6 +244,9 @@ def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
             if summary:
                 k = f"{flow}.{side}"
                 totals[k] = totals.get(k, 0) + ln.bytes
+                spans[k] = max(spans.get(k, 0.0), ln.end - ln.start)
+                if ln.udp:
+                    udp[k] = ln.udp
             else:
                 kept.append(ln)
         if kept:
@@ -191,10 +256,10 @@ def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
     intervals = []
     for (flow, side, start, end), lns in sorted(per_iv.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
         abs_start = statistics.median(anchor + ln.start for ln, anchor in lns)
-        intervals.append(FlowInterval(start=start, end=end, flow=flow, side=side,  # type: ignore[arg-type]
+        intervals.append(FlowInterval(start=start, end=end, flow=flow, side=side,
                                       bytes=sum(ln.bytes for ln, _ in lns), streams=len(lns),
                                       omitted=start < omit - 1e-9, abs_start=abs_start))
-    return Iperf2Report(tuple(intervals), totals, port, len(lines))
+    return Iperf2Report(tuple(intervals), totals, port, len(lines), spans, udp)
 
 
 def finished_flows(text: str, interval: float) -> int:

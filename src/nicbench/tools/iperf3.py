@@ -2,7 +2,8 @@
 
 Known traps handled here:
 - failures are reported in an ``"error"`` key of otherwise valid JSON;
-- text can surround the JSON (warnings): we cut from the first ``{`` to the last ``}``;
+- text can surround the JSON (warnings): the report is the object opening at a
+  line start, never a nested object of a damaged report;
 - ``--bidir`` output repeats keys in some versions: we read per-stream entries and
   their ``sender`` flag, never the ``sum*`` keys, so repeats cannot hide data;
 - iperf3 < 3.16 has no ``--skip-rx-copy`` and is single-threaded: features are
@@ -14,17 +15,28 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from ..core.errors import ToolError
-from .base import FlowInterval, ToolInfo, parse_version
+from .base import FlowInterval, MinVersion, ToolInfo, parse_version
 
 NAME = "iperf3"
 MAX_STREAMS = 128
 
 _FEATURES = {"--skip-rx-copy": "skip_rx_copy", "--bidir": "bidir", "--zerocopy": "zerocopy",
              "--get-server-output": "server_output", "--json-stream": "json_stream"}
+
+
+# From iperf3's release notes: 3.10 fixed garbled JSON output (#1086, #1118,
+# #1143) and --reverse tests that did not terminate (#982); 3.11 renamed the
+# --bidir reverse channel's JSON objects (#952) to the names nicbench reads.
+MIN_VERSION = MinVersion("iperf3", (3, 10), "older releases can print garbled JSON and hang in --reverse tests "
+                                            "(fixed in 3.10: iperf3 issues #1086, #1118, #1143, #982)")
+MIN_BIDIR = MinVersion("iperf3", (3, 11), "--bidir reports name their reverse channel as nicbench reads it only "
+                                          "from 3.11 on (iperf3 issue #952)")
 
 
 def info_from(version_out: str, help_out: str) -> ToolInfo:
@@ -89,35 +101,68 @@ class Iperf3Report:
     totals: dict[str, int]           # "fwd.sender" -> bytes, from per-stream end entries
     last_end: float = 0.0            # end of this process's own last interval, on its clock
     peer_last_end: float = 0.0       # the same for the server's intervals, on the server's clock
+    damage: tuple[str, ...] = ()     # what was repaired to read the report (see load_json)
 
 
-def extract_json(text: str) -> dict[str, Any]:
-    """The iperf3 JSON object in ``text``, tolerating junk (even braces) around it.
+_NON_NUMBER = re.compile(r"(?<=[:\[,])(\s*)(-?nan|-?inf(?:inity)?)\b", re.IGNORECASE)
 
-    Every ``{`` is tried with ``raw_decode``; the first object that looks like
-    an iperf3 report (a ``start`` object, present even in error reports) wins;
-    nested objects such as a stream's ``{"start": 0, ...}`` do not qualify.
+
+def load_json(text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The iperf3 JSON report in ``text`` and the damage repaired on the way.
+
+    Only a ``{`` at the start of a line can open the report: iperf3 (cJSON)
+    writes every nested object inline, so a damaged report (truncated, or
+    holding a C ``-nan``) can never fall back to its nested
+    ``server_output_json`` -- it is an error instead.  Junk lines around the
+    report (warnings, even with braces) are skipped.  ``nan``/``inf`` tokens
+    that C's printf wrote into the JSON are read as null and named in the
+    returned damage notes; so are JSON's own NaN/Infinity.
     """
-    dec = json.JSONDecoder()
-    pos = text.find("{")
-    first_err: json.JSONDecodeError | None = None
-    while pos >= 0:
+    damage: list[str] = []
+
+    def constant(tok: str) -> None:
+        damage.append(f"a {tok} value was read as null")
+        return None
+
+    fixed, n = _NON_NUMBER.subn(lambda m: m.group(1) + "null", text)
+    if n:
+        bad = sorted({m.group(2) for m in _NON_NUMBER.finditer(text)})
+        damage.append(f"{n} non-number value(s) ({', '.join(bad)}) were read as null")
+    dec = json.JSONDecoder(parse_constant=constant)
+    first_err: str | None = None
+    for m in re.finditer(r"^\{", fixed, re.M):
         try:
-            obj, _ = dec.raw_decode(text, pos)
-            if isinstance(obj, dict) and isinstance(obj.get("start"), dict):
-                return obj
+            obj, _ = dec.raw_decode(fixed, m.start())
         except json.JSONDecodeError as e:
-            first_err = first_err or e
-        pos = text.find("{", pos + 1)
+            first_err = first_err or f"{e.msg} at char {e.pos}"
+            continue
+        except RecursionError:
+            raise ToolError("iperf3 JSON is nested too deeply to be a report",
+                            hint="this is not iperf3 output, or it is damaged") from None
+        if isinstance(obj, dict) and isinstance(obj.get("start"), dict):
+            return obj, tuple(damage)
     if first_err is not None:
-        raise ToolError(f"iperf3 JSON is truncated or damaged ({first_err.msg} at char {first_err.pos})",
+        raise ToolError(f"iperf3 JSON is truncated or damaged ({first_err})",
                         hint="the process was probably killed mid-report; see the raw output file")
     raise ToolError("no JSON in iperf3 output" + (f": {text.strip()[:200]!r}" if text.strip() else " (empty)"),
                     hint="the process may have been killed before it printed its report")
 
 
+def extract_json(text: str) -> dict[str, Any]:
+    """The iperf3 JSON object in ``text`` (see :func:`load_json`)."""
+    return load_json(text)[0]
+
+
+def sends(start: dict, is_server: bool) -> bool:
+    """Whether this process sent the test's data, from ``test_start.reverse`` and
+    the role: the per-stream ``sender`` flag only exists from iperf3 3.7 on."""
+    ts = start.get("test_start") if isinstance(start.get("test_start"), dict) else {}
+    return (not is_server) != bool((ts or {}).get("reverse"))
+
+
 def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
-               duration: float | None, by_peer: bool = False) -> list[FlowInterval]:
+               duration: float | None, by_peer: bool = False,
+               default_sender: bool | None = None) -> list[FlowInterval]:
     """Per-interval flow bytes, on one continuous clock from the test start.
 
     iperf3 restarts its interval clock at 0 when the ``-O`` warm-up (``omit``
@@ -164,21 +209,26 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
                 s0 = 0.0          # the first measured interval starts at the restart
             elif s0 > s1:
                 s0 = prev_end if not is_omitted else 0.0
-            sender = bool(st.get("sender", not is_server))
+            sender = bool(st.get("sender", (not is_server) if default_sender is None else default_sender))
             # the engine client sends the fwd flow; the engine server receives it
             flow = "fwd" if sender != is_server else "rev"
             side = "sender" if sender else "receiver"
             groups.setdefault((flow, side), []).append((s0, s1, st))
         ends = []
         for (flow, side), sts in sorted(groups.items()):
-            retr = [x[2]["retransmits"] for x in sts if "retransmits" in x[2]]
+            retr = [x[2]["retransmits"] for x in sts if x[2].get("retransmits") is not None]
             s0 = min(x[0] for x in sts)
             s1 = max(x[1] for x in sts)
             ends.append(s1)
+            pk = [x[2]["packets"] for x in sts if "packets" in x[2]]
+            lost = [x[2]["lost_packets"] for x in sts if "lost_packets" in x[2]]
+            jit = [float(x[2]["jitter_ms"]) / 1000 for x in sts if "jitter_ms" in x[2]]
             out.append(FlowInterval(
                 start=base + s0, end=base + s1, flow=flow, side=side,  # type: ignore[arg-type]
                 bytes=int(sum(x[2]["bytes"] for x in sts)), streams=len(sts), omitted=is_omitted,
-                retransmits=sum(retr) if retr else None, by_peer=by_peer))
+                retransmits=sum(retr) if retr else None, by_peer=by_peer,
+                packets=int(sum(pk)) if pk else None, lost=int(sum(lost)) if lost else None,
+                jitter_s=max(jit) if jit else None))
         if (not is_omitted or demoted) and ends:
             prev_end = max(ends)
             first_measured = False
@@ -189,22 +239,31 @@ def _is_omitted(iv: dict) -> bool:
     return bool((iv.get("sum") or {}).get("omitted")) or any(s.get("omitted") for s in iv.get("streams", []))
 
 
-def _totals(end: dict, is_server: bool, into: dict[str, int]) -> None:
+def _totals(end: dict, is_server: bool, into: dict[str, int], default_sender: bool | None = None) -> None:
     """Per-stream end entries: the key names the side, the ``sender`` flag says
-    whether this process sent the stream (which fixes the flow)."""
+    whether this process sent the stream (which fixes the flow); before 3.7
+    there is no flag and ``default_sender`` (see :func:`sends`) decides."""
+    for (flow, side), parts in end_entries(end, is_server, default_sender).items():
+        into[f"{flow}.{side}"] = into.get(f"{flow}.{side}", 0) + sum(int(p["bytes"]) for p in parts)
+
+
+def end_entries(end: dict, is_server: bool, default_sender: bool | None = None) -> dict[tuple[str, str], list[dict]]:
+    """The per-stream TCP ``end`` entries grouped by (flow, side); see :func:`_totals`."""
+    dflt = (not is_server) if default_sender is None else default_sender
+    out: dict[tuple[str, str], list[dict]] = {}
     for st in end.get("streams", []):
         for side in ("sender", "receiver"):
             part = st.get(side)
             if not isinstance(part, dict) or "bytes" not in part:
                 continue
-            flow = "fwd" if bool(part.get("sender")) != is_server else "rev"
-            k = f"{flow}.{side}"
-            into[k] = into.get(k, 0) + int(part["bytes"])
+            flow = "fwd" if bool(part.get("sender", dflt)) != is_server else "rev"
+            out.setdefault((flow, side), []).append(part)
+    return out
 
 
 def parse(text: str) -> Iperf3Report:
     """Parse the client's ``-J --get-server-output`` (or a server's ``-J``) output."""
-    d = extract_json(text)
+    d, damage = load_json(text)
     start = d.get("start", {}) or {}
     ts = start.get("test_start", {}) or {}
     server = d.get("server_output_json")
@@ -212,18 +271,20 @@ def parse(text: str) -> Iperf3Report:
     duration = float(ts["duration"]) if ts.get("duration") else None
     # a server's own -J output (imported by hand) says so in its start section
     is_server = "accepted_connection" in start
-    intervals = _intervals(d.get("intervals", []), is_server=is_server, omit=omit, duration=duration)
+    own_sends = sends(start, is_server)
+    intervals = _intervals(d.get("intervals", []), is_server=is_server, omit=omit, duration=duration,
+                           default_sender=own_sends)
     last_end = max((i.end for i in intervals), default=0.0)
     totals: dict[str, int] = {}
-    _totals(d.get("end", {}) or {}, is_server, totals)
+    _totals(d.get("end", {}) or {}, is_server, totals, own_sends)
     peer_last_end = 0.0
     if isinstance(server, dict):
         peer = _intervals(server.get("intervals", []), is_server=True, omit=omit, duration=duration,
-                          by_peer=True)
+                          by_peer=True, default_sender=not own_sends)
         peer_last_end = max((i.end for i in peer), default=0.0)
         intervals += peer
         server_totals: dict[str, int] = {}
-        _totals(server.get("end", {}) or {}, True, server_totals)
+        _totals(server.get("end", {}) or {}, True, server_totals, not own_sends)
         for k, v in server_totals.items():
             totals.setdefault(k, v)   # receiver-side totals the client lacks
     end = d.get("end", {}) or {}
@@ -236,4 +297,4 @@ def parse(text: str) -> Iperf3Report:
         duration=ts.get("duration"), omit=ts.get("omit"), reverse=bool(ts.get("reverse")),
         bidir=bidir, timesecs=int(tstamp) if tstamp is not None else None,
         intervals=tuple(intervals), has_server_output=isinstance(server, dict), totals=totals,
-        last_end=last_end, peer_last_end=peer_last_end)
+        last_end=last_end, peer_last_end=peer_last_end, damage=damage)

@@ -10,10 +10,15 @@ reported separately and a point with them is flagged, never silently summed.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from importlib import resources
 
 from ..core.errors import ToolError, tail
+from .base import MinVersion
+
+MIN_VERSION = MinVersion("wrk", (4, 0), "nicbench reads wrk's totals through the Lua done(summary, latency, "
+                                        "requests) hook of wrk 4 (tested with 4.1)")
 
 BEGIN, END = "nicbench-wrk-begin", "nicbench-wrk-end"
 
@@ -73,3 +78,56 @@ def parse(stdout: str, stderr: str = "") -> WrkResult:
                      {k: float(lat[k]) for k in ("min", "max", "mean", "stdev") if k in lat},
                      {k: int(v) for k, v in (lat.get("percentiles") or {}).items()})
 
+
+
+# ---- wrk's (and wrk2's) own text, as people save it ----
+_TIME = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_SIZE = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+_REQS = re.compile(r"^\s*(\d+) requests in ([\d.]+)(us|ms|s|m|h), ([\d.]+)([KMGT]?B) read", re.M)
+_SOCK = re.compile(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)")
+_NON2XX = re.compile(r"Non-2xx or 3xx responses: (\d+)")
+_RPS = re.compile(r"^\s*Requests/sec:\s+([\d.]+)", re.M)
+_TPS = re.compile(r"^\s*Transfer/sec:\s+([\d.]+)([KMGT]?B)", re.M)
+_THREADS = re.compile(r"(\d+) threads and (\d+) connections")
+_PCTL = re.compile(r"^\s*(\d+(?:\.\d+)?)%\s+([\d.]+)(us|ms|s|m|h)\s*$", re.M)
+
+
+@dataclass(frozen=True)
+class WrkText:
+    """wrk's printed summary: ``duration_s`` seconds, ``bytes`` read (wrk's
+    binary units, 3 significant digits), ``percentiles_s`` seconds by percent."""
+
+    requests: int
+    duration_s: float
+    bytes: float
+    requests_per_s: float | None
+    transfer_per_s: float | None
+    socket_errors: dict[str, int]
+    bad_status: int
+    threads: int | None
+    connections: int | None
+    percentiles_s: dict[float, float]
+    hdr: bool
+
+
+def parse_text(text: str) -> WrkText | None:
+    """wrk's or wrk2's human summary, or None when the text has none."""
+    m = _REQS.search(text)
+    if not m:
+        return None
+    sock = _SOCK.search(text)
+    bad = _NON2XX.search(text)
+    rps, tps, th = _RPS.search(text), _TPS.search(text), _THREADS.search(text)
+    hdr = "HdrHistogram" in text
+    pct: dict[float, float] = {}
+    block = text
+    if "Latency Distribution" in text:
+        block = text.split("Latency Distribution", 1)[1].split("Detailed Percentile", 1)[0]
+        block = block.split("requests in", 1)[0]
+        for p in _PCTL.finditer(block):
+            pct[float(p[1])] = float(p[2]) * _TIME[p[3]]
+    return WrkText(int(m[1]), float(m[2]) * _TIME[m[3]], float(m[4]) * _SIZE[m[5]],
+                   float(rps[1]) if rps else None, float(tps[1]) * _SIZE[tps[2]] if tps else None,
+                   dict(zip(("connect", "read", "write", "timeout"), map(int, sock.groups()), strict=True))
+                   if sock else {}, int(bad[1]) if bad else 0,
+                   int(th[1]) if th else None, int(th[2]) if th else None, pct, hdr)

@@ -151,5 +151,7 @@ def write(t: Transport, key: str, value: str) -> None:
     else:
         raise ValueError(f"unknown tunable key {key!r}")
     if r.returncode != 0:
-        raise ToolError(f"setting {key} to {value!r} failed: {tail(r.stderr) or tail(r.stdout) or f'exit {r.returncode}'}",
-                        where=t.host)
+        raise ToolError(
+            f"setting {key} to {value!r} failed: {tail(r.stderr) or tail(r.stdout) or f'exit {r.returncode}'}",
+            where=t.host,
+        )

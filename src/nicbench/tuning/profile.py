@@ -24,11 +24,12 @@ from __future__ import annotations
 import re
 import tomllib
 from importlib import resources
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from ..core.errors import InputError
+from ..core.validation import validate
 
 SYSCTL_KEY = r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$"
 CPU_LIST = r"^\d+(-\d+)?(,\d+(-\d+)?)*$"
@@ -38,10 +39,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Sysctl(_Strict):
+class _Setting(_Strict):
+    """Every setting: applied on every host, all or nothing, unless it says
+    it is optional (a host without it, or refusing it, is then reported and
+    the run goes on)."""
+
+    optional: bool = Field(False, description="a host that lacks or refuses this setting does not stop the run")
+
+
+class Sysctl(_Setting):
     kind: Literal["sysctl"]
     key: str = Field(pattern=SYSCTL_KEY)
-    value: Union[int, str]
+    value: int | str
 
     @field_validator("value")
     @classmethod
@@ -51,35 +60,35 @@ class Sysctl(_Strict):
         return v
 
 
-class Governor(_Strict):
+class Governor(_Setting):
     kind: Literal["governor"]
     value: Literal["performance", "powersave", "ondemand", "schedutil", "conservative", "userspace"]
 
 
-class Service(_Strict):
+class Service(_Setting):
     kind: Literal["service"]
     name: str = Field(pattern=r"^[A-Za-z0-9@._-]{1,64}$")
     state: Literal["stopped", "running"]
 
 
-class Tuned(_Strict):
+class Tuned(_Setting):
     kind: Literal["tuned"]
     profile: str = Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")
 
 
-class IrqAffinity(_Strict):
+class IrqAffinity(_Setting):
     kind: Literal["irq_affinity"]
     policy: Literal["nic-node"] = "nic-node"
 
 
-class Pinning(_Strict):
+class Pinning(_Setting):
     kind: Literal["pinning"]
     policy: Literal["nic-node", "cpus"] = "nic-node"
     cpus: str | None = Field(None, pattern=CPU_LIST)
     command: Literal["numactl", "taskset"] = "taskset"
 
     @model_validator(mode="after")
-    def _policy_and_cpus(self) -> "Pinning":
+    def _policy_and_cpus(self) -> Pinning:
         if self.policy == "cpus" and not self.cpus:
             raise ValueError('policy = "cpus" needs cpus = "0-3" (a CPU list)')
         if self.policy == "nic-node" and self.cpus:
@@ -106,10 +115,10 @@ ETHTOOL_PARAMS = {
 }
 
 
-class Ethtool(_Strict):
+class Ethtool(_Setting):
     kind: Literal["ethtool"]
     feature: Literal["ring", "channels", "coalesce", "offload"]
-    params: dict[str, Union[StrictInt, str]]      # strict: TOML true is not 1
+    params: dict[str, StrictInt | str]      # strict: TOML true is not 1
 
     @field_validator("params")
     @classmethod
@@ -132,7 +141,7 @@ class Ethtool(_Strict):
         return v
 
 
-Setting = Annotated[Union[Sysctl, Governor, Service, Tuned, IrqAffinity, Pinning, Ethtool],
+Setting = Annotated[Sysctl | Governor | Service | Tuned | IrqAffinity | Pinning | Ethtool,
                     Field(discriminator="kind")]
 
 
@@ -165,7 +174,7 @@ def setting_id(s: BaseModel) -> str:
         return f"service {s.name}"
     if isinstance(s, Ethtool):
         return f"ethtool {s.feature}"
-    return str(getattr(s, "kind"))
+    return str(getattr(s, "kind", type(s).__name__))
 
 
 def shipped() -> list[str]:
@@ -176,8 +185,6 @@ def shipped() -> list[str]:
 
 def load(name: str, user: dict[str, Profile] | None = None) -> Profile:
     """A profile by name: the plan's own first, then the shipped ones."""
-    from ..plan.load import validate
-
     if user and name in user:
         return user[name]
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,40}", name) or name not in shipped():

@@ -1,0 +1,86 @@
+"""``nicbench lab up|down|status``: the embedded lab by itself."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+
+from ..core.errors import InputError
+from ..lab import manager
+from ..lab.topology import make_spec
+from ..plan.load import load_plan
+from ..run.hosts import lab_spec
+from .options import emit, json_option
+
+
+@click.group()
+def lab() -> None:
+    """Build, inspect and remove the embedded lab (needs root)."""
+
+
+@lab.command("up")
+@click.argument("plan", required=False, type=click.Path(path_type=Path))
+@click.option("--name", default=None, help="Lab name (default: the plan's [lab] name, or 'lab').")
+@click.option("--clients", type=int, default=3, show_default=True, help="Client hosts, without a plan.")
+@click.option("--mtu", type=int, default=None, help="Link MTU (default: the plan's, or 1500).")
+@json_option
+@click.pass_context
+def lab_up(ctx: click.Context, plan: Path | None, name: str | None, clients: int, mtu: int | None) -> None:
+    """Build a lab: from PLAN's hosts and link, or a server and --clients clients."""
+    if name is not None and not re.fullmatch(r"[a-z0-9]{1,8}", name):
+        raise InputError(f"{name!r} is not a lab name", where="--name",
+                         hint="1-8 lower-case letters or digits (namespaces are nb-<name>-<host>)")
+    if mtu is not None and not 576 <= mtu <= 9216:
+        raise InputError(f"--mtu {mtu} is out of range", where="--mtu", hint="use 576..9216")
+    if plan is not None:
+        p, _ = load_plan(plan)
+        spec = lab_spec(p)
+        if name or mtu:
+            spec = make_spec(name or spec.name, [(h.name, h.role) for h in spec.hosts], mtu or spec.mtu,
+                             p.lab.subnet)
+    else:
+        if not 1 <= clients <= 12:
+            raise InputError(f"--clients {clients} is out of range", where="--clients", hint="use 1..12")
+        spec = make_spec(name or "lab", [("srv", "server")] + [(f"c{i + 1}", "client") for i in range(clients)],
+                         mtu or 1500)
+    lab_ = manager.up(spec)
+    emit(ctx, spec.to_dict(), f"lab {spec.name} is up: " + ", ".join(
+        f"{h.name}={h.ip} ({h.netns})" for h in lab_.spec.hosts))
+
+
+@lab.command("down")
+@click.argument("name", required=False)
+@click.option("--all", "all_", is_flag=True, help="Remove every nicbench lab, including crash leftovers.")
+@json_option
+@click.pass_context
+def lab_down(ctx: click.Context, name: str | None, all_: bool) -> None:
+    """Remove lab NAME (default 'lab'): kill its processes, delete its namespaces."""
+    names = manager.all_labs() if all_ else [name or "lab"]
+    removed = {n: manager.down(n) for n in names}
+    emit(ctx, removed, "\n".join(f"lab {n}: removed {len(v)} namespace(s)" for n, v in removed.items())
+          or "no labs")
+
+
+@lab.command("status")
+@click.argument("name", required=False)
+@json_option
+@click.pass_context
+def lab_status(ctx: click.Context, name: str | None) -> None:
+    """Show what exists of lab NAME, or of every lab."""
+    names = [name] if name else manager.all_labs()
+    st = [manager.status(n) for n in names]
+    if ctx.obj.get("json"):
+        emit(ctx, st)
+        return
+    if not st:
+        click.echo("no labs")
+    for s in st:
+        click.echo(f"lab {s['name']}: {'healthy' if s['healthy'] else 'NOT healthy'}, "
+                   f"{len(s['namespaces'])} namespace(s), {len(s['processes'])} tracked process(es) alive")
+        for h in s["hosts"]:
+            click.echo(f"  {h['name']:<8} {h['role']:<7} {h['ip']:<15} {h['netns']:<18} "
+                       f"{'up' if h['link_up'] else 'DOWN'} mtu {h['mtu']}")
+        for p in s.get("problems", []):
+            click.echo(f"  problem: {p}")

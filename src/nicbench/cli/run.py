@@ -1,0 +1,70 @@
+"""``nicbench run PLAN``: the whole job, from a plan to its report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..core.errors import PointsFailed
+from ..plan.load import load_plan
+from ..report.view import load_run
+from ..run.session import execute
+from ..studies.registry import VIEWS, study
+from .options import emit, json_option, plan_store, store_option
+from .progress import TerminalProgress
+
+
+@click.command()
+@click.argument("plan", type=click.Path(path_type=Path))
+@store_option
+@click.option("--keep-lab", is_flag=True, help="Leave the lab this run builds in place afterwards.")
+@click.option("--no-report", is_flag=True, help="Store results but do not render the report.")
+@click.option("--host-wide", is_flag=True, help="With a plan's tuning: also apply host-wide settings "
+              "(governor, services, IRQs, init-namespace sysctls) to this machine; restored afterwards.")
+@json_option
+@click.pass_context
+def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_report: bool,
+        host_wide: bool) -> None:
+    """Run PLAN (a .toml file) on the embedded lab and write its report.
+
+    The lab is built for the run and removed afterwards, unless one with the
+    plan's [lab] name already exists (made by 'nicbench lab up'), which is
+    reused and left alone.  Every finished point is stored at once; Ctrl-C stops
+    cleanly and keeps them.
+    """
+    p, text = load_plan(plan)
+    s = study(p.study.kind)
+    prog = TerminalProgress(s.view) if not ctx.obj.get("json") else None
+    outcome = execute(p, text, runner=s.runner, store=plan_store(store, p.output.dir), progress=prog,
+                      keep_lab=keep_lab, host_wide=host_wide)
+    view = load_run(outcome.run_dir, VIEWS)
+    report = None if no_report else s.view.render(view, _report_dir(view.run_dir))
+    # the analysis has the last word: a point whose tools succeeded can still be
+    # rejected (a window too short to trust, a process without receiver data)
+    rejected = [t for t in view.trials if t.status != "ok" and t.error and t.problems]
+    partial = sum(t.status == "partial" for t in view.trials)
+    failed = sum(t.status not in ("ok", "partial") for t in view.trials)
+    ok = len(view.trials) - failed - partial
+    data = {"run_id": outcome.run_id, "run_dir": str(outcome.run_dir), "status": outcome.status,
+            "points_ok": ok, "points_failed": failed, "points_partial": partial,
+            "rejected_by_analysis": len(rejected), "hosts_unreachable": dict(outcome.unreachable),
+            "report": str(report) if report else None, "warnings": list(outcome.warnings)}
+    lines = [f"run {outcome.run_id}: {ok} points ok, {failed} failed"
+             + (f", {partial} partial (survivors only)" if partial else "")
+             + (f" ({len(rejected)} rejected by the analysis)" if rejected else "")]
+    lines += [f"host {h}: unreachable from point {p} on" for h, p in outcome.unreachable.items()]
+    lines += [f"rejected: {t.point}: {t.error}" for t in rejected]
+    lines += [f"warning: {w}" for w in outcome.warnings]
+    if report:
+        lines.append(f"report: {report}")
+    emit(ctx, data, "\n".join(lines))
+    if failed or partial:
+        raise PointsFailed(f"{failed + partial} point(s) failed or partial; the others are stored and reported",
+                           where=str(outcome.run_dir), hint="see 'Failed points' in the report")
+
+
+def _report_dir(run_dir: Path) -> Path:
+    out = run_dir / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    return out

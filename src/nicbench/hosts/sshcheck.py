@@ -1,0 +1,157 @@
+"""Preflight of hosts reached over SSH: connect to all at once, check each
+in one round trip (root or sudo, bash for the start gate, leftovers of an
+earlier run, the test NIC's MTU and address) and measure its clock offset."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..core.errors import tail
+from .ssh import SshTransport
+from .transport import each_host
+
+
+@dataclass(frozen=True)
+class HostCheck:
+    """What preflight learned of one SSH host."""
+
+    host: str
+    problems: tuple[str, ...] = ()
+    root: bool | None = None
+    clock_offset_s: float | None = None     # remote - local, from one round trip
+    clock_uncertainty_s: float | None = None
+    leftovers: tuple[int, ...] = ()
+
+
+# one round trip per host: who we are, sudo, the clock, leftovers of ours,
+# the interfaces asked about (name, MTU, addresses)
+_CHECK = r'''
+printf 'uid %s\n' "$(id -u)"
+if sudo -n true 2>/dev/null; then echo 'sudo yes'; else echo 'sudo no'; fi
+# what nicbench's own shell code needs on the host: bash >= 5 for the start
+# gate's $EPOCHREALTIME, and the wrapper's setsid, mkfifo, mktemp, base64
+if [ -n "$(bash -c 'printf %s "$EPOCHREALTIME"' 2>/dev/null)" ]; then echo 'bash ok'; else echo 'bash old'; fi
+for c in setsid mkfifo mktemp base64; do command -v "$c" >/dev/null 2>&1 || printf 'missing %s\n' "$c"; done
+n=nicbench   # (split, so this script's own command line does not match)
+for p in /proc/[0-9]*; do
+  c=$(tr '\0\n' '  ' < "$p/cmdline" 2>/dev/null) || continue
+  case "$c" in *"$n"-wrap*|*"$n"-gate*) printf 'left %s %.80s\n' "${p#/proc/}" "$c";; esac
+done
+for i in "$@"; do
+  if [ -e "/sys/class/net/$i" ]; then
+    printf 'if %s %s' "$i" "$(cat /sys/class/net/$i/mtu)"
+    ip -o -4 addr show dev "$i" 2>/dev/null | while read -r _ _ _ a _; do printf ' %s' "${a%/*}"; done
+    ip -o -6 addr show dev "$i" 2>/dev/null | while read -r _ _ _ a _; do printf ' %s' "${a%/*}"; done
+    echo
+  else printf 'noif %s\n' "$i"; fi
+done
+'''
+
+
+def clock_offset(samples: list[tuple[float, float, float]]) -> tuple[float, float] | None:
+    """(offset, uncertainty) of a remote clock from (local before, remote,
+    local after) readings: the one with the shortest round trip, whose
+    midpoint is closest to the remote reading's true time (as NTP does)."""
+    ok = [(t1 - t0, remote - (t0 + t1) / 2) for t0, remote, t1 in samples if t1 >= t0]
+    if not ok:
+        return None
+    rtt, off = min(ok)
+    return off, rtt / 2
+
+
+def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
+                want: dict[str, tuple[str | None, int | None]], max_offset: float,
+                sudo_set: bool = False) -> HostCheck:
+    """The check script's answer (pure).  ``want``: interface -> (address,
+    MTU) the plan expects; ``clock``: (offset, uncertainty) measured beside it."""
+    problems: list[str] = []
+    root = sudo = None
+    offset, unc = clock if clock else (None, None)
+    left: list[int] = []
+    seen_if: dict[str, tuple[int, list[str]]] = {}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "uid":
+            root = rest.strip() == "0"
+        elif kind == "sudo":
+            sudo = rest.strip() == "yes"
+        elif kind == "left":
+            left.append(int(rest.split()[0]))
+        elif kind == "if":
+            name, mtu_text, *addrs = rest.split()
+            seen_if[name] = (int(mtu_text), addrs)
+        elif kind == "noif":
+            problems.append(f"{host}: interface {rest.strip()} does not exist")
+        elif kind == "bash" and rest.strip() == "old":
+            problems.append(f"{host}: nicbench's start gate needs bash >= 5 ($EPOCHREALTIME): install a newer bash")
+        elif kind == "missing":
+            problems.append(f"{host}: {rest.strip()} is missing (coreutils/util-linux): nicbench's process wrapper "
+                            "needs it")
+    if root is None:
+        problems.append(f"{host}: the host check printed nothing usable")
+    elif root is False and not sudo_set:
+        problems.append(f"{host}: not root, and the plan does not say sudo = true: the tools need root"
+                        + ("" if sudo else " (and 'sudo -n' asks for a password)"))
+    if offset is None:
+        problems.append(f"{host}: could not read its clock")
+    elif abs(offset) > max_offset + (unc or 0):
+        problems.append(f"{host}: its clock is {offset * 1000:+.1f} ms off this one (+-{(unc or 0) * 1000:.1f} ms): "
+                        f"more than {max_offset * 1000:g} ms, so start skews and windows would be wrong "
+                        "(sync it with chrony/NTP)")
+    if left:
+        problems.append(f"{host}: nicbench processes left from an earlier run: PIDs {', '.join(map(str, left))} "
+                        "(kill them, or let their watchdogs end them)")
+    for ifname, (addr, mtu) in want.items():
+        if ifname not in seen_if:
+            continue
+        got_mtu, addrs = seen_if[ifname]
+        if mtu is not None and got_mtu != mtu:
+            problems.append(f"{host}: {ifname} has MTU {got_mtu}, the plan wants {mtu}")
+        if addr is not None and addr not in addrs:
+            problems.append(f"{host}: {ifname} does not have the plan's address {addr} "
+                            f"(it has {', '.join(addrs) or 'none'})")
+    return HostCheck(host, tuple(problems), bool(root or (sudo and sudo_set)), offset, unc, tuple(left))
+
+
+def preflight(transports: dict[str, SshTransport], want: dict[str, dict[str, tuple[str | None, int | None]]],
+              *, max_offset: float = 0.05) -> tuple[dict[str, HostCheck], list[str]]:
+    """Connect to every host at once and check each in one round trip; every
+    problem of every host in one list (a host that is down is one of them)."""
+    def one(t: SshTransport) -> HostCheck:
+        t.connect()
+        ifs = list(want.get(t.host, {}))
+        r = t.run(["sh", "-c", _CHECK, "nicbench-check", *ifs], timeout=t.target.connect_timeout + 10, sudo=False)
+        if r.returncode != 0 and not r.stdout.strip():
+            why = tail(r.stderr) or f"exit {r.returncode}"
+            return HostCheck(t.host, (f"{t.host}: the host check failed: {why}"
+                                      + (" (sudo -n needs a password?)" if t.target.sudo else ""),))
+        # the clock on the open command shell (no login in the round trip), best of 5
+        samples = []
+        for _ in range(5):
+            t0 = time.time()
+            c = t.run(["date", "+%s.%N"], timeout=10)
+            t1 = time.time()
+            try:
+                samples.append((t0, float(c.stdout), t1))
+            except ValueError:
+                pass
+        if samples:
+            t.rtt = min(b - a for a, _, b in samples)
+        return parse_check(t.host, r.stdout, clock_offset(samples), want=want.get(t.host, {}), max_offset=max_offset,
+                           sudo_set=t.target.sudo)
+    results = each_host(one, transports)
+    checks: dict[str, HostCheck] = {}
+    problems: list[str] = []
+    for host, res in results.items():
+        if isinstance(res, HostCheck):
+            checks[host] = res
+            problems += res.problems
+            # an offset within its own uncertainty is not known to be one: not applied
+            off, unc = res.clock_offset_s or 0.0, res.clock_uncertainty_s or 0.0
+            transports[host].clock_offset = off if abs(off) > unc else 0.0
+        elif hasattr(res, "message"):
+            problems.append(f"{host}: {res.message}")
+        else:
+            problems.append(f"{host}: {res}")
+    return checks, problems

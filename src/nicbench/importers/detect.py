@@ -1,0 +1,66 @@
+"""Which format a file is in, from its content (and its name as a tie-break).
+
+``detect(text, name)`` returns a format id from :data:`FORMATS` or raises
+InputError listing what it looked for; ``force`` (a tool or format name)
+overrides detection, as ``nicbench import TOOL FILE`` does.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..core.errors import InputError
+
+FORMATS = ("iperf3-json", "iperf3-text", "iperf2-csv", "iperf2-text", "fio-json", "wrk-text", "pktgen-text",
+           "trafgen-text", "netperf-text")
+# a tool name given by the user -> the formats it may mean, tried in order
+TOOLS = {"iperf3": ("iperf3-json", "iperf3-text"), "iperf2": ("iperf2-csv", "iperf2-text"),
+         "iperf": ("iperf2-csv", "iperf2-text"), "fio": ("fio-json",), "wrk": ("wrk-text",), "wrk2": ("wrk-text",),
+         "pkt-gen": ("pktgen-text",), "pktgen": ("pktgen-text",), "trafgen": ("trafgen-text",),
+         "netperf": ("netperf-text",)}
+_IPERF2_CSV = re.compile(r"^\d{14}(?:\.\d+)?[^,]*,[^,]*,-?\d*,[^,]*,-?\d*,-?\d+,\d", re.M)
+
+
+def _guess(text: str) -> list[str]:
+    head = text[:200_000]
+    out = []
+    if re.search(r'^\{', head, re.M) and '"start"' in head and \
+            re.search(r'"version":\s*"iperf 3|"intervals"|"error"', head):
+        out.append("iperf3-json")
+    if '"fio version"' in head:
+        out.append("fio-json")
+    if re.search(r"requests in [\d.]+\w+, [\d.]+\w*B read", head) or "nicbench-wrk-begin" in head:
+        out.append("wrk-text")
+    if "main_thread [" in head or re.search(r"^Speed: [\d.]+ [KMG]?pps", head, re.M):
+        out.append("pktgen-text")
+    if re.search(r"^\s*\d+ packets outgoing", head, re.M):
+        out.append("trafgen-text")
+    if re.search(r"^(MIGRATED )?\S.* TEST from .* AF_INET", head, re.M):
+        out.append("netperf-text")
+    if _IPERF2_CSV.search(head):
+        out.append("iperf2-csv")
+    if re.search(r"\[\s*(\d+|SUM)\].*sec\s+[\d.]+\s+[KMGT]?Bytes", head):
+        iperf2 = ("Write/Err" in head or "Read/Err" in head or "Client connecting to" in head
+                  or "Server listening on" in head or re.search(r"\d\.\d{4}-\d+\.\d{4} sec", head))
+        iperf3 = ("Connecting to host" in head or "iperf Done" in head
+                  or re.search(r"(sender|receiver)\s*$", head, re.M) or "Accepted connection from" in head)
+        out.append("iperf3-text" if iperf3 and not (iperf2 and not iperf3) else "iperf2-text")
+    return out
+
+
+def detect(text: str, name: str, force: str | None = None) -> str:
+    """The format id of ``text``; ``force``: a tool or format name to use instead."""
+    if force:
+        if force in FORMATS:
+            return force
+        if force not in TOOLS:
+            raise InputError(f"unknown tool {force!r}", where=name,
+                             hint=f"one of {', '.join(sorted(TOOLS))} or a format {', '.join(FORMATS)}")
+        found = [f for f in _guess(text) if f in TOOLS[force]]
+        return found[0] if found else TOOLS[force][0]
+    found = _guess(text)
+    if not found:
+        what = "empty file" if not text.strip() else "no output of a tool nicbench imports"
+        raise InputError(f"format not recognised ({what})", where=name,
+                         hint="name the tool: nicbench import iperf3|iperf2|fio|wrk|pkt-gen|trafgen|netperf FILE")
+    return found[0]

@@ -1,0 +1,101 @@
+"""netperf output: classic TCP_STREAM/UDP_STREAM and TCP_RR/UDP_RR/TCP_CRR
+tables, and omni output selectors (``-o`` CSV with a header line, ``-k``
+key=value).  Throughput in the units netperf names (10^6bits/s, Trans/s);
+latencies in microseconds become seconds.  No wall clock.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+from ..core.errors import InputError
+from .model import Kind, ParsedFile, finite, no_point, sample
+
+FORMAT = "netperf-text"
+HINT = "run netperf with -- -o (or -k) and save its output"
+_TEST = re.compile(r"^(?:MIGRATED )?(.+?) TEST from", re.M)
+_LAT = {"50th Percentile Latency Microseconds": "p50", "90th Percentile Latency Microseconds": "p90",
+        "99th Percentile Latency Microseconds": "p99", "Mean Latency Microseconds": "mean"}
+_KEYS = {"THROUGHPUT": "Throughput", "THROUGHPUT_UNITS": "Throughput Units", "P50_LATENCY":
+         "50th Percentile Latency Microseconds", "P90_LATENCY": "90th Percentile Latency Microseconds",
+         "P99_LATENCY": "99th Percentile Latency Microseconds", "MEAN_LATENCY": "Mean Latency Microseconds",
+         "ELAPSED_TIME": "Elapsed Time (sec)"}
+
+
+def _fields(text: str, name: str) -> tuple[dict[str, str], list[str]]:
+    notes: list[str] = []
+    kv = dict(re.findall(r"^([A-Z_0-9]+)=(.*)$", text, re.M))
+    if kv:
+        return {str(_KEYS.get(k) or k): v.strip() for k, v in kv.items()}, notes
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    for i, ln in enumerate(lines[:-1]):
+        if ln.startswith("Throughput,") or ",Throughput," in ln:
+            # a header wrapped by a terminal or an editor continues until the value line
+            j = i + 1
+            while j < len(lines) and not re.match(r"^\s*-?\d", lines[j]):
+                j += 1
+            if j >= len(lines):
+                break
+            if j > i + 1:
+                notes.append("the -o header line was wrapped; its pieces were joined")
+            head = next(csv.reader(io.StringIO(" ".join(lines[i:j]))))
+            vals = next(csv.reader(io.StringIO(lines[j])))
+            if len(head) != len(vals):
+                notes.append(f"-o header has {len(head)} names but the value line {len(vals)} values; "
+                             "matched by position")
+            return dict(zip(head, vals, strict=False)), notes
+    return {}, notes
+
+
+def parse(text: str, name: str) -> ParsedFile:
+    t = _TEST.search(text)
+    test = t[1].strip().upper() if t else ""
+    f, notes = _fields(text, name)
+    rr = "REQUEST/RESPONSE" in test or "Trans" in f.get("Throughput Units", "")
+    if not f:
+        # classic table: the first line of numbers holds the result in its last column
+        rows = [ln.split() for ln in text.splitlines() if re.match(r"^\s*\d+\s+\d+\s+\d+", ln)]
+        rows = [r for r in rows if len(r) >= 5]
+        if not rows:
+            raise InputError("no netperf result line", where=name, hint=HINT)
+        f = {"Throughput": rows[0][-1], "Elapsed Time (sec)": rows[0][-2],
+             "Throughput Units": "Trans/s" if rr else "10^6bits/s"}
+        notes.append("classic netperf table: the last column of the first result line")
+    if "Throughput" not in f:
+        raise no_point(name, "no Throughput field", HINT)
+    thr = finite(f["Throughput"], "Throughput", name)
+    unit = f.get("Throughput Units", "")
+    secs = finite(f.get("Elapsed Time (sec)", 0) or 0, "Elapsed Time", name)
+    tags = dict(host=name, proc="0")
+    totals: dict[str, float] = {}
+    samples = []
+    if rr:
+        totals["transactions_per_s"] = thr
+        if secs:
+            totals["seconds"] = secs
+            totals["transactions"] = thr * secs
+            samples.append(sample("rr.transactions", thr * secs, "count", 0.0, secs, **tags))
+        for k, label in _LAT.items():
+            if f.get(k) not in (None, ""):
+                v = finite(f[k], k, name) / 1e6
+                totals[f"latency.{label}"] = v
+                samples.append(sample(f"rr.latency.{label}", v, "s", 0.0, secs, **tags))
+        kind: Kind = "rr"
+    else:
+        scale = {"10^6bits/s": 1e6, "10^9bits/s": 1e9, "10^3bits/s": 1e3, "bits/s": 1.0}.get(unit)
+        if scale is None:
+            raise InputError(f"throughput unit {unit!r} not understood", where=name, hint="use netperf -f m or g")
+        totals["bps"] = thr * scale
+        if secs:
+            totals["seconds"] = secs
+            samples.append(sample("tcp.bytes" if "UDP" not in test else "udp.bytes", thr * scale * secs / 8,
+                                  "bytes", 0.0, secs, **tags, direction="tx", side="sender"))
+        kind = "udp" if "UDP" in test else "tcp"
+        notes.append("netperf's throughput is measured at the sender unless the test says otherwise")
+    if thr <= 0:
+        raise no_point(name, "throughput is 0", HINT)
+    return ParsedFile(name=name, format=FORMAT, tool="netperf", version=None, role="client", kind=kind,
+                      params={"test": test or None, "engine": "netperf"}, samples=samples, totals=totals,
+                      relative_time=True, notes=tuple(notes))

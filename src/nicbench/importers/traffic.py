@@ -1,0 +1,146 @@
+"""Turning flow intervals and whole-test totals of a traffic tool (iperf3,
+iperf2) into a :class:`ParsedFile`: one place that decides sides, directions,
+whole-test receiver samples and the notes that go with them.
+
+Bytes and seconds throughout; a ``Total`` is what the tool reported for one
+direction and side over the whole test.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..records import Sample
+from ..tools.base import FlowInterval
+from .model import Kind, ParsedFile, Role, no_point, sample
+
+_CONNECTED = re.compile(r"local \S+ port (\d{1,5}) connected (?:to|with) \S+ port (\d{1,5})")
+
+
+@dataclass(frozen=True)
+class Total:
+    """One direction and side over the whole test: bytes over ``seconds``
+    starting ``t0`` seconds after the test start; UDP figures when known."""
+
+    bytes: float
+    seconds: float
+    t0: float = 0.0
+    packets: float | None = None
+    lost: float | None = None
+    jitter_s: float | None = None
+    out_of_order: float | None = None
+    retransmits: float | None = None
+    streams: int | None = None
+
+
+def direction_of(flow: str, role: Role | None) -> str:
+    """tx/rx from the file's own process: the engine client sends the fwd flow."""
+    if role == "server":
+        return "rx" if flow == "fwd" else "tx"
+    return "tx" if flow == "fwd" else "rx"
+
+
+def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | None, kind: Kind,
+          params: Mapping[str, Any], intervals: Iterable[FlowInterval],
+          totals: Mapping[tuple[str, str], Total], start: float | None, host: str,
+          notes: Iterable[str] = (), dropped: Iterable[str] = (), hint: str,
+          pairs: Iterable[tuple[int, int]] = ()) -> ParsedFile:
+    """Samples and totals of one traffic file; raises when no usable point is left.
+
+    ``totals`` is keyed (direction, side) with direction from this file's process.
+    Where a direction has a receiver total but no receiver intervals, one
+    whole-test receiver sample carries it and the notes say so.  A total over
+    0 s (iperf 2's server in ``-n`` mode prints 0.0-0.0) has no rate and is
+    left out, said so in ``dropped``.  ``pairs``: the (port, port) of each
+    connection the file names, so both ends' files of one test can be
+    matched (``extra["pairs"]``, see :func:`connection_pairs`).
+    """
+    notes = list(notes)
+    ivs = list(intervals)
+    base = start if start is not None else 0.0
+    samples: list[Sample] = []
+    have_rcv_iv: set[str] = set()
+    have_snd_iv: set[str] = set()
+    for iv in ivs:
+        d = direction_of(iv.flow, role)
+        t0 = iv.abs_start if iv.abs_start is not None else base + iv.start
+        t1 = t0 + (iv.end - iv.start)
+        tags = dict(host=host, proc="0", direction=d, side=iv.side, streams=iv.streams,
+                    omitted=1 if iv.omitted else 0)
+        samples.append(sample(f"{kind}.bytes", iv.bytes, "bytes", t0, t1, **tags))
+        if iv.retransmits is not None:
+            samples.append(sample("tcp.retransmits", iv.retransmits, "count", t0, t1, **tags))
+        if iv.packets is not None:
+            samples.append(sample("udp.packets", iv.packets, "packets", t0, t1, **tags))
+        if iv.lost is not None:
+            samples.append(sample("udp.lost", iv.lost, "packets", t0, t1, **tags))
+        if iv.jitter_s is not None:
+            samples.append(sample("udp.jitter", iv.jitter_s, "s", t0, t1, **tags))
+        if iv.side == "receiver" and not iv.omitted:
+            have_rcv_iv.add(d)
+        if iv.side == "sender" and not iv.omitted:
+            have_snd_iv.add(d)
+    flat: dict[str, float] = {}
+    dropped = list(dropped)
+    for (d, side), tot in sorted(totals.items()):
+        if tot.seconds <= 0:
+            dropped.append(f"{d} {side} total of {tot.bytes:.0f} bytes over {tot.seconds:g} s: no rate can be "
+                           "taken from it")
+            continue
+        for what in ("bytes", "seconds", "packets", "lost", "jitter_s", "out_of_order", "retransmits"):
+            v = getattr(tot, what)
+            if v is not None:
+                flat[f"{d}.{side}.{what}"] = float(v)
+        if side == "receiver" and d not in have_rcv_iv:
+            t0 = base + tot.t0
+            tags = dict(host=host, proc="0", direction=d, side="receiver", whole=1,
+                        streams=tot.streams if tot.streams is not None else params.get("streams"))
+            samples.append(sample(f"{kind}.bytes", tot.bytes, "bytes", t0, t0 + tot.seconds, **tags))
+            for metric, v, unit in (("udp.packets", tot.packets, "packets"), ("udp.lost", tot.lost, "packets"),
+                                    ("udp.out_of_order", tot.out_of_order, "count"),
+                                    ("udp.jitter", tot.jitter_s, "s")):
+                if kind == "udp" and v is not None:
+                    samples.append(sample(metric, v, unit, t0, t0 + tot.seconds, **tags))  # type: ignore[arg-type]
+            notes.append(f"{d}: per-interval data is sender-side; the point uses the receiver's whole-test "
+                         f"total ({tot.bytes:.0f} bytes over {tot.seconds:g} s) as one sample")
+        if side == "sender" and d not in have_snd_iv:
+            # a summary line alone (iperf 2 -y C without -i): the sender's whole test as one sample
+            t0 = base + tot.t0
+            samples.append(sample(f"{kind}.bytes", tot.bytes, "bytes", t0, t0 + tot.seconds, host=host, proc="0",
+                                  direction=d, side="sender", whole=1,
+                                  streams=tot.streams if tot.streams is not None else params.get("streams")))
+            if tot.retransmits is not None:
+                samples.append(sample("tcp.retransmits", tot.retransmits, "count", t0, t0 + tot.seconds, host=host,
+                                      proc="0", direction=d, side="sender", whole=1))
+    directions = {d for d, _ in totals} | {direction_of(iv.flow, role) for iv in ivs}
+    for d in sorted(directions):
+        if (d, "receiver") not in totals and d not in have_rcv_iv:
+            notes.append(f"{d}: the file has no receiver figure; throughput is sender-side")
+    moved = [v for k, v in flat.items() if k.endswith(".bytes")] + [iv.bytes for iv in ivs]
+    if not moved:
+        zero = [x for x in dropped if " over 0 s" in x]
+        if zero:
+            raise no_point(name, zero[0] + " (an iperf 2 server in -n mode reports its transfer as 0.0-0.0)",
+                           "import the client's file of the same test, or run it with -t SECONDS instead of -n")
+        raise no_point(name, "no intervals and no totals", hint)
+    if not any(moved):
+        raise no_point(name, "every byte count is 0 (nothing was transferred)",
+                       "check the path and the server; a test that asked for traffic must move bytes")
+    rcv = [v for k, v in flat.items() if k.endswith(".receiver.bytes")]
+    snd = [v for k, v in flat.items() if k.endswith(".sender.bytes")]
+    if rcv and not any(rcv) and any(snd):
+        raise no_point(name, f"the receiver reported 0 bytes while the sender sent {sum(snd):.0f}",
+                       "the receiver's report is missing or the transfer failed; rerun with a longer test (-t)")
+    return ParsedFile(name=name, format=fmt, tool=tool, version=version, role=role, kind=kind,
+                      params=dict(params), samples=samples, totals=flat, relative_time=start is None,
+                      notes=tuple(notes), dropped=tuple(dropped), start=start,
+                      extra={"pairs": sorted({tuple(sorted(x)) for x in pairs})})
+
+
+def connection_pairs(text: str) -> list[tuple[int, int]]:
+    """The two ports of every connection iperf's text names (``local A port P
+    connected to|with B port Q``): the same set from both ends of a test."""
+    return [(int(a), int(b)) for a, b in _CONNECTED.findall(text)]

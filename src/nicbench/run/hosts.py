@@ -1,0 +1,92 @@
+"""The hosts a plan runs on: an embedded lab (built for the run, or reused),
+the lab's SSH mode, or real machines over SSH."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.errors import LabError, PreflightError
+from ..hosts.base import Hosts
+from ..hosts.remote import RemoteHosts
+from ..hosts.spec import DirectLink
+from ..lab import manager
+from ..lab.sshd import ssh_lab
+from ..lab.topology import LabSpec, make_spec
+from ..plan.model import Plan
+
+
+def lab_spec(plan: Plan) -> LabSpec:
+    """The lab a plan asks for: its hosts on the switch, and the back-to-back
+    ports its study needs (the packet study's generator to its receiver)."""
+    direct: tuple[DirectLink, ...] = ()
+    b2b = plan.study.back_to_back(plan)
+    if b2b is not None:
+        ports, queues = b2b
+        direct = tuple(DirectLink(i, plan.server, plan.clients[0], queues) for i in range(ports))
+    return make_spec(plan.lab.name, [(n, h.role) for n, h in plan.hosts.items()],
+                     plan.link.mtu, plan.lab.subnet, plan.link.speed, plan.link.client_speed, direct)
+
+
+def acquire_lab(spec: LabSpec) -> tuple[manager.Lab, bool]:
+    """An existing matching lab (reused, not ours to remove) or a new one."""
+    existing = manager.load(spec.name)
+    if existing is None:
+        return manager.up(spec), True
+    if existing.spec != spec:
+        raise LabError(f"lab {spec.name!r} exists but was built for other hosts or another link "
+                       f"(MTU {existing.spec.mtu}, hosts {', '.join(h.name for h in existing.spec.hosts)})",
+                       where=f"lab {spec.name}",
+                       hint=f"nicbench lab down {spec.name}, or give the plan another [lab] name")
+    # what it was built as is not enough: what it is now must match too
+    problems = manager.status(spec.name)["problems"]
+    if problems:
+        raise LabError(f"lab {spec.name!r} no longer matches this plan: " + "; ".join(problems),
+                       where=f"lab {spec.name}",
+                       hint=f"nicbench lab down {spec.name} (a run then builds it afresh)")
+    return existing, False
+
+
+@dataclass
+class OpenedHosts:
+    """The hosts of a run, and what to do with them at its end."""
+
+    hosts: Hosts
+    lab: manager.Lab | None = None      # the embedded lab under them, if any
+    owned: bool = False                 # this run built the lab: it removes it
+
+    def close(self, keep_lab: bool = False) -> None:
+        """End every session and process of the run; remove a lab it built."""
+        self.hosts.close()
+        self.remove_lab(keep_lab)
+
+    def remove_lab(self, keep_lab: bool = False) -> None:
+        """Remove the lab if this run built it (and was not asked to keep it)."""
+        if self.lab is not None and self.owned and not keep_lab:
+            manager.down(self.lab.spec.name)
+
+
+def open_hosts(plan: Plan) -> OpenedHosts:
+    """Connect real hosts (SSH preflight of every host at once), or build or
+    reuse the plan's lab (with its sshds in SSH mode).  The caller closes it."""
+    if plan.remote:
+        remote = RemoteHosts(plan)         # no root needed here: the hosts are reached as the plan says
+        try:
+            problems = remote.connect(plan.lab.max_clock_offset)
+        except BaseException:
+            remote.close()
+            raise
+        if problems:
+            remote.close()
+            raise PreflightError("; ".join(problems), where="ssh preflight",
+                                 hint="fix every item listed, then run again")
+        return OpenedHosts(remote)
+    manager.require_root()
+    lab, owned = acquire_lab(lab_spec(plan))
+    opened = OpenedHosts(lab, lab, owned)
+    if plan.lab.transport == "ssh":
+        try:
+            opened.hosts = ssh_lab(lab, max_offset=plan.lab.max_clock_offset)
+        except BaseException:
+            opened.close()
+            raise
+    return opened

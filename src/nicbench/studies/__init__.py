@@ -1,0 +1,1 @@
+"""The studies: one folder each (runner, analysis, view), one line each in ``registry``."""

@@ -1,0 +1,182 @@
+"""HTTPS points (seed 001): application vs wire bandwidth and the CPU they cost.
+
+Application Gbps = all clients' wrk bytes x 8 over the span from the first
+wrk's start to the last one's end (headers included, and partial bodies cut
+at the end: wrk counts what it read).  Wire Gbps = the server interface's transmitted bytes + 24 B per frame
+over the span from the first wrk's start to the last one's end, on a shaped
+lab link (an unshaped veth counts super-packets).  CPU over the same span.
+The ceiling is TLS over TCP at the link's MTU (16 KiB records) for https,
+plain TCP for the http baseline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ...analysis.aggregate import WireRate, wire_rate
+from ...analysis.counters import Counters, counter_warnings, counters
+from ...analysis.cpu import CpuUsage, cpu_usage, cpu_warnings
+from ...analysis.trials import LinkInfo, TrialHead, by_point, float_meta, head, int_param, median_of
+from ...core import linerate
+from ...records import Sample, TrialRecord
+
+# socket errors allowed per request before a point fails: the plan's study.error_budget, recorded with
+# each trial; this default reads runs recorded before there was one
+DEFAULT_ERROR_BUDGET = 0.01
+
+
+@dataclass(frozen=True)
+class HttpsTrial(TrialHead):
+    app_gbps: float | None
+    window: tuple[float, float] | None
+    requests: int = 0
+    socket_errors: int = 0
+    bad_status: int = 0
+    wire: WireRate | None = None
+    cpu: CpuUsage | None = None
+    counters: Counters | None = None
+    ktls: str = ""
+    warnings: tuple[str, ...] = ()
+    wrk: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def wire_gbps(self) -> float | None:
+        return self.wire.wire_bps / 1e9 if self.wire else None
+
+    def cores(self, role: str) -> float | None:
+        if self.cpu is None:
+            return None
+        vals = [v for k, v in self.cpu.tools.items() if k.startswith(role + " ")]
+        return sum(vals) if vals else None
+
+
+def https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | None) -> HttpsTrial:
+    by = [s for s in samples if s.metric == "http.bytes"]
+    meta = rec.meta
+    common = dict(**head(rec), ktls=str(meta.get("ktls") or ""),
+                  warnings=tuple(meta.get("warnings") or ()), wrk=dict(meta.get("wrk") or {}))
+    if rec.status != "ok" or not by:
+        return HttpsTrial(status="failed" if rec.status == "ok" else rec.status,
+                          error=rec.error or "no wrk result", app_gbps=None, window=None, **common)
+    # all clients' bytes over the span from the first start to the last end:
+    # summing per-client rates would count twice the time one client had the
+    # link alone while another was already done (seen: 100.8 % of the ceiling)
+    window = (min(s.t_start for s in by), max(s.t_end for s in by))
+    app = sum(s.value for s in by) * 8 / (window[1] - window[0]) / 1e9 if window[1] > window[0] else None
+
+    def total(metric: str) -> int:
+        return int(sum(s.value for s in samples if s.metric == metric))
+    wire = None
+    if link is not None and link.counters_count_frames:
+        wire = wire_rate(samples, direction="tx", window=window, uncounted_per_frame=linerate.per_frame_uncounted(),
+                         host=str(meta.get("server")))
+    requests, socket_errors = total("http.requests"), total("http.socket_errors")
+    budget = float_meta(meta, "error_budget", DEFAULT_ERROR_BUDGET)
+    if socket_errors > budget * max(requests, 1):
+        # a firewall resetting connections mid-run: wrk still counts what it got
+        return HttpsTrial(status="failed", app_gbps=None, window=None, requests=requests, socket_errors=socket_errors,
+                          error=f"wrk counted {socket_errors} socket errors against {requests} requests "
+                                f"({socket_errors / max(requests, 1):.1%}): more than the point's error budget "
+                                f"({budget:.1%}; study.error_budget)", **common)
+    u = cpu_usage(samples, window)
+    c = counters(samples, window)
+    warns = (
+        tuple(common.pop("warnings")) + tuple(cpu_warnings(u) if u else ()) + tuple(counter_warnings(c) if c else ())
+    )
+    return HttpsTrial(
+        status="ok",
+        error=None,
+        app_gbps=app,
+        window=window,
+        requests=requests,
+        socket_errors=socket_errors,
+        bad_status=total("http.bad_status"),
+        wire=wire,
+        cpu=u,
+        counters=c,
+        warnings=warns,
+        **common,
+    )
+
+
+@dataclass(frozen=True)
+class HttpsPoint:
+    point: str
+    scheme: str
+    connections: int
+    threads: int
+    n_ok: int
+    n_failed: int
+    app_gbps: float | None
+    app_min: float | None
+    app_max: float | None
+    wire_gbps: float | None
+    ceiling_gbps: float | None
+    cpu_pct: float | None  # of the whole machine (all lab hosts share it)
+    cores_busy: float | None
+    nginx_cores: float | None
+    wrk_cores: float | None
+    requests: int
+    socket_errors: int
+    bad_status: int
+    ktls: tuple[str, ...]
+    errors: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def of_ceiling(self) -> float | None:
+        return self.app_gbps / self.ceiling_gbps if self.app_gbps and self.ceiling_gbps else None
+
+    @property
+    def gbps_per_core(self) -> float | None:
+        return self.app_gbps / self.cores_busy if self.app_gbps and self.cores_busy else None
+
+
+def ceiling(link: LinkInfo | None, scheme: str, tls_version: str | None, clients: int | None) -> float | None:
+    """Goodput ceiling in Gbps for the point's scheme at the link's speed and MTU."""
+    if link is None:
+        return None
+    speed = link.speed_for(clients)
+    if not speed:
+        return None
+    ts = True if link.timestamps is None else link.timestamps
+    if scheme == "https":
+        version = max((tls_version or "1.3").split(","))  # the highest offered is negotiated
+        return linerate.tls(speed, link.mtu, version=version, ip=link.ip, timestamps=ts).goodput_bps / 1e9
+    return linerate.tcp(speed, link.mtu, ip=link.ip, timestamps=ts).goodput_bps / 1e9
+
+
+def https_points(trials: Iterable[HttpsTrial], link: LinkInfo | None, clients: int | None) -> list[HttpsPoint]:
+    med = median_of
+    out = []
+    for point, ts in by_point(trials).items():
+        ok = [t for t in ts if t.status == "ok" and t.app_gbps is not None]
+        apps = [t.app_gbps for t in ok if t.app_gbps is not None]
+        scheme = str(ts[0].params.get("scheme"))
+        out.append(
+            HttpsPoint(
+                point,
+                scheme,
+                int_param(ts[0].params, "connections", 0),
+                int_param(ts[0].params, "threads", 1),
+                len(ok),
+                len(ts) - len(ok),
+                med(apps),
+                min(apps) if apps else None,
+                max(apps) if apps else None,
+                med(t.wire_gbps for t in ok),
+                ceiling(link, scheme, ts[0].params.get("tls"), clients),  # type: ignore[arg-type]
+                med(t.cpu.percent_of_machine if t.cpu else None for t in ok),
+                med(t.cpu.cores_busy if t.cpu else None for t in ok),
+                med(t.cores("nginx") for t in ok),
+                med(t.cores("wrk") for t in ok),
+                sum(t.requests for t in ok),
+                sum(t.socket_errors for t in ok),
+                sum(t.bad_status for t in ok),
+                tuple(sorted({t.ktls for t in ts if t.ktls})),
+                tuple(sorted({t.error for t in ts if t.error})),
+                tuple(sorted({w for t in ts for w in t.warnings})),
+            )
+        )
+    return sorted(out, key=lambda p: (p.scheme != "https", p.connections, p.threads))

@@ -1,0 +1,566 @@
+"""The packet-rate study (seed 003): a generator, a receiver, back-to-back ports.
+
+Per point and port: ``nbgen rx`` on the receiver attaches its XDP counter
+(through a BPF link, so it cannot outlive the process) and says so; then the
+generator's engine starts behind the start barrier -- nbgen (XDP live
+frames, one thread per queue) or trafgen (AF_PACKET) -- sending the same
+frames for ``duration`` seconds and stopping by itself.  After a short drain
+the receivers are stopped; each prints its final per-CPU counts and
+detaches.  Received frames come from the receiver's XDP counter, sent
+frames from nbgen's own XDP counter or, for trafgen, the generator's
+interface counters; the interface counters of both ends are sampled beside
+them for every engine.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from ...core.errors import NicbenchError, PreflightError, ToolError, tail
+from ...hosts.base import Hosts
+from ...hosts.spec import DirectLink
+from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output, tool_stderr
+from ...plan.model import Plan
+from ...plan.studies.packets import PacketStudy
+from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together
+from ...run.preflight import tool_version
+from ...run.study import Preflight, TrialOutcome
+from ...sampling.sampler import NetTarget, child_pids, tool_procs
+from ...tools import frames as fr
+from ...tools import nbgen, trafgen
+from ...tuning.knobs import cpu_set
+from . import ndr
+from .analysis import packet_trial  # the search needs each step's loss: the one upward import (see ARCHITECTURE.md)
+
+INSTALL = "run scripts/install.sh (it installs clang, libbpf-dev, bpftool and netsniff-ng and builds nbgen)"
+INSTALL_ANYWHERE = (INSTALL + "; on a host that does not share this machine's files: make -C native/nbgen there "
+                    "(it needs libbpf1) and put nbgen on its PATH")
+# capability bits (linux/capability.h)
+CAPS = {"CAP_NET_ADMIN": 12, "CAP_NET_RAW": 13, "CAP_SYS_ADMIN": 21, "CAP_PERFMON": 38, "CAP_BPF": 39}
+DRAIN_S = 0.3            # after the generators end, before the receivers' last count
+
+
+def port_ifname(i: int) -> str:
+    """The lab's back-to-back port names (one place knows them: lab.topology)."""
+    return DirectLink(i, "", "").ifname
+
+
+def port_ips(i: int, ip: int) -> tuple[str, str]:
+    """The frames' (source, destination) addresses on port ``i``: the lab's own."""
+    return DirectLink(i, "", "").ips(ip)
+
+
+@dataclass
+class PacketContext:
+    """What the packet study's preflight decided, for every point."""
+
+    study: PacketStudy
+    server: str                          # the generator
+    receiver: str
+    transports: dict[str, Transport]
+    versions: dict[str, str]
+    exe: str | None                      # nbgen
+    macs: dict[tuple[str, int], str] = field(default_factory=dict)   # (host, port) -> MAC
+    cpus: list[int] = field(default_factory=lambda: [0])   # the generator's online CPUs
+    kernel: str = ""
+    devs: dict[str, list[str]] = field(default_factory=dict)   # host -> its port NICs (lab: pk0, pk1, ...)
+    exes: dict[str, str] = field(default_factory=dict)         # host -> nbgen there
+
+    @staticmethod
+    def dev_of(devs: dict[str, list[str]], host: str, i: int) -> str:
+        """Port ``i``'s NIC on ``host``: the plan's (real hosts) or the lab's."""
+        return devs[host][i] if host in devs else port_ifname(i)
+
+    def dev(self, host: str, i: int) -> str:
+        return self.dev_of(self.devs, host, i)
+
+
+def _caps(t: Transport) -> int | None:
+    """The effective capability mask of a process started through ``t``."""
+    try:
+        r = t.run(["cat", "/proc/self/status"], timeout=10)
+    except NicbenchError:
+        return None
+    for line in r.stdout.splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    return None
+
+
+def missing_caps(mask: int | None, engine: str) -> list[str]:
+    """What ``engine`` needs that ``mask`` lacks (CAP_SYS_ADMIN stands in for
+    CAP_BPF/CAP_PERFMON on kernels before 5.8)."""
+    if mask is None:
+        return []
+    need = ["CAP_NET_ADMIN", "CAP_BPF", "CAP_PERFMON"] if engine == "nbgen" else ["CAP_NET_RAW"]
+    has = {n for n, bit in CAPS.items() if mask >> bit & 1}
+    if "CAP_SYS_ADMIN" in has:
+        has |= {"CAP_BPF", "CAP_PERFMON"}
+    return [n for n in need if n not in has]
+
+
+def _link(t: Transport, dev: str) -> dict | None:
+    r = t.run(["ip", "-j", "-d", "link", "show", "dev", dev], timeout=10)
+    if r.returncode != 0:
+        return None
+    try:
+        return json.loads(r.stdout)[0]
+    except (ValueError, IndexError):
+        return None
+
+
+def xdp_attached(info: dict | None) -> str | None:
+    """The XDP program an ``ip -j link`` entry shows attached, as text, or None."""
+    x = (info or {}).get("xdp")
+    if not x:
+        return None
+    prog = x.get("prog") or {}
+    return f"id {prog.get('id', '?')} ({prog.get('name', '?')}, mode {x.get('mode', '?')})"
+
+
+class PacketRunner:
+    """The packet study as the session drives it (see ``run.study.StudyRunner``)."""
+
+    kind = "packets"
+
+    def __init__(self, plan: Plan, hosts: Hosts):
+        self.plan = plan
+        self.transports = hosts.transports()
+        self.addresses = {h.name: h.ip for h in hosts.spec.hosts}
+        self.ctx: PacketContext | None = None
+
+    def preflight(self) -> Preflight:
+        self.ctx, warnings = preflight(self.plan, self.transports, self.addresses)
+        s, c, v = self.ctx.study, self.ctx, self.ctx.versions
+        return Preflight(
+            tools=tuple(e for e in s.engines if e != "nbgen") + ("ethtool",), warnings=tuple(warnings),
+            meta={"engine": " + ".join(s.engines), "engine_version": ", ".join(f"{k} {x}" for k, x in v.items()),
+                  "versions": v, "engines": s.engines, "line_rate_bps": s.line_rate, "rate": s.rate,
+                  "xdp_mode": s.xdp_mode, "generator": c.server, "receiver": c.receiver,
+                  "generator_kernel": c.kernel, "trim": s.trim, "udp_port": s.udp_port,
+                  "search": s.search, "loss_threshold": s.loss_threshold,
+                  "shaping": "none: XDP transmit and trafgen's qdisc bypass go around tc; line_rate is nominal"})
+
+    def start(self, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
+        return []
+
+    def trial(self, env: PointEnv, spec: TrialSpec, raw_dir: Path) -> TrialOutcome:
+        assert self.ctx is not None, "preflight first"
+        return TrialOutcome(*run_trial(self.ctx, env, spec, raw_dir))
+
+    def stop(self, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
+        return []
+
+
+def preflight(plan: Plan, transports: dict[str, Transport],
+              addresses: dict[str, str]) -> tuple[PacketContext, list[str]]:
+    """Every problem at once: engines built and runnable, privileges,
+    interfaces present with room for the frames, no XDP program already
+    on a receiver port, a kernel with live frames."""
+    s = plan.study
+    assert isinstance(s, PacketStudy)
+    gen, rx = plan.server, plan.clients[0]
+    problems: list[str] = []
+    warnings: list[str] = []
+    versions: dict[str, str] = {}
+    exe = nbgen.binary()
+    if exe is None:
+        problems.append(f"nbgen is not built (native/nbgen/build/nbgen): {INSTALL}")
+    devs = {h: list(v) for h, v in (s.interfaces or {}).items()}
+    hosts: dict[str, list[str]] = {gen: list(s.engines), rx: ["nbgen"]}
+    exes: dict[str, str] = {}
+    for host, engines in hosts.items():
+        t = transports[host]
+        if exe and "nbgen" in engines:
+            exes[host] = _nbgen_on(t, exe)
+        for eng in dict.fromkeys(engines):
+            try:
+                if eng == "nbgen" and exe:
+                    versions["nbgen"] = tool_version(t, [exes[host], "version"], "nbgen", INSTALL_ANYWHERE)
+                elif eng == "trafgen":
+                    versions["trafgen"] = tool_version(t, ["trafgen", "-v"], "trafgen", INSTALL)
+            except PreflightError as e:
+                problems.append(f"{host}: {e.message}")
+        mask = _caps(t)
+        for eng in dict.fromkeys(engines):
+            lack = missing_caps(mask, eng)
+            if lack:
+                problems.append(f"{host}: {eng} needs {', '.join(lack)}, which this user lacks (run as root)")
+    macs: dict[tuple[str, int], str] = {}
+    biggest = max(s.frame_sizes)
+    for i in range(max(s.ports)):
+        for host in (gen, rx):
+            dev = PacketContext.dev_of(devs, host, i)
+            info = _link(transports[host], dev)
+            if info is None:
+                problems.append(f"{host}: interface {dev} does not exist (port {i + 1} of {max(s.ports)})")
+                continue
+            macs[(host, i)] = str(info.get("address", ""))
+            mtu = int(info.get("mtu") or 0)
+            if biggest > mtu + 18:
+                problems.append(f"{host}: {dev} has MTU {mtu}: a {biggest}-byte frame needs MTU {biggest - 18}")
+            if host == rx:
+                on = xdp_attached(info)
+                if on:
+                    problems.append(f"{rx}: {dev} already has an XDP program attached, {on}: remove it "
+                                    f"(ip link set dev {dev} xdp off) or stop what attached it")
+                qs = int(info.get("num_rx_queues") or 1)
+                if qs < max(s.threads):
+                    warnings.append(f"{rx}: {dev} has {qs} receive queue(s) for up to {max(s.threads)} "
+                                    "generator threads: threads share queues")
+    kernel = transports[gen].run(["uname", "-r"], timeout=10).stdout.strip()
+    if "nbgen" in s.engines and tuple(int(x) for x in kernel.split(".")[:2] if x.isdigit()) < (5, 18):
+        problems.append(f"{gen}: kernel {kernel} has no XDP live frames (5.18 or later): use engines = [\"trafgen\"]")
+    online = _online(transports[gen])
+    cpus = len(online)
+    if max(s.threads) * max(s.ports) > cpus:
+        warnings.append(f"{gen}: {max(s.threads) * max(s.ports)} generator threads on {cpus} CPUs: "
+                        "threads share cores, so Mpps per thread drops")
+    if s.rate and "nbgen" in s.engines and max(s.threads) * max(s.ports) > cpus:
+        problems.append(f"{gen}: study.rate paces each nbgen thread on a CPU of its own: "
+                        f"{max(s.threads) * max(s.ports)} threads need {max(s.threads) * max(s.ports)} CPUs, "
+                        f"the host has {cpus}")
+    if problems:
+        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
+    return PacketContext(s, gen, rx, dict(transports), versions, exe, macs, online, kernel, devs, exes,
+                         ), warnings
+
+
+def _nbgen_on(t: Transport, local: str) -> str:
+    """nbgen's path on a host: this build where the host sees it (the lab,
+    and hosts sharing the path), else the one on the host's PATH."""
+    r = t.run(["sh", "-c", 'if [ -x "$1" ]; then echo "$1"; else command -v nbgen || echo nbgen; fi', "nb", local],
+              timeout=10)
+    return r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "nbgen"
+
+
+def _online(t: Transport) -> list[int]:
+    try:
+        cpus = cpu_set(t.read_text("/sys/devices/system/cpu/online").strip())
+    except OSError:
+        cpus = None
+    return sorted(cpus) if cpus else [0]
+
+
+def _frames(ctx: PacketContext, port: int, ip: int, size: int, threads: int) -> list[bytes]:
+    src, dst = port_ips(port, ip)
+    return fr.thread_frames(threads, src_mac=ctx.macs[(ctx.server, port)], dst_mac=ctx.macs[(ctx.receiver, port)],
+                            src_ip=src, dst_ip=dst, size=size, dport=ctx.study.udp_port)
+
+
+def generator_argv(engine: str, exe: str, dev: str, frames: list[bytes], *, duration: float, pin: list[int],
+                   rate: float | None, frame_size: int, conf: str) -> tuple[list[str], str | None, list[int]]:
+    """One port's generator: argv, trafgen's config text (None for nbgen) and
+    the CPUs its threads run on.  ``rate`` is per port."""
+    if engine == "nbgen":
+        return nbgen.tx_argv(exe, dev, frames, duration=duration, cpus=pin, rate=rate), None, pin
+    if rate:
+        # trafgen paces with one sender process, on CPU 0, whatever --cpus says:
+        # frames bound to other CPUs would never leave
+        return (trafgen.argv(dev, conf, duration=duration, cpus=1, rate=rate, frame_size=frame_size),
+                fr.trafgen_config(frames), [0])
+    return (trafgen.argv(dev, conf, duration=duration, cpus=max(pin) + 1, frame_size=frame_size),
+            fr.trafgen_config(frames, pin), pin)
+
+
+def _wait_attached(procs: list[tuple[int, Process]], name: Callable[[int], str] = port_ifname,
+                   timeout: float = 10.0) -> dict[int, dict[str, Any]]:
+    """Each receiver's "attached" line (mode, why), or a ToolError with nbgen's words."""
+    by = time.monotonic() + timeout
+    seen: dict[int, dict] = {}
+    while len(seen) < len(procs):
+        for port, p in procs:
+            if port in seen:
+                continue
+            for line in read_output(p.stdout_path).splitlines():
+                if '"attached"' in line:
+                    try:
+                        seen[port] = json.loads(line)
+                    except ValueError:
+                        break             # half written: read again on the next round
+            if port not in seen and p.poll() is not None:
+                err = nbgen.error_of(read_output(p.stderr_path)) or tail(tool_stderr(p.stderr_path)) or "no error text"
+                raise ToolError(f"nbgen rx on {name(port)}: {err}", where=p.host)
+        if len(seen) < len(procs):
+            if time.monotonic() > by:
+                raise ToolError(f"nbgen rx did not attach within {timeout:g}s", where=procs[0][1].host)
+            time.sleep(0.01)
+    return seen
+
+
+def run_trial(ctx: PacketContext, env: PointEnv, spec: TrialSpec,
+              raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+    """One point: a measurement at the study's rate (or as fast as the engine
+    goes), or with ``search = "ndr"`` the no-drop-rate search."""
+    if ctx.study.search == "ndr":
+        return _ndr(ctx, env, spec, raw_dir)
+    return _measure(ctx, env, spec, raw_dir, ctx.study.rate)
+
+
+def _ndr(ctx: PacketContext, env: PointEnv, spec: TrialSpec,
+         raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+    """The highest rate whose loss stays at or below ``loss_threshold``
+    (RFC 2544's throughput; the search itself is :mod:`.ndr`).  The point
+    keeps the samples of the best passing step; every step's rate and loss
+    are in its meta.  A step's loss is worked out by the analysis' own pure
+    function (a search needs its result to choose the next rate)."""
+    s = ctx.study
+    ports = int(spec.params["ports"])
+    started = time.time()
+    steps: list[ndr.NdrStep] = []
+    runs: list[tuple[TrialRecord, list[Sample]]] = []
+    raws_all: list[RawOutput] = []
+    rate: float | None = None
+    while True:
+        n = len(steps)
+        rec, samples, raws = _measure(ctx, env, spec, raw_dir / f"step{n}", rate)
+        raws_all += raws
+        if rec.status != "ok":
+            return rec, samples, raws_all     # a failed or interrupted step ends the point
+        t = packet_trial(rec, samples, s.trim)
+        if t.status != "ok" or not t.tx_pps or t.rx_pps is None:
+            return TrialRecord(spec, "failed", started, time.time(), f"ndr step {n}: {t.error or 'nothing sent'}",
+                               rec.meta), [], raws_all
+        steps.append(ndr.step(rate, t.tx_pps, t.rx_pps, t.loss, s.loss_threshold))
+        runs.append((rec, samples))
+        rate = ndr.next_rate(steps, ports=ports, max_steps=s.search_steps)
+        if rate is None:
+            break
+    search: dict[str, Any] = {"loss_threshold": s.loss_threshold,
+                              "steps": [x.to_dict(i) for i, x in enumerate(steps)]}
+    k = ndr.best(steps)
+    if k is None:
+        tried = [x.rate_per_port for x in steps if x.rate_per_port]
+        lowest = f"lowest tried {min(tried):.0f} frames/s per port" if tried else "only the unpaced step ran"
+        why = f"no rate tried had loss <= {s.loss_threshold:.3%} ({lowest})"
+        return TrialRecord(spec, "failed", started, time.time(), why, {"ndr": search}), [], raws_all
+    rec, samples = runs[k]
+    search["rate_per_port"] = steps[k].rate_per_port  # None: unpaced, the generator's own maximum
+    return TrialRecord(spec, "ok", started, time.time(), None, {**rec.meta, "ndr": search}), samples, raws_all
+
+
+def _measure(
+    ctx: PacketContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate: float | None
+) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+    s = ctx.study
+    p = spec.params
+    engine, ip, ports, threads, size = (
+        str(p["engine"]),
+        int(p["ip"]),
+        int(p["ports"]),
+        int(p["threads"]),
+        int(p["frame_size"]),
+    )
+    gen_t, rx_t = ctx.transports[ctx.server], ctx.transports[ctx.receiver]
+    started = time.time()
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    meta: dict = {
+        "engine": engine,
+        "generator": ctx.server,
+        "receiver": ctx.receiver,
+        "argv": {},
+        "ports": [],
+        "rate_per_port": rate,
+    }
+    raws: list[RawOutput] = []
+    rxs: list[tuple[int, Process]] = []
+    txs: list[tuple[int, Process]] = []
+    guard = PointGuard(meta, lambda: [p for _, p in txs + rxs], grace=1.0)
+    remote_confs: list[str] = []
+    samples: list[Sample] = []
+    cpus = ctx.cpus
+    with guard:
+        for i in range(ports):
+            dev = ctx.dev(ctx.receiver, i)
+            out, err = raw_dir / f"rx-{dev}.out", raw_dir / f"rx-{dev}.err"
+            argv = nbgen.rx_argv(
+                ctx.exes[ctx.receiver], dev, duration=s.duration + s.timeout_margin, port=s.udp_port, mode=s.xdp_mode
+            )
+            raws += [
+                RawOutput(spec.trial_id, ctx.receiver, "receiver", "nbgen", "stdout", env.rel(out)),
+                RawOutput(spec.trial_id, ctx.receiver, "receiver", "nbgen", "stderr", env.rel(err)),
+            ]
+            rxs.append((i, rx_t.spawn(argv, stdout=out, stderr=err)))
+            meta["argv"][f"rx {dev}"] = argv
+        attached = _wait_attached(rxs, lambda i: ctx.dev(ctx.receiver, i))
+        meta["xdp"] = {
+            ctx.dev(ctx.receiver, i): {"mode": a.get("mode"), "why": a.get("why") or None} for i, a in attached.items()
+        }
+        generic = [
+            f"{ctx.dev(ctx.receiver, i)}: {a.get('why')}" for i, a in attached.items() if a.get("mode") == "generic"
+        ]
+        if generic and s.xdp_mode == "auto":
+            meta.setdefault("warnings", []).append(
+                "receiver XDP runs in generic mode (slower, after the skb is built): " + "; ".join(generic)
+            )
+        for i in range(ports):
+            dev = ctx.dev(ctx.server, i)
+            frames = _frames(ctx, i, ip, size, threads)
+            out, err = raw_dir / f"tx-{dev}.out", raw_dir / f"tx-{dev}.err"
+            # every generator thread of the point on a CPU of its own while CPUs last
+            pin = [cpus[(i * threads + k) % len(cpus)] for k in range(threads)]
+            # trafgen's config is made first, then written where the generator reads it
+            argv, conf_text, pin = generator_argv(
+                engine,
+                ctx.exes[ctx.server] if engine == "nbgen" else "",
+                dev,
+                frames,
+                duration=s.duration,
+                pin=pin,
+                rate=rate,
+                frame_size=size,
+                conf="{conf}",
+            )
+            if conf_text is not None:
+                where = gen_t.put_file(raw_dir / f"trafgen-{dev}.cfg", conf_text)
+                remote_confs.append(where)
+                argv = [where if a == "{conf}" else a for a in argv]
+            meta.setdefault("pinning", {})[dev] = pin
+            raws += [
+                RawOutput(spec.trial_id, ctx.server, "generator", engine, "stdout", env.rel(out)),
+                RawOutput(spec.trial_id, ctx.server, "generator", engine, "stderr", env.rel(err)),
+            ]
+            txs.append((i, gen_t.spawn(argv, stdout=out, stderr=err, gated=True)))
+            meta["argv"][f"tx {dev}"] = argv
+            meta["ports"].append({"port": dev, "frame_hex": frames[0].hex(), "threads": threads})
+        samplers = guard.samplers = PointSamplers(
+            spec.trial_id,
+            _net_targets(ctx, rxs, txs, ports),
+            env.cpu_transport,
+            _tool_procs(ctx, env, rxs, txs, engine),
+            machine=env.cpu_machine,
+            nic_irqs=env.nic_irqs,
+            net_interval=0.25,
+        ).start(first_read=True)
+        meta["released"] = release_together([pr for _, pr in txs], engine, ctx.server)
+        end_by = time.monotonic() + s.duration + s.timeout_margin
+        for i, pr in txs:
+            if pr.wait(end_by - time.monotonic()) is None:
+                raise ToolError(
+                    f"{engine} on {ctx.dev(ctx.server, i)} still running after {s.duration + s.timeout_margin:g}s",
+                    where=ctx.server,
+                    hint="raise study.timeout_margin if the host is only slow",
+                )
+        time.sleep(DRAIN_S)
+        samplers.last_read()
+        for _, pr in rxs:
+            pr.stop(2.0, signal.SIGTERM)  # nbgen prints its last counts, then detaches
+    status, error, counters = guard.status, guard.error, guard.counters
+    gen_t.drop_files(remote_confs)
+    if status == "ok":
+        try:
+            samples += _results(ctx, spec, engine, txs, rxs, meta)
+        except NicbenchError as e:
+            status, error = "failed", e.one_line().removeprefix("nicbench: ")
+    samples += counters
+    ended = time.time()
+    meta["overhead_s"] = (ended - started) - s.duration
+    return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+
+
+Ports = Sequence[tuple[int, Process]]
+
+
+def _results(
+    ctx: PacketContext, spec: TrialSpec, engine: str, txs: Ports, rxs: Ports, meta: dict[str, Any]
+) -> list[Sample]:
+    out: list[Sample] = []
+    meta["tx"], meta["rx"] = {}, {}
+    for i, pr in txs:
+        dev = ctx.dev(ctx.server, i)
+        o, e = read_output(pr.stdout_path), read_output(pr.stderr_path)
+        rc = pr.poll()
+        t0, t1 = parse_gate_stamp(e), parse_gate_stamp(e, END_MARK)
+        tags = make_tags(host=ctx.server, port=dev, side="sender", engine=engine)
+        if engine == "nbgen":
+            tx = nbgen.parse_tx(o, e, where=ctx.server)
+            meta["tx"][dev] = {
+                "sent": tx.sent,
+                "paced_out": tx.paced_out,
+                "per_cpu": list(tx.per_cpu),
+                "threads": list(tx.threads),
+                "span": [tx.t_start, tx.t_end],
+            }
+            for (a, na), (b, nb) in pairwise(tx.reads):
+                if b > a:
+                    out.append(Sample(spec.trial_id, "pkt.sent", float(nb - na), "packets", a, b, tags))
+        else:
+            # timeout's 124 is the duration ending it; anything else is trafgen's own failure
+            if rc not in (0, 124, 130, -2):
+                raise ToolError(f"trafgen on {dev} exited {rc}: {tail(e) or tail(o)}", where=ctx.server)
+            sm = trafgen.parse(o)
+            if sm is None:
+                raise ToolError(f"trafgen on {dev} printed no summary: {tail(e) or tail(o)}", where=ctx.server)
+            if t0 is None or t1 is None:
+                raise ToolError(f"trafgen on {dev}: the start gate recorded no time", where=ctx.server)
+            meta["tx"][dev] = {"sent": sm.packets, "bytes": sm.bytes, "per_cpu": sm.per_cpu, "span": [t0, t1]}
+            # one span for the whole run: the rate comes from the interface counters
+            out.append(Sample(spec.trial_id, "pkt.sent", float(sm.packets), "packets", t0, t1, tags))
+    for i, pr in rxs:
+        dev = ctx.dev(ctx.receiver, i)
+        rx = nbgen.parse_rx(read_output(pr.stdout_path), read_output(pr.stderr_path), where=ctx.receiver)
+        if not rx.ended:
+            raise ToolError(f"nbgen rx on {dev} was killed before its last count", where=ctx.receiver)
+        meta["rx"][dev] = {
+            "packets": rx.packets,
+            "bytes": rx.bytes,
+            "other": rx.other,
+            "per_cpu": list(rx.per_cpu),
+            "mode": rx.mode,
+        }
+        tags = make_tags(host=ctx.receiver, port=dev, side="receiver", engine=engine)
+        for (a, na, ba), (b, nb, bb) in pairwise(rx.reads):
+            if b > a:
+                out.append(Sample(spec.trial_id, "pkt.received", float(nb - na), "packets", a, b, tags))
+                out.append(Sample(spec.trial_id, "pkt.received_bytes", float(bb - ba), "bytes", a, b, tags))
+        if rx.packets == 0:
+            raise ToolError(
+                f"the receiver counted no test frame on {dev} (sent: {meta['tx'].get(dev, {}).get('sent', '?')})",
+                where=ctx.receiver,
+                hint="does the generator's driver transmit XDP frames (ndo_xdp_xmit)? "
+                'engines = ["trafgen"] does not need it',
+            )
+    return out
+
+
+def _net_targets(ctx: PacketContext, rxs: Ports, txs: Ports, ports: int) -> list[NetTarget]:
+    gen_pids = lambda: [pr.pid for _, pr in txs]  # noqa: E731 - the shims live in the generator's namespace
+    rx_pids = lambda: [pr.pid for _, pr in rxs]  # noqa: E731
+    out = []
+    for i in range(ports):
+        out.append(NetTarget(ctx.server, ctx.transports[ctx.server], gen_pids, ctx.dev(ctx.server, i)))
+        out.append(NetTarget(ctx.receiver, ctx.transports[ctx.receiver], rx_pids, ctx.dev(ctx.receiver, i)))
+    return out
+
+
+def _tool_procs(
+    ctx: PacketContext, env: PointEnv, rxs: Ports, txs: Ports, engine: str
+) -> Callable[[], list[tuple[int, str, str, str]]]:
+    """The receivers by PID, each generator below its gate shim and, for
+    trafgen, the per-CPU senders it forks (its parent only waits)."""
+    if env.cpu_transport is None:
+        return lambda: []
+    t = env.cpu_transport
+    fixed = [(pr.pid, ctx.receiver, "nbgen-rx", ctx.dev(ctx.receiver, i)) for i, pr in rxs]
+    base = tool_procs(t, lambda: fixed, [(pr.pid, ctx.server, engine, ctx.dev(ctx.server, i)) for i, pr in txs])
+
+    def procs() -> list[tuple[int, str, str, str]]:
+        out = base()
+        if engine == "trafgen":
+            out += [
+                (kid, host, role, f"{proc} sender {n}")
+                for pid, host, role, proc in list(out)
+                if role == "trafgen"
+                for n, kid in enumerate(child_pids(t, pid))
+            ]
+        return out
+
+    return procs

@@ -1,0 +1,69 @@
+"""The one list of studies: each kind with its plan schema, its runner (the
+execution side) and its view (the results side).
+
+Only the front ends (``cli/``, and the dashboard) import this module: they are
+where the two sides of nicbench meet.  The session is handed a runner
+factory, the report a view, and neither knows which study it serves.
+Adding a study = its schema in ``plan/studies/`` (listed in
+``plan.studies.SCHEMAS``), its folder here, and one line below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.errors import InputError
+from ..importers.adapt import StudyImport
+from ..plan.base import StudySchema
+from ..plan.studies import HttpsStudy, PacketStudy, StorageStudy, TcpStudy
+from ..report.view import StudyView
+from ..run.study import RunnerFactory
+from .https.imported import HttpsImport
+from .https.runner import HttpsRunner
+from .https.view import HttpsView
+from .packets.imported import PacketImport
+from .packets.runner import PacketRunner
+from .packets.view import PacketView
+from .storage.imported import StorageImport
+from .storage.runner import StorageRunner
+from .storage.view import StorageView
+from .tcp.imported import TcpImport
+from .tcp.runner import TcpRunner
+from .tcp.view import TcpView
+
+
+@dataclass(frozen=True)
+class Study:
+    kind: str
+    schema: type[StudySchema]
+    runner: RunnerFactory
+    view: StudyView
+    # turns parsed tool outputs run elsewhere into this study's trials (``nicbench import``)
+    importer: StudyImport | None = None
+
+
+STUDIES: dict[str, Study] = {s.kind: s for s in (
+    Study("tcp", TcpStudy, TcpRunner, TcpView(), TcpImport()),
+    Study("https", HttpsStudy, HttpsRunner, HttpsView(), HttpsImport()),
+    Study("storage", StorageStudy, StorageRunner, StorageView(), StorageImport()),
+    Study("packets", PacketStudy, PacketRunner, PacketView(), PacketImport()),
+)}
+
+VIEWS: dict[str, StudyView] = {k: s.view for k, s in STUDIES.items()}
+
+
+def study(kind: str) -> Study:
+    try:
+        return STUDIES[kind]
+    except KeyError:
+        raise InputError(f"no study of kind {kind!r}", where="study.kind",
+                         hint=f"the studies are {', '.join(STUDIES)}") from None
+
+
+def importer_for(kind: str) -> tuple[str, StudyImport] | None:
+    """The study that imports parsed files of ``kind`` (tcp, udp, storage, http,
+    packets, rr) and its adapter, or None when no study does."""
+    for s in STUDIES.values():
+        if s.importer is not None and kind in s.importer.kinds:
+            return s.kind, s.importer
+    return None

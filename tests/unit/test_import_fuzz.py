@@ -1,0 +1,83 @@
+"""Every import parser over damaged input raises only nicbench's own errors,
+within a bounded time per input (issue 21): truncation at every offset
+(sampled for big files), bit flips, NaN/Infinity/1e308, duplicate keys,
+10k-deep nesting and a 2 MB line."""
+
+import contextlib
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from nicbench.core.errors import NicbenchError
+from nicbench.importers import PARSERS, parse_file
+
+ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "import"
+SEEDS = {  # one real file per format
+    "iperf3-json": "iperf3/local/client_udp_gso.json", "iperf3-text": "iperf3-text/ext/cp_text.txt",
+    "iperf2-csv": "iperf2/local/server_udp_e.csv", "iperf2-text": "iperf2-text/local/client_tx_p2_e.txt",
+    "fio-json": "fio/local/client_server_2hosts.json", "wrk-text": "wrk/ext/wrk2_readme_latency.txt",
+    "pktgen-text": "pktgen/ext/pktgen_netmap368_tx.txt", "trafgen-text": None,
+    "netperf-text": "netperf/ext/netperf_pkb_udp_rr_o.txt"}
+BOUND = 2.0      # seconds per input, generous for a shared 2-core machine
+
+
+def seed_text(fmt):
+    rel = SEEDS[fmt]
+    if rel is None:
+        return (ROOT.parent / "trafgen" / "0.6.8" / "one-cpu.out").read_text()
+    return (ROOT / rel).read_text()
+
+
+def run(fmt, text):
+    t0 = time.monotonic()
+    with contextlib.suppress(NicbenchError):
+        parse_file(text, "fuzz", force=fmt, role="client" if fmt.startswith("iperf2") else None)
+    assert time.monotonic() - t0 < BOUND
+
+
+def variants(text, rng):
+    n = len(text)
+    step = max(1, n // 150)
+    for cut in range(0, n, step):
+        yield text[:cut]
+    b = bytearray(text.encode())
+    for _ in range(60):
+        c = bytearray(b)
+        i = rng.randrange(len(c))
+        c[i] ^= 1 << rng.randrange(8)
+        yield c.decode("utf-8", "replace")
+    for bad in ("NaN", "Infinity", "-Infinity", "1e308", "-1e308", "-nan", "nan", "1e999", "-1", "\"x\"", "null"):
+        yield _replace_numbers(text, bad, rng)
+    yield text.replace("{", '{"start": {}, "start": 1, ', 3)
+    yield "{" * 10_000 + "}" * 10_000
+    yield "[" * 10_000 + "]" * 10_000
+    yield '{"start": ' * 10_000
+    yield "x" * 2_000_000
+    yield text + "\n" + "1" * 2_000_000
+
+
+def _replace_numbers(text, bad, rng):
+    import re
+    nums = list(re.finditer(r"(?<![\w.])\d+(?:\.\d+)?", text))
+    out = text
+    for m in sorted(rng.sample(nums, min(5, len(nums))), key=lambda m: -m.start()):
+        out = out[:m.start()] + bad + out[m.end():]
+    return out
+
+
+@pytest.mark.parametrize("fmt", sorted(PARSERS))
+def test_parsers_raise_only_nicbench_errors(fmt):
+    rng = random.Random(fmt)
+    text = seed_text(fmt)
+    for v in variants(text, rng):
+        run(fmt, v)
+
+
+def test_detection_over_noise_raises_only_nicbench_errors():
+    rng = random.Random(7)
+    for fmt in sorted(PARSERS):
+        for v in list(variants(seed_text(fmt), rng))[::25]:
+            with contextlib.suppress(NicbenchError):
+                parse_file(v, "fuzz")

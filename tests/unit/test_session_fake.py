@@ -1,0 +1,152 @@
+"""A whole run through the session on fake hosts: no root, no lab, real
+recorded tool outputs.  The session knows no study: it is handed a runner
+factory (here the TCP study's, as the CLI would take it from the registry)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import fixture_text
+from nicbench.api import load_run, render
+from nicbench.core.errors import Interrupted, PreflightError
+from nicbench.hosts.fake import FakeHosts, FakeTransport, Script
+from nicbench.hosts.spec import HostSpec, HostsSpec
+from nicbench.plan import parse_plan
+from nicbench.run.hosts import OpenedHosts
+from nicbench.run.session import execute
+from nicbench.store.runs import RunReader
+from nicbench.studies.tcp.runner import TcpRunner
+
+PLAN = """
+name = "fake-run"
+[hosts.srv]
+role = "server"
+[hosts.c1]
+role = "client"
+[hosts.c2]
+role = "client"
+[study]
+directions = ["tx"]
+io_sizes = ["128K"]
+connections = [4]
+duration = 3
+omit = 0
+trim = 0.25
+repeats = 2
+timeout_margin = 1
+"""
+
+
+def responder(argv: list[str]) -> Script:
+    if argv[:2] == ["iperf3", "--version"]:
+        return Script("iperf 3.12 (cJSON 1.7.15)\nLinux srv 6.1.0 #1 SMP x86_64\n")
+    if argv[:2] == ["iperf3", "--help"]:
+        return Script("  -Z, --zerocopy  use a 'zero copy' method\n  --bidir\n  --get-server-output\n")
+    if argv[:2] == ["iperf3", "-s"]:
+        return Script(hang=True, listen=int(argv[argv.index("-p") + 1]))
+    if argv[:2] == ["iperf3", "-c"]:
+        return Script(stdout=fixture_text("iperf3", "3.12", "tx_p2.json"), runtime=3.01)
+    if argv[0] == "ping":
+        return Script("1 packets transmitted, 1 received\n")
+    return Script()
+
+
+class Recorder:
+    def __init__(self, stop_after: int | None = None):
+        self.events: list[str] = []
+        self.stop_after = stop_after
+
+    def begin(self, run_id, total, meta):
+        self.events.append(f"begin {total} trim={meta['trim']}")
+
+    def trial_start(self, spec):
+        self.events.append(f"start {spec.trial_id}")
+
+    def trial_end(self, rec, samples):
+        self.events.append(f"end {rec.spec.trial_id} {rec.status}")
+        if self.stop_after is not None and len([e for e in self.events if e.startswith("end")]) >= self.stop_after:
+            raise KeyboardInterrupt
+
+    def end(self):
+        self.events.append("finish")
+
+
+def opener(transports: dict[str, FakeTransport]):
+    hosts = FakeHosts(HostsSpec("fake-run", 1500, (HostSpec("srv", "server", "", "198.18.0.1", 24),
+                                                   HostSpec("c1", "client", "", "198.18.0.2", 24),
+                                                   HostSpec("c2", "client", "", "198.18.0.3", 24))), transports)
+    return hosts, (lambda plan: OpenedHosts(hosts))
+
+
+def test_a_run_end_to_end_on_fake_hosts_is_stored_and_reported(tmp_path):
+    ts = {h: FakeTransport(h, responder) for h in ("srv", "c1", "c2")}
+    ts["srv"].files.update({"/proc/stat": fixture_text("proc", "stat.txt"),
+                            "/proc/softirqs": fixture_text("proc", "softirqs.txt")})
+    hosts, open_fake = opener(ts)
+    prog = Recorder()
+    out = execute(parse_plan(PLAN), PLAN, runner=TcpRunner, store=tmp_path, progress=prog, hosts_for=open_fake)
+    assert out.status == "done" and (out.ok, out.failed) == (2, 0)
+    assert prog.events == ["begin 2 trim=0.25", "start t0001", "end t0001 ok", "start t0002", "end t0002 ok",
+                           "finish"]
+    assert hosts.closed
+    # the store has everything the results side needs, and nothing of the session
+    r = RunReader(out.run_dir)
+    m = r.meta()
+    assert m["status"] == "done" and m["meta.engine"] == "iperf3" and m["meta.engine_version"] == "3.12"
+    assert m["meta.tuning"]["profile"] == "stock" and not m["meta.tuning"]["applied"]
+    assert {h.host for h in r.facts()} == {"srv", "c1", "c2"}            # no "machine": not a shared one
+    assert (out.run_dir / "plan.toml").read_text() == PLAN
+    assert all((out.run_dir / x.path).exists() for x in r.raw_outputs())
+    r.close()
+    view = load_run(out.run_dir)
+    assert [t.status for t in view.trials] == ["ok", "ok"]
+    assert view.points[0].median == pytest.approx(sum(t.gbps for t in view.trials) / 2)    # median of 2 repeats
+    assert render(view).exists()
+
+
+def test_a_preflight_problem_stops_before_the_run_directory_exists(tmp_path):
+    def no_iperf3(argv):
+        return Script(returncode=127) if argv[0] == "iperf3" else responder(argv)
+    ts = {h: FakeTransport(h, no_iperf3 if h == "c2" else responder) for h in ("srv", "c1", "c2")}
+    hosts, open_fake = opener(ts)
+    with pytest.raises(PreflightError, match="c2: iperf3 is not installed"):
+        execute(parse_plan(PLAN), PLAN, runner=TcpRunner, store=tmp_path, hosts_for=open_fake)
+    assert hosts.closed and list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_keeps_finished_points_and_closes_everything(tmp_path):
+    ts = {h: FakeTransport(h, responder) for h in ("srv", "c1", "c2")}
+    hosts, open_fake = opener(ts)
+    with pytest.raises(Interrupted, match="after 1 of 2 points"):
+        execute(parse_plan(PLAN), PLAN, runner=TcpRunner, store=tmp_path, progress=Recorder(stop_after=1),
+                hosts_for=open_fake)
+    [run_dir] = list(tmp_path.iterdir())
+    r = RunReader(run_dir)
+    assert r.meta()["status"] == "interrupted" and [t.status for t in r.trials()] == ["ok"]
+    r.close()
+    assert hosts.closed
+    assert all(p.poll() is not None for t in ts.values() for p in t.spawned)     # no process outlives the run
+
+
+def test_a_bug_in_one_point_fails_that_point_and_the_run_goes_on(tmp_path):
+    """The audit's case: a parser exception (Infinity, deep nesting ...) gave
+    'internal error' and lost every later point."""
+    class Broken(TcpRunner):
+        calls = 0
+
+        def trial(self, env, spec, raw_dir):
+            Broken.calls += 1
+            if Broken.calls == 1:
+                (raw_dir / "c1-client-5201.out").write_text('{"start": {"x": Infinity}')
+                raise ValueError("could not convert string to float: 'Infinity'")
+            return super().trial(env, spec, raw_dir)
+    ts = {h: FakeTransport(h, responder) for h in ("srv", "c1", "c2")}
+    hosts, open_fake = opener(ts)
+    out = execute(parse_plan(PLAN), PLAN, runner=Broken, store=tmp_path, hosts_for=open_fake)
+    assert (out.ok, out.failed) == (1, 1) and out.status == "done-with-failures"
+    r = RunReader(out.run_dir)
+    first, second = r.trials()
+    assert first.status == "failed" and "internal error while running or reading the point: ValueError" in first.error
+    assert "Traceback" in first.meta["internal_error"]
+    assert [x.path for x in r.raw_outputs() if x.trial_id == "t0001"] == ["raw/t0001/c1-client-5201.out"]
+    assert second.status == "ok"
