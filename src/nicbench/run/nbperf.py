@@ -46,6 +46,7 @@ SERVER_FDS = 64         # nbperf's own descriptors besides one per connection (t
 CLIENT_FDS = 64
 LEAD_S = 1.0            # the start is this far after the servers listen: connections are made before it
 LEAD_PER_CONN_S = 0.001
+MAX_LEAD_S = 30.0       # nbperf refuses a start more than 60 s ahead
 
 
 @dataclass(frozen=True)
@@ -282,7 +283,8 @@ def run_trial(ctx: NbperfContext, env: PointEnv, spec: TrialSpec,
     with guard:
         # 1. one server per client host; it leaves by itself once its one client
         #    process is done, and at its hard deadline whatever happens
-        until = time.time() + 5.0 + LEAD_S + LEAD_PER_CONN_S * max(x.conns for x in ps) + seconds + grace + 5.0
+        t_spawn = time.monotonic()
+        until = time.time() + 5.0 + MAX_LEAD_S + seconds + grace + 5.0
         for pair in ps:
             argv = env.pinned(pair.client, nbperf.server_argv(ctx.exes[pair.client], port=pair.port, until=until,
                                                               clients=1, bind=ctx.addresses[pair.client]))
@@ -290,9 +292,13 @@ def run_trial(ctx: NbperfContext, env: PointEnv, spec: TrialSpec,
             servers.append((pair, ctx.transports[pair.client].spawn(argv, stdout=out, stderr=err)))
             meta["argv"][f"{pair.client}:server:{pair.port}"] = argv
         _wait_listening(servers, time.monotonic() + 5.0)
-        # 2. the clients, all given one start on the study server's clock
-        rtt = 0.0
-        start = time.time() + LEAD_S + LEAD_PER_CONN_S * max(x.conns for x in ps) + 0.004 * len(ps)
+        # 2. the clients, all given one start on the study server's clock.  The
+        #    lead covers making the connections and starting the clients: twice
+        #    what starting the servers took (ms here, most of a second per
+        #    command over SSH), so no client is handed a start already past
+        started_in = time.monotonic() - t_spawn
+        lead = min(MAX_LEAD_S, LEAD_S + LEAD_PER_CONN_S * max(x.conns for x in ps) + 2 * started_in)
+        start = time.time() + lead
         for pair in ps:
             argv = nbperf.client_argv(
                 ctx.exes[ctx.server], server=ctx.addresses[pair.client], port=pair.port, start=start,
@@ -301,11 +307,9 @@ def run_trial(ctx: NbperfContext, env: PointEnv, spec: TrialSpec,
                 congestion=s.congestion, nodelay=s.no_delay, send=ctx.send, recv=ctx.recv, test=spec.trial_id)
             argv = env.pinned(ctx.server, argv)
             out, err = raw(ctx.server, "engine-client", f"{pair.client}-client-{pair.port}")
-            proc = ctx.transports[ctx.server].spawn(argv, stdout=out, stderr=err)
-            rtt = max(rtt, proc.rtt)
-            clis.append((pair, proc))
+            clis.append((pair, ctx.transports[ctx.server].spawn(argv, stdout=out, stderr=err)))
             meta["argv"][f"{ctx.server}:client:{pair.client}:{pair.port}"] = argv
-        meta["start_at"] = start
+        meta["start_at"], meta["start_lead_s"] = start, lead
         samplers = guard.samplers = PointSamplers(
             spec.trial_id, _net_targets(ctx, env, servers, clis), env.cpu_transport, _tool_procs(env, servers, clis),
             machine=env.cpu_machine, nic_irqs=env.nic_irqs, net_interval=min(s.interval, 0.5),
