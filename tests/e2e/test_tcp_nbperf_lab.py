@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import namespaces, plan_text
 
-from nicbench.api import execute, load_run
+from nicbench.api import execute, load_run, render
 from nicbench.plan import parse_plan
 
 pytestmark = pytest.mark.lab
@@ -41,6 +41,7 @@ def test_nbperf_on_a_shaped_link_reads_its_ceiling_like_iperf3(tmp_path):
         assert 0.95 <= p.of_ceiling <= 1.005, (p.point, p.median)
         assert not p.above_ceiling
         assert p.wire_gbps / p.link_gbps == pytest.approx(1.0, abs=0.03), (p.point, p.wire_gbps)
+    assert "Engine nbperf 1.0.0" in render(nb).read_text()
     ip = _run(tmp_path, "iperf3", "nbpf3")
     by = {p.point: p.median for p in ip.points}
     for p in nb.points:
@@ -92,4 +93,6 @@ def test_a_killed_nbperf_server_leaves_a_partial_point_with_the_survivors_data(t
     assert set(t.receiver["tx"].per_host) == {"c1"} and t.gbps > 0.3        # c1 alone on a 1G link
     [p] = view.points
     assert p.survivors_only and p.median == pytest.approx(t.gbps)
+    page = render(view).read_text()
+    assert "survivors only" in page and "c2:5201 lost" in page
     assert namespaces("nbpl") == []
