@@ -23,6 +23,8 @@ fi
 # nbgen, nicbench's XDP packet generator (native/nbgen): make rebuilds it only
 # when its sources changed
 make -s -C native/nbgen
+# nbperf, nicbench's TCP/UDP traffic engine (native/nbperf): C, libc and pthreads only
+make -s -C native/nbperf
 
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then

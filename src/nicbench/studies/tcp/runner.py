@@ -30,6 +30,7 @@ from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, r
 from ...plan.model import Plan
 from ...plan.studies.tcp import TcpStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ...run import nbperf as nbperf_engine
 from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together, stall_causes, stalled
 from ...run.preflight import busy_ports, reach_problems
 from ...run.procnet import established_peers, listening, socket_inodes
@@ -101,8 +102,13 @@ class TcpRunner:
         self.transports = hosts.transports()
         self.addresses = {h.name: h.ip for h in hosts.spec.hosts}
         self.ctx: TcpContext | None = None
+        # engine = "nbperf" is driven by run/nbperf.py: preflight and trial go there
+        self.nbperf = (nbperf_engine.NbperfTcp(self.study, self.server, self.clients, self.transports, self.addresses)
+                       if self.study.engine == "nbperf" else None)
 
     def preflight(self) -> Preflight:
+        if self.nbperf is not None:
+            return self.nbperf.preflight()
         self.ctx, warnings = preflight(self.study, self.server, self.clients, self.transports, self.addresses)
         c, s = self.ctx, self.study
         return Preflight(tools=("iperf3" if s.engine == "iperf3" else "iperf", "ethtool"),
@@ -115,6 +121,8 @@ class TcpRunner:
         return []
 
     def trial(self, env: PointEnv, spec: TrialSpec, raw_dir: Path) -> TrialOutcome:
+        if self.nbperf is not None:
+            return self.nbperf.trial(env, spec, raw_dir)
         assert self.ctx is not None, "preflight first"
         return TrialOutcome(*run_trial(self.ctx, env, spec, raw_dir))
 
