@@ -25,10 +25,18 @@ def parse_snmp(text: str) -> dict[str, dict[str, int]]:
     return out
 
 
-# the counters a throughput study wants beside its results
+# the counters a throughput study wants beside its results.  UDP's say where
+# datagrams were lost: SndbufErrors on the sender (a full socket buffer, or a
+# qdisc or device queue refusing the packet: the kernel counts ENOBUFS there
+# and the application never hears of it), RcvbufErrors on the receiver (its
+# socket buffer was full; InErrors includes them), NoPorts (nobody listened),
+# ReasmFails (a fragmented datagram missed a fragment)
 WATCHED = {("Tcp", "RetransSegs"): "tcp.retrans_segs", ("Tcp", "OutSegs"): "tcp.out_segs",
            ("Udp", "InErrors"): "udp.in_errors", ("Udp", "RcvbufErrors"): "udp.rcvbuf_errors",
-           ("Ip", "InDiscards"): "ip.in_discards", ("TcpExt", "TCPLostRetransmit"): "tcp.lost_retransmit"}
+           ("Udp", "SndbufErrors"): "udp.sndbuf_errors", ("Udp", "InDatagrams"): "udp.in_datagrams",
+           ("Udp", "OutDatagrams"): "udp.out_datagrams", ("Udp", "NoPorts"): "udp.no_ports",
+           ("Ip", "InDiscards"): "ip.in_discards", ("Ip", "ReasmFails"): "ip.reasm_fails",
+           ("TcpExt", "TCPLostRetransmit"): "tcp.lost_retransmit"}
 
 
 def watched(counters: dict[str, dict[str, int]]) -> dict[str, int]:
