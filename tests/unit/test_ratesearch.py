@@ -38,12 +38,18 @@ def test_rates_are_per_unit():
     assert [s.rate for s in steps] == [None, 1.25, 1.875]          # 2 units: step 0's 5/s is 2.5 each
 
 
-def test_an_upper_bound_below_the_unpaced_rate_starts_the_bracket_there():
-    """A link ceiling: bisecting from 100 instead of 1000 gets closer in as many steps."""
-    free, _ = search(limit=95.0, unpaced=1000.0, max_steps=4)
-    capped, k = search(limit=95.0, unpaced=1000.0, max_steps=4, upper=100.0)
-    assert [s.rate for s in capped] == [None, 50.0, 75.0, 87.5, 93.75] and k == 4
-    assert max(s.received for s in free if s.passed) == 62.5
+def test_an_upper_bound_below_the_unpaced_rate_is_tried_first_then_bisected_from():
+    """A link ceiling: tried at once (RFC 2544's first trial at the medium's
+    rate); failing, bisecting from 100 instead of 1000 gets closer in as many steps."""
+    free, _ = search(limit=97.0, unpaced=1000.0, max_steps=6)
+    capped, k = search(limit=97.0, unpaced=1000.0, max_steps=6, upper=100.0)
+    assert [s.rate for s in capped] == [None, 100.0, 50.0, 75.0, 87.5, 93.75, 96.875] and k == 6
+    assert [s.rate for s in free] == [None, 500.0, 250.0, 125.0, 62.5, 93.75, 109.375]
+
+
+def test_a_path_that_carries_the_upper_bound_is_done_at_once():
+    steps, k = search(limit=100.0, unpaced=1000.0, upper=100.0, resolution=0.01)
+    assert [s.rate for s in steps] == [None, 100.0] and k == 1
 
 
 def test_the_search_stops_once_the_bracket_is_narrower_than_the_resolution():

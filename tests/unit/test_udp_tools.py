@@ -12,7 +12,7 @@ from conftest import fixture_text
 from nicbench.core import linerate as L
 from nicbench.core.errors import ToolError
 from nicbench.run.procnet import bound_udp
-from nicbench.sampling.netstat import parse_snmp, watched
+from nicbench.sampling.netstat import fragment_memory, parse_snmp, watched
 from nicbench.tools import iperf2, iperf3
 
 INFO = iperf3.info_from("iperf 3.12", "--bidir --get-server-output")
@@ -151,3 +151,10 @@ def test_udp_ceiling_of_fragmented_datagrams():
     assert L.udp_fragments(8000, 1500, 6) == [1496] * 5 + [816]          # + 8-byte fragment header, 1448 per
     with pytest.raises(L.ModelError, match="1..65507"):
         L.udp(1e9, 1500, payload=65508)
+
+
+def test_fragment_memory_held_by_incomplete_datagrams():
+    assert fragment_memory(fixture_text("proc", "net_sockstat.txt")) == 0
+    # recorded after fragments were dropped: the reassembly memory is over ipfrag_high_thresh (4 MiB)
+    assert fragment_memory(fixture_text("proc", "net_sockstat_frag_held.txt")) == 4195712
+    assert fragment_memory("TCP: inuse 0\n") is None

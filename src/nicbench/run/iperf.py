@@ -27,7 +27,7 @@ from ..sampling.sampler import NetTarget, tool_procs
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, ToolInfo
 from .kit import PointEnv, even_shares
-from .procnet import bound_udp, listening, socket_inodes
+from .procnet import bound_udp, connected_udp, listening, socket_inodes
 
 MODE = {"tx": "fwd", "rx": "rev", "bidir": "bidir"}
 DIRECTION = {"fwd": "tx", "rev": "rx"}
@@ -128,6 +128,19 @@ def wait_ready(t: Transport, proc: Process, port: int, deadline: float, proto: L
         if time.monotonic() > deadline:
             raise ToolError(f"engine server on port {port} is not listening after 5 s", where=t.host)
         time.sleep(0.005)
+
+
+def udp_streams_set_up(t: Transport, proc: Process, port: int) -> int:
+    """How many UDP streams an iperf3 server has set up on ``port``: it connects
+    a socket to each stream's sender once that stream's set-up datagram came
+    (read from /proc/PID/net/udp{,6} and the process's own sockets)."""
+    inodes: set[int] = set()
+    for table in ("udp", "udp6"):
+        try:
+            inodes |= connected_udp(t.read_text(f"/proc/{proc.pid}/net/{table}")).get(port, set())
+        except OSError:
+            pass
+    return len(inodes & socket_inodes(t.fd_links(proc.pid))) if inodes else 0
 
 
 def server_error(text: str) -> str | None:

@@ -31,6 +31,12 @@ def bound_udp(text: str) -> dict[int, set[int]]:
     return listening(text, "07")
 
 
+def connected_udp(text: str) -> dict[int, set[int]]:
+    """Port -> inodes of connected UDP sockets (state 01): an iperf3 UDP server
+    connects one per stream once the stream's set-up datagram arrived."""
+    return listening(text, "01")
+
+
 def listening_ports(text: str) -> set[int]:
     return set(listening(text))
 

@@ -5,12 +5,15 @@ to try next, when to stop, which step is the answer.  A runner measures;
 this decides.
 
 Step 0 runs unpaced: if it loses no more than the threshold, the sender is
-the limit and that is the answer.  Otherwise bisect between 0 and an upper
-bound -- step 0's sent rate per unit, or ``upper`` when that is lower (the
-link's ceiling: asking for more than the wire carries only loses steps) --
-at most ``max_steps`` times, or until the bracket is narrower than
-``resolution`` of its top.  The answer is the passing step that received the
-most.
+the limit and that is the answer.  Otherwise, when an ``upper`` bound below
+step 0's sent rate per unit is known (the link's ceiling: asking for more
+than the wire carries only loses steps), step 1 tries it, as RFC 2544's
+first trial runs at the medium's maximum rate: if it passes, that is the
+answer.  Then bisect between the best passing rate and the lowest failing
+one (step 0's sent rate per unit, or ``upper``, to begin with), at most
+``max_steps`` steps after step 0, or until the bracket is narrower than
+``resolution`` of its top.  The answer is the passing step that received
+the most.
 
 Rates are per *unit* (the study says which: frames/s per port, bit/s per
 client); ``sent`` and ``received`` are the whole point's, in that unit per
@@ -61,6 +64,8 @@ def next_rate(steps: Sequence[Step], *, units: int, max_steps: int, upper: float
     (the first step is the unpaced one: call this only after it ran)."""
     if not steps or steps[0].passed or len(steps) > max_steps:
         return None
+    if upper is not None and 0 < upper < steps[0].sent / units and len(steps) == 1:
+        return upper
     low, high = bracket(steps, units=units, upper=upper)
     if high <= 0 or high - low <= resolution * high:
         return None

@@ -43,6 +43,21 @@ def watched(counters: dict[str, dict[str, int]]) -> dict[str, int]:
     return {name: counters[p][k] for (p, k), name in WATCHED.items() if p in counters and k in counters[p]}
 
 
+def fragment_memory(sockstat: str) -> int | None:
+    """Bytes held by incomplete IPv4 fragmented datagrams (``FRAG: inuse N
+    memory M`` of /proc/net/sockstat, per network namespace); None if absent.
+
+    Held until the datagram completes or ``net.ipv4.ipfrag_time`` passes;
+    above ``ipfrag_high_thresh`` every new fragment is dropped."""
+    for line in sockstat.splitlines():
+        f = line.split()
+        if f[:1] == ["FRAG:"] and "memory" in f:
+            i = f.index("memory")
+            if i + 1 < len(f) and f[i + 1].isdigit():
+                return int(f[i + 1])
+    return None
+
+
 def parse_interrupts(text: str) -> dict[str, tuple[dict[str, int], str]]:
     """IRQ -> ({cpu: count}, description) from /proc/interrupts.
 

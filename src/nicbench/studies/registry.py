@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..core.errors import InputError
 from ..plan.base import StudySchema
-from ..plan.studies import HttpsStudy, PacketStudy, StorageStudy, TcpStudy
+from ..plan.studies import HttpsStudy, PacketStudy, StorageStudy, TcpStudy, UdpStudy
 from ..report.view import StudyView
 from ..run.study import RunnerFactory
 from .https.runner import HttpsRunner
@@ -25,6 +25,8 @@ from .storage.runner import StorageRunner
 from .storage.view import StorageView
 from .tcp.runner import TcpRunner
 from .tcp.view import TcpView
+from .udp.runner import UdpRunner
+from .udp.view import UdpView
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ STUDIES: dict[str, Study] = {s.kind: s for s in (
     Study("https", HttpsStudy, HttpsRunner, HttpsView()),
     Study("storage", StorageStudy, StorageRunner, StorageView()),
     Study("packets", PacketStudy, PacketRunner, PacketView()),
+    Study("udp", UdpStudy, UdpRunner, UdpView()),
 )}
 
 VIEWS: dict[str, StudyView] = {k: s.view for k, s in STUDIES.items()}

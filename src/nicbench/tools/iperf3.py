@@ -129,6 +129,9 @@ class Iperf3Report:
     last_end: float = 0.0            # end of this process's own last interval, on its clock
     peer_last_end: float = 0.0       # the same for the server's intervals, on the server's clock
     udp: dict[str, UdpTotal] = field(default_factory=dict)   # "fwd.receiver" -> UDP datagram totals
+    # bytes: what -w asked (sock_bufsize, 0: nothing), what each end's sockets got
+    # (sndbuf/rcvbuf_actual: the kernel doubles the ask and caps it at [rw]mem_max)
+    socket_buffers: dict[str, int] = field(default_factory=dict)
 
 
 _NON_NUMBER = re.compile(r"(?<=[:\[,])(\s*)(-?nan|-?inf(?:inity)?)\b", re.IGNORECASE)
@@ -311,6 +314,11 @@ def _udp_totals(end: dict, is_server: bool, into: dict[str, UdpTotal], default_s
         into.setdefault(f"{flow}.{side}", t)
 
 
+def _buffers(start: dict, prefix: str) -> dict[str, int]:
+    keys = ("sock_bufsize", "sndbuf_actual", "rcvbuf_actual")
+    return {prefix + k.removesuffix("_actual"): int(start[k]) for k in keys if isinstance(start.get(k), (int, float))}
+
+
 def parse(text: str) -> Iperf3Report:
     """Parse the client's ``-J --get-server-output`` (or a server's ``-J``) output."""
     d = extract_json(text)
@@ -344,10 +352,13 @@ def parse(text: str) -> Iperf3Report:
     bidir = "sum_sent_bidir_reverse" in end or any(
         "sum_bidir_reverse" in iv for iv in d.get("intervals", []))
     tstamp = (start.get("timestamp") or {}).get("timesecs")
+    bufs = _buffers(start, "")
+    if isinstance(server, dict) and isinstance(server.get("start"), dict):
+        bufs |= _buffers(server["start"], "peer_")
     return Iperf3Report(
         version=start.get("version"), error=d.get("error"),
         protocol=ts.get("protocol"), num_streams=ts.get("num_streams"), blksize=ts.get("blksize"),
         duration=ts.get("duration"), omit=ts.get("omit"), reverse=bool(ts.get("reverse")),
         bidir=bidir, timesecs=int(tstamp) if tstamp is not None else None,
         intervals=tuple(intervals), has_server_output=isinstance(server, dict), totals=totals,
-        last_end=last_end, peer_last_end=peer_last_end, udp=udp)
+        last_end=last_end, peer_last_end=peer_last_end, udp=udp, socket_buffers=bufs)
