@@ -57,3 +57,16 @@ def test_compare_command_on_two_imported_runs(tmp_path):
     r = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "compare", ids[0], "nosuchrun",
                         "--store", str(tmp_path / "store")], capture_output=True, text=True)
     assert r.returncode == 6 and r.stderr.count("\n") == 1 and "hint:" in r.stderr
+
+
+def test_compare_command_names_every_figure_of_a_study(tmp_path):
+    """A UDP run is compared on received Gbps and on loss, which is lower-is-better."""
+    run = tmp_path / "udp"
+    shutil.copytree(FIXTURES / "runs" / "udp", run)
+    r = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "compare", str(run), str(run), "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [(m["metric"], m["higher_is_better"]) for m in doc["metrics"]] == [
+        ("Gbps received (UDP payload)", True), ("loss % (receivers)", False)]
+    assert doc["metric"] == doc["metrics"][0]["metric"] and len(doc["points"]) == 12

@@ -17,12 +17,13 @@ from __future__ import annotations
 import math
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output
+from ..records import Tags, make_tags
 from ..sampling.sampler import NetTarget, tool_procs
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, ToolInfo
@@ -166,6 +167,17 @@ def tool_error(msg: str, host: str) -> ToolError:
 Slots = Sequence[tuple[ProcSlot, Process]]
 
 
+def stop_servers(engine: str, servers: Slots, mode: str, interval: float, meta: dict) -> None:
+    """After the clients: an iperf3 server (-1) exits by itself (stopped after
+    3 s if not); iperf2 servers as :func:`stop_iperf2_servers`."""
+    if engine == "iperf3":
+        for _, proc in servers:
+            if proc.wait(3.0) is None:
+                proc.stop(0.5)
+    else:
+        stop_iperf2_servers(servers, 2 if mode == "bidir" else 1, interval, meta)
+
+
 def stop_iperf2_servers(servers: Slots, flows_per_stream: int, interval: float, meta: dict) -> None:
     """An iperf2 server is stopped once every flow it serves has printed its
     summary (or after 2 s); a server cut short is a warning in ``meta``."""
@@ -272,6 +284,17 @@ def interval_span(iv: FlowInterval, anchor: float | None,
     else:
         return None
     return t0, t0 + (iv.end - iv.start)
+
+
+def placed(intervals: Sequence[FlowInterval], host: str, port: int, anchor: float | None,
+           peer_anchor: float | None = None) -> Iterator[tuple[FlowInterval, float, float, Tags]]:
+    """Each interval that can be placed, with its wall-clock span and the tags
+    every study's samples of it carry (see :func:`interval_span`)."""
+    for iv in intervals:
+        span = interval_span(iv, anchor, peer_anchor)
+        if span is not None:
+            yield iv, span[0], span[1], make_tags(host=host, proc=port, direction=DIRECTION[iv.flow], side=iv.side,
+                                                  omitted=1 if iv.omitted else 0, streams=iv.streams)
 
 
 def net_targets(server: str, transports: dict[str, Transport], env: PointEnv, servers: Slots,

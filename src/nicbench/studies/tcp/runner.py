@@ -26,10 +26,10 @@ from ...hosts.base import Hosts
 from ...hosts.transport import Process, Transport, read_output
 from ...plan.model import Plan
 from ...plan.studies.tcp import TcpStudy
-from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ...records import RawOutput, Sample, TrialRecord, TrialSpec
 from ...run import iperf
-from ...run.iperf import DIRECTION, MODE, ProcSlot, layout
-from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together
+from ...run.iperf import MODE, ProcSlot, layout
+from ...run.kit import PointEnv, PointGuard, PointSamplers, RawFiles, release_together
 from ...run.preflight import busy_ports, reach_problems
 from ...run.study import Preflight, TrialOutcome
 from ...tools import iperf2, iperf3
@@ -129,13 +129,7 @@ def _samples(trial_id: str, host: str, port: int, anchor: float | None,
              intervals: Sequence[FlowInterval], peer_anchor: float | None = None) -> list[Sample]:
     """Samples on the wall clock (see :func:`nicbench.run.iperf.interval_span`)."""
     out = []
-    for iv in intervals:
-        span = iperf.interval_span(iv, anchor, peer_anchor)
-        if span is None:
-            continue
-        t0, t1 = span
-        tags = make_tags(host=host, proc=port, direction=DIRECTION[iv.flow], side=iv.side,
-                         omitted=1 if iv.omitted else 0, streams=iv.streams)
+    for iv, t0, t1, tags in iperf.placed(intervals, host, port, anchor, peer_anchor):
         out.append(Sample(trial_id, "tcp.bytes", float(iv.bytes), "bytes", t0, t1, tags))
         if iv.retransmits is not None:
             out.append(Sample(trial_id, "tcp.retransmits", float(iv.retransmits), "count", t0, t1, tags))
@@ -155,18 +149,11 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
     started = time.time()
     servers: list[tuple[ProcSlot, Process]] = []
     clis: list[tuple[ProcSlot, Process]] = []
-    raws: list[RawOutput] = []
+    raws = RawFiles(spec.trial_id, env, raw_dir, "iperf3" if engine == "iperf3" else "iperf2")
     meta: dict = {"layout": [vars(x) for x in slots], "engine": engine, "server": ctx.server,
                   "engine_version": ctx.tool.version_str, "argv": {}}
     samples: list[Sample] = []
     guard = PointGuard(meta, lambda: [p for _, p in clis + servers], grace=0.5)
-
-    def raw(host: str, role: str, name: str) -> tuple[Path, Path]:
-        out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
-        tool = "iperf3" if engine == "iperf3" else "iperf2"
-        raws.append(RawOutput(spec.trial_id, host, role, tool, "stdout", env.rel(out)))
-        raws.append(RawOutput(spec.trial_id, host, role, tool, "stderr", env.rel(err)))
-        return out, err
 
     limit = s.omit + s.duration + s.timeout_margin
     with guard:
@@ -178,7 +165,7 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
                                        lifetime=iperf2.lifetime(s.duration, s.omit, s.timeout_margin),
                                        window=s.window))
             argv = env.pinned(slot.client, argv)
-            out, err = raw(slot.client, "engine-server", f"{slot.client}-server-{slot.port}")
+            out, err = raws.pair(slot.client, "engine-server", f"{slot.client}-server-{slot.port}")
             servers.append((slot, t.spawn(argv, stdout=out, stderr=err)))
             meta["argv"][f"{slot.client}:server:{slot.port}"] = argv
         deadline = time.monotonic() + 5.0
@@ -199,7 +186,7 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
                                           streams=slot.streams, mode=mode, no_delay=s.no_delay,
                                           window=s.window, congestion=s.congestion)
             argv = env.pinned(ctx.server, argv)
-            out, err = raw(ctx.server, "engine-client", f"{slot.client}-client-{slot.port}")
+            out, err = raws.pair(ctx.server, "engine-client", f"{slot.client}-client-{slot.port}")
             clis.append((slot, srv_t.spawn(argv, stdout=out, stderr=err, gated=True)))
             meta["argv"][f"{ctx.server}:client:{slot.client}:{slot.port}"] = argv
         # 3. the barrier: once every shim waits at its gate, release them back to back
@@ -220,12 +207,7 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
         samplers.last_read()        # as the clients finish (through the namespace)
         # 5. servers: iperf3 -1 exits by itself; an iperf2 server is stopped once
         #    every flow it serves has printed its summary (or after 2 s)
-        if engine == "iperf3":
-            for _, proc in servers:
-                if proc.wait(3.0) is None:
-                    proc.stop(0.5)
-        else:
-            iperf.stop_iperf2_servers(servers, 2 if mode == "bidir" else 1, s.interval, meta)
+        iperf.stop_servers(engine, servers, mode, s.interval, meta)
     status, error, counter_samples = guard.status, guard.error, guard.counters
 
     # 6. parse what the tools wrote (also after a failure: what parsed is kept)
@@ -244,7 +226,7 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
     samples += counter_samples
     ended = time.time()
     meta["overhead_s"] = (ended - started) - (s.omit + s.duration)
-    return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+    return TrialRecord(spec, status, started, ended, error, meta), samples, raws.outputs  # type: ignore[arg-type]
 
 
 def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, stamps, ends,

@@ -13,7 +13,7 @@ from ...core.linerate import format_speed
 from ...core.units import format_size
 from ...records import Sample, TrialRecord
 from ...report.facts import facts_section
-from ...report.figures import DIRECTION_TITLES, new_figure, save, size_axis
+from ...report.figures import DIRECTION_TITLES, cpu_axis, new_figure, save, size_axis
 from ...report.render import cpu_sentence, pinned_tools, rounded, write_exports, write_page
 from ...report.view import Analysed, CompareValues, RunView, StoredRun
 from .analysis import PointStats, TrialResult, point_stats, trial_result
@@ -198,14 +198,7 @@ def cpu_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[P
         ax.set_ylabel("Gbps")
         ax.set_xticks(xs)
         ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
-        ax2 = ax.twinx()
-        ax2.plot(xs, [r["cpu_pct_of_machine"] for r in pts], "o-", color="#c44e52", label="CPU % of machine")
-        ax2.set_ylim(0, 105)
-        ax2.set_ylabel("CPU % (all cores)")
-        h1, l1 = ax.get_legend_handles_labels()
-        h2, l2 = ax2.get_legend_handles_labels()
-        ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22),
-                  ncol=3, frameon=False)
+        cpu_axis(ax, xs, [r["cpu_pct_of_machine"] for r in pts])
         ax.set_title(f"{title}: {DIRECTION_TITLES.get(direction, direction)}: throughput and CPU", fontsize=10)
         paths.append(save(fig, out_dir, f"cpu-{direction}"))
     return paths

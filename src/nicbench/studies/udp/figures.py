@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...analysis.trials import EXPECTED_DIRECTIONS
-from ...report.figures import DIRECTION_TITLES, new_figure, save, size_axis
+from ...report.figures import DIRECTION_TITLES, cpu_axis, new_figure, save, size_axis
 
 Row = dict[str, Any]
 CEILING: dict[str, Any] = {"color": "crimson", "linestyle": "--", "linewidth": 1.2}
@@ -157,12 +157,6 @@ def cpu_figure(rows: Sequence[Row], out: Path, title: str) -> list[Path]:
     ax.set_ylabel("Gbps")
     ax.set_xticks(xs)
     ax.set_xticklabels([r["point"] for r in pts], rotation=60, ha="right", fontsize=7)
-    ax2 = ax.twinx()
-    ax2.plot(xs, [r["cpu_pct_of_machine"] for r in pts], "o-", color="#c44e52", label="CPU % of machine")
-    ax2.set_ylim(0, 105)
-    ax2.set_ylabel("CPU % (all cores)")
-    h1, l1 = ax.get_legend_handles_labels()
-    h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=2, frameon=False)
+    cpu_axis(ax, xs, [r["cpu_pct_of_machine"] for r in pts], legend_below=-0.35, ncol=2)
     ax.set_title(f"{title}: throughput and CPU", fontsize=10)
     return [save(fig, out, "cpu")]

@@ -37,10 +37,10 @@ from ...hosts.base import Hosts
 from ...hosts.transport import Process, Transport, read_output
 from ...plan.model import Plan
 from ...plan.studies.udp import UdpStudy
-from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ...records import RawOutput, Sample, TrialRecord, TrialSpec
 from ...run import iperf, ratesearch
 from ...run.iperf import DIRECTION, MODE, ProcSlot, Slots, layout
-from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together
+from ...run.kit import PointEnv, PointGuard, PointSamplers, RawFiles, release_together
 from ...run.preflight import busy_ports, reach_problems
 from ...run.procnet import bound_udp
 from ...run.study import Preflight, TrialOutcome
@@ -310,7 +310,7 @@ def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate
     drained = drain_fragments(ctx.transports, hosts) if len(linerate.udp_fragments(size, ctx.mtu)) > 1 else None
     servers: list[tuple[ProcSlot, Process]] = []
     clis: list[tuple[ProcSlot, Process]] = []
-    raws: list[RawOutput] = []
+    raws = RawFiles(spec.trial_id, env, raw_dir, "iperf3" if engine == "iperf3" else "iperf2")
     meta: dict = {"layout": [vars(x) for x in slots], "engine": engine, "server": ctx.server,
                   "engine_version": ctx.tool.version_str, "argv": {}, "rate_per_client_bps": rate,
                   "rate_per_stream_bps": per_stream, "datagram_size": size, "window": s.window}
@@ -321,14 +321,6 @@ def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate
                                 f"{drained[0]:.0f} s: new fragments may be dropped (net.ipv4.ipfrag_high_thresh)"]
     samples: list[Sample] = []
     guard = PointGuard(meta, lambda: [pr for _, pr in clis + servers], grace=0.5)
-    tool = "iperf3" if engine == "iperf3" else "iperf2"
-
-    def raw(host: str, role: str, name: str) -> tuple[Path, Path]:
-        out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
-        raws.append(RawOutput(spec.trial_id, host, role, tool, "stdout", env.rel(out)))
-        raws.append(RawOutput(spec.trial_id, host, role, tool, "stderr", env.rel(err)))
-        return out, err
-
     limit = s.omit + s.duration + s.timeout_margin
     with guard:
         for slot in slots:                      # 1. engine servers on the client hosts
@@ -336,7 +328,7 @@ def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate
                     iperf2.udp_server_argv(port=slot.port, interval=s.interval, size=size, window=s.window,
                                            lifetime=iperf2.lifetime(s.duration, s.omit, s.timeout_margin)))
             argv = env.pinned(slot.client, argv)
-            out, err = raw(slot.client, "engine-server", f"{slot.client}-server-{slot.port}")
+            out, err = raws.pair(slot.client, "engine-server", f"{slot.client}-server-{slot.port}")
             servers.append((slot, ctx.transports[slot.client].spawn(argv, stdout=out, stderr=err)))
             meta["argv"][f"{slot.client}:server:{slot.port}"] = argv
         deadline = time.monotonic() + 5.0
@@ -349,7 +341,7 @@ def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate
                                       rate_bps=per_stream, window=s.window)
             argv = iperf3.udp_client_argv(ctx.tool, **kw) if engine == "iperf3" else iperf2.udp_client_argv(**kw)
             argv = env.pinned(ctx.server, argv)
-            out, err = raw(ctx.server, "engine-client", f"{slot.client}-client-{slot.port}")
+            out, err = raws.pair(ctx.server, "engine-client", f"{slot.client}-client-{slot.port}")
             clis.append((slot, srv_t.spawn(argv, stdout=out, stderr=err, gated=True)))
             meta["argv"][f"{ctx.server}:client:{slot.client}:{slot.port}"] = argv
         meta["released"] = release_together([pr for _, pr in clis], "engine clients", ctx.server)   # 3.
@@ -364,12 +356,7 @@ def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate
             if proc.wait(end_by - time.monotonic()) is None:
                 raise _hung(ctx, slot, clis, limit)
         samplers.last_read()
-        if engine == "iperf3":                  # 5. servers: iperf3 -1 exits by itself
-            for _, proc in servers:
-                if proc.wait(3.0) is None:
-                    proc.stop(0.5)
-        else:
-            iperf.stop_iperf2_servers(servers, 2 if mode == "bidir" else 1, s.interval, meta)
+        iperf.stop_servers(engine, servers, mode, s.interval, meta)     # 5. the servers
     status, error, counter_samples = guard.status, guard.error, guard.counters
 
     stamps, ends = iperf.gate_stamps(clis, meta)   # 6. what the tools wrote (kept after a failure too)
@@ -392,7 +379,7 @@ def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate
     ended = time.time()
     meta["overhead_s"] = (ended - started) - (s.omit + s.duration)
     rec = TrialRecord(spec, status, started, ended, error, meta)  # type: ignore[arg-type]
-    return Measured(rec, samples, raws, tallies, nothing)
+    return Measured(rec, samples, raws.outputs, tallies, nothing)
 
 
 def drain_fragments(transports: dict[str, Transport], hosts: Sequence[str]) -> tuple[float, list[str]]:
@@ -468,13 +455,7 @@ def _samples(trial_id: str, host: str, port: int, anchor: float | None, interval
              peer_anchor: float | None = None) -> list[Sample]:
     """Each interval's bytes and datagram counts on the wall clock."""
     out = []
-    for iv in intervals:
-        span = iperf.interval_span(iv, anchor, peer_anchor)
-        if span is None:
-            continue
-        t0, t1 = span
-        tags = make_tags(host=host, proc=port, direction=DIRECTION[iv.flow], side=iv.side,
-                         omitted=1 if iv.omitted else 0, streams=iv.streams)
+    for iv, t0, t1, tags in iperf.placed(intervals, host, port, anchor, peer_anchor):
         out.append(Sample(trial_id, "udp.bytes", float(iv.bytes), "bytes", t0, t1, tags))
         for metric, v, unit in (("udp.packets", iv.packets, "packets"), ("udp.lost", iv.lost, "packets"),
                                 ("udp.out_of_order", iv.out_of_order, "count"), ("udp.jitter", iv.jitter_s, "s")):
