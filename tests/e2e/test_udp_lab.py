@@ -76,7 +76,7 @@ def test_max_rate_is_close_to_the_ceiling_and_offering_more_loses_where_the_coun
         assert s.loss == pytest.approx(t.loss, abs=0.015 + 0.05 * (t.loss or 0)), (t.point, s.loss, t.loss)
     for d in ("tx", "rx"):
         found = by[f"{d}/s1/max/1472B"]
-        assert found.search and found.search["rate_per_client_bps"]                 # bisected, not unpaced
+        assert found.search and found.search["steps"]
         assert found.loss is not None and found.loss <= 0.001
         assert 0.95 * CEILING <= found.gbps <= 1.005 * CEILING, (d, found.gbps, CEILING)
         over = by[f"{d}/s1/1G/1472B"]          # 2 x 1G offered into 500M

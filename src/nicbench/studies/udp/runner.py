@@ -240,6 +240,7 @@ def search(ctx: UdpContext, env: PointEnv, spec: TrialSpec,
     s = ctx.study
     n = len(_clients_of(ctx, spec))
     upper = upper_per_client(ctx, int(spec.params["datagram_size"]), n)
+    units = n * len(EXPECTED[str(spec.params["direction"])])    # the rate is each client's, each way
     started = time.time()
     steps: list[ratesearch.Step] = []
     runs: list[Measured] = []
@@ -265,7 +266,7 @@ def search(ctx: UdpContext, env: PointEnv, spec: TrialSpec,
         found["steps"].append({"step": k, "rate_per_client_bps": rate, "sent_bps": sent, "received_bps": got,
                                "loss": loss, "passed": steps[-1].passed})
         runs.append(m)
-        rate = ratesearch.next_rate(steps, units=n, max_steps=s.search_steps, upper=upper,
+        rate = ratesearch.next_rate(steps, units=units, max_steps=s.search_steps, upper=upper,
                                     resolution=s.search_resolution)
         if rate is None:
             break
