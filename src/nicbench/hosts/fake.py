@@ -30,6 +30,7 @@ class Script:
     udp_bound: int | None = None        # a port shown bound in /proc/PID/net/udp6 (an iperf 2 UDP server)
     udp_streams: int = 0                # connected sockets on ``listen`` in /proc/PID/net/udp6 (iperf3's UDP streams)
     runtime: float = 0.0                # seconds from release to the exit stamp (gated)
+    render: Callable[[float], str] | None = None   # stdout made from the release time (tools that print times)
 
 
 _pids = itertools.count(40000)
@@ -56,7 +57,8 @@ class FakeProcess:
             self._finish_output()
 
     def _finish_output(self) -> None:
-        self.stdout_path.write_text(self.script.stdout)
+        render = self.script.render
+        self.stdout_path.write_text(render(self.released_at or time.time()) if render else self.script.stdout)
         with open(self.stderr_path, "a") as f:
             f.write(self.script.stderr)
             if self.gated and not self.script.hang:
@@ -99,6 +101,7 @@ class FakeTransport:
     files: dict[str, str] = field(default_factory=dict)
     counters: Callable[[], str] | None = None    # what /proc/.../net/dev shows, read after read
     net_dev_fallback_reads: int = 0
+    gone: bool = False                           # the host became unreachable
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return list(argv)
@@ -128,6 +131,9 @@ class FakeTransport:
                 out.append(f"socket:[{pid}]")
                 out += [f"socket:[{pid * 1000 + k}]" for k in range(p.script.udp_streams)]
         return out
+
+    def alive(self) -> bool:
+        return not self.gone
 
     def put_file(self, local: Path, text: str) -> str:
         """Like a host of its own: the run keeps ``local``, the "host" a copy of its own."""

@@ -19,16 +19,16 @@ import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
-from ..hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output
+from ..hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output, tool_stderr
 from ..records import Tags, make_tags
 from ..sampling.sampler import NetTarget, tool_procs
 from ..tools import iperf2, iperf3
-from ..tools.base import FlowInterval, ToolInfo
+from ..tools.base import FlowInterval, MinVersion, ToolInfo
 from .kit import PointEnv, even_shares
-from .procnet import bound_udp, connected_udp, listening, socket_inodes
+from .procnet import bound_udp, connected_udp, established_peers, listening, socket_inodes
 
 MODE = {"tx": "fwd", "rx": "rev", "bidir": "bidir"}
 DIRECTION = {"fwd": "tx", "rev": "rx"}
@@ -92,13 +92,23 @@ def detect_tool(t: Transport, engine: str) -> ToolInfo:
     return info
 
 
+def version_floors(engine: str, directions: Sequence[str]) -> list[MinVersion]:
+    """The oldest engine releases nicbench trusts for these directions."""
+    floor = [iperf3.MIN_VERSION] if engine == "iperf3" else [iperf2.MIN_VERSION]
+    if engine == "iperf3" and "bidir" in directions:
+        floor.append(iperf3.MIN_BIDIR)
+    return floor
+
+
 def detect_everywhere(engine: str, hosts: Sequence[str], transports: dict[str, Transport],
-                      problems: list[str]) -> dict[str, ToolInfo]:
-    """The engine on every host; a problem line per host that lacks it."""
+                      problems: list[str], floors: Sequence[MinVersion] = ()) -> dict[str, ToolInfo]:
+    """The engine on every host; a problem line per host that lacks it, or whose
+    engine is older than the first of ``floors`` it misses."""
     found = {}
     for host in hosts:
         try:
-            found[host] = detect_tool(transports[host], engine)
+            info = found[host] = detect_tool(transports[host], engine)
+            problems += [p for m in floors if (p := m.problem(info.version, host))][:1]
         except PreflightError as e:
             problems.append(f"{host}: {e.message}")
     return found
@@ -165,6 +175,64 @@ def tool_error(msg: str, host: str) -> ToolError:
 
 
 Slots = Sequence[tuple[ProcSlot, Process]]
+
+
+def held_by_others(own: str | None, transports: dict[str, Transport], servers: Slots) -> list[str]:
+    """Engine servers another peer holds: a one-off iperf3 server serves the
+    first connection it accepts, so an idle peer there (not the study server,
+    whose test address is ``own``) keeps the point's own client waiting."""
+    out = []
+    for slot, proc in servers:
+        t = transports[slot.client]
+        for table in ("tcp", "tcp6"):
+            try:
+                peers = established_peers(t.read_text(f"/proc/{proc.pid}/net/{table}"), slot.port)
+            except (OSError, NicbenchError):
+                continue
+            for addr, port in peers:
+                if own is not None and addr != own:
+                    out.append(f"the engine server on {slot.client}:{slot.port} is busy with another peer, "
+                               f"{addr}:{port} (an iperf3 server serves one test at a time): stop that client")
+    return list(dict.fromkeys(out))
+
+
+def check_iperf3(rep: iperf3.Iperf3Report, proc: Process, key: str, host: str) -> None:
+    """ToolError unless an iperf3 client's report can be used: no error in it,
+    not repaired, its process exited well."""
+    if rep.error:
+        raise tool_error(f"iperf3 to {key}: {rep.error}", host)
+    if rep.damage:
+        raise ToolError(f"iperf3 to {key}: its report is damaged ({'; '.join(rep.damage)}): its figures "
+                        "cannot be trusted", where=host, hint="the raw report is kept with the run")
+    rc = proc.poll()
+    if rc not in (0, None):
+        raise ToolError(f"iperf3 to {key} exited {rc} after printing a report without an error: "
+                        f"{tail(tool_stderr(proc.stderr_path)) or 'no error text'}", where=host)
+
+
+def check_iperf2(text: str, proc: Process, key: str, host: str) -> None:
+    """ToolError unless an iperf 2 client printed something and exited well."""
+    if not text.strip():
+        raise tool_error(f"iperf to {key} printed nothing: "
+                         f"{tail(tool_stderr(proc.stderr_path)) or 'no error text'}", host)
+    rc = proc.poll()
+    if rc not in (0, None):
+        raise tool_error(f"iperf to {key} exited {rc}: {tail(tool_stderr(proc.stderr_path)) or 'no error text'}",
+                         host)
+
+
+def pair_fate(status: str, error: str | None, lost: dict[str, str], pairs: int,
+              meta: dict[str, Any]) -> tuple[str, str | None]:
+    """A point whose every pair delivered is ok; one that lost some pairs
+    (a client killed, its link down, its engine server gone) is partial --
+    the survivors' data kept, the lost pairs and hosts named -- never ok; one
+    that lost them all failed."""
+    if not lost or status != "ok":
+        return status, error
+    meta["lost"] = dict(lost)
+    if len(lost) >= pairs:
+        return "failed", "; ".join(lost.values())
+    return "partial", "partial: " + "; ".join(f"{k} lost: {why}" for k, why in lost.items())
 
 
 def stop_servers(engine: str, servers: Slots, mode: str, interval: float, meta: dict) -> None:

@@ -20,16 +20,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ...core.errors import NicbenchError, PreflightError, ToolError, tail
+from ...core.errors import NicbenchError, PreflightError, ToolError
 from ...hosts.base import Hosts
 from ...hosts.transport import Process, Transport, read_output
 from ...plan.model import Plan
 from ...plan.studies.tcp import TcpStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec
 from ...run import iperf
-from ...run.iperf import MODE, ProcSlot, layout
-from ...run.kit import PointEnv, PointGuard, PointSamplers, RawFiles, release_together
+from ...run.iperf import MODE, ProcSlot, Slots, layout
+from ...run.kit import PointEnv, PointGuard, PointSamplers, RawFiles, release_together, stall_causes, stalled
 from ...run.preflight import busy_ports, reach_problems
 from ...run.study import Preflight, TrialOutcome
 from ...tools import iperf2, iperf3
@@ -92,7 +93,8 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
     """Check every host at once; raise PreflightError listing all problems."""
     problems: list[str] = []
     warnings: list[str] = []
-    tool = iperf.detect_everywhere(s.engine, [server, *clients], transports, problems).get(server)
+    tool = iperf.detect_everywhere(s.engine, [server, *clients], transports, problems,
+                                   iperf.version_floors(s.engine, s.directions)).get(server)
     problems += reach_problems(transports[server], {c: addresses[c] for c in clients})
     for c in clients:
         ports_wanted = {slot.port for n in s.connections
@@ -119,7 +121,7 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
             warnings.append(f"iperf3 {tool.version_str} is single-threaded: all streams of one process "
                             "share one core; more client hosts or processes spread the load")
     if problems:
-        raise PreflightError("; ".join(problems), where="preflight",
+        raise PreflightError("; ".join(problems),
                              hint="fix every item listed, then run again")
     assert tool is not None
     return TcpContext(s, server, clients, dict(transports), addresses, tool, skip), warnings
@@ -156,6 +158,7 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
     guard = PointGuard(meta, lambda: [p for _, p in clis + servers], grace=0.5)
 
     limit = s.omit + s.duration + s.timeout_margin
+    lost: dict[str, str] = {}          # "client:port" -> why that pair delivered nothing usable
     with guard:
         # 1. engine servers on the client hosts
         for slot in slots:
@@ -196,14 +199,20 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
             spec.trial_id, iperf.net_targets(ctx.server, ctx.transports, env, servers, clis), env.cpu_transport,
             iperf.engine_procs(ctx.server, env, servers, clis), machine=env.cpu_machine, nic_irqs=env.nic_irqs,
             net_interval=min(s.interval, 0.5), cpu_interval=min(s.interval, 0.25)).start()
-        # 4. wait for the clients; a hung point is stopped at its time limit
+        # 4. wait for the clients; one still running at the time limit is lost
+        #    (stopped with the point), the others are kept
         end_by = time.monotonic() + limit
-        for slot, proc in clis:
-            rc = proc.wait(end_by - time.monotonic())
-            if rc is None:
-                raise ToolError(f"engine client to {slot.client}:{slot.port} still running after "
-                                f"{limit:g}s (duration + omit + timeout_margin)", where=ctx.server,
-                                hint="the path may be stalled; raise study.timeout_margin if the host is slow")
+        hung = [(slot, proc) for slot, proc in clis if proc.wait(end_by - time.monotonic()) is None]
+        for slot, _ in hung:
+            hosts = {h: ctx.transports[h] for h in (ctx.server, slot.client)}
+            held = iperf.held_by_others(ctx.addresses.get(ctx.server), ctx.transports,
+                                        [x for x in servers if x[0] == slot])
+            why = stalled(f"engine client to {slot.client}:{slot.port}", limit, ctx.server,
+                          held + stall_causes(hosts, env.ifnames),
+                          "the path may be stalled; raise study.timeout_margin if the host is slow")
+            if len(hung) == len(clis):
+                raise why
+            lost[f"{slot.client}:{slot.port}"] = why.one_line().removeprefix("nicbench: ")
         samplers.last_read()        # as the clients finish (through the namespace)
         # 5. servers: iperf3 -1 exits by itself; an iperf2 server is stopped once
         #    every flow it serves has printed its summary (or after 2 s)
@@ -214,13 +223,8 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
     stamps, ends = iperf.gate_stamps(clis, meta)
     totals: dict[str, dict[str, int]] = {}
     if status != "interrupted":
-        try:
-            samples = _parse_all(ctx, spec, engine, clis, servers, stamps, ends, totals, meta)
-        except NicbenchError as e:
-            if status == "ok":
-                status, error = "failed", e.one_line().removeprefix("nicbench: ")
-        except (ValueError, KeyError, TypeError) as e:   # a parser bug must fail the point, not the run
-            status, error = "failed", f"tool output not understood: {type(e).__name__}: {e}"
+        samples = _parse_all(ctx, spec, engine, clis, servers, stamps, ends, totals, meta, lost)
+        status, error = iperf.pair_fate(status, error, lost, len(clis), meta)
     meta["totals"] = totals
     meta["start_skew_s"] = iperf.start_skew(meta)
     samples += counter_samples
@@ -229,41 +233,65 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
     return TrialRecord(spec, status, started, ended, error, meta), samples, raws.outputs  # type: ignore[arg-type]
 
 
-def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, stamps, ends,
-               totals: dict[str, dict[str, int]], meta: dict) -> list[Sample]:
+def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis: Slots, servers: Slots,
+               stamps: dict[str, float | None], ends: dict[str, float | None], totals: dict[str, dict[str, int]],
+               meta: dict[str, Any], lost: dict[str, str]) -> list[Sample]:
+    """Every pair's samples; a pair whose output cannot be used goes into
+    ``lost`` with why (the others are still read)."""
     samples: list[Sample] = []
-    s = ctx.study
     meta["test_starts"], meta["anchors"] = {}, {}
-    lag = s.interval if engine == "iperf2" and iperf2.stamps_late(ctx.tool) else 0.0
+    lag = ctx.study.interval if engine == "iperf2" and iperf2.stamps_late(ctx.tool) else 0.0
     if lag:
         meta["iperf2_stamp_lag_s"] = lag
     for slot, proc in clis:
-        text = read_output(proc.stdout_path)
         key = f"{slot.client}:{slot.port}"
-        if engine == "iperf3":
-            rep = iperf3.parse(text)
-            if rep.error:
-                raise iperf.tool_error(f"iperf3 to {slot.client}:{slot.port}: {rep.error}", ctx.server)
-            if not rep.has_server_output and not rep.intervals:
-                raise ToolError(f"iperf3 to {slot.client}:{slot.port} reported no intervals", where=ctx.server)
-            anchor, peer_anchor = iperf.place_iperf3(rep, key, stamps, ends, meta, ctx.server)
-            samples += _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
-            totals[key] = rep.totals
-        else:
-            if not text.strip():
-                raise iperf.tool_error(f"iperf to {slot.client}:{slot.port} printed nothing: "
-                                  f"{tail(read_output(proc.stderr_path)) or 'no error text'}", ctx.server)
-            rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
-                                stamp_lag=lag)
-            samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
-            totals[key] = dict(rep2.totals)
-            iperf.place_iperf2(rep2, key, ends, meta)
+        if key in lost:
+            continue
+        try:
+            samples += _parse_client(ctx, spec, engine, slot, proc, stamps, ends, totals, meta, lag)
+        except NicbenchError as e:
+            lost[key] = e.message + (f" (hint: {e.hint})" if e.hint else "")
+        except (ValueError, KeyError, TypeError) as e:   # a parser bug must lose the pair, not the run
+            lost[key] = f"iperf to {key}: tool output not understood: {type(e).__name__}: {e}"
     if engine == "iperf2":   # receiver side of the fwd flow lives in the server's CSV
         for slot, proc in servers:
-            text = read_output(proc.stdout_path)
-            rep2 = iperf2.parse(text, role="server", omit=s.omit, server_port=slot.port, interval=s.interval,
-                                stamp_lag=lag)
+            key = f"{slot.client}:{slot.port}"
+            if key in lost:
+                continue
+            try:
+                rep2 = iperf2.parse(read_output(proc.stdout_path), role="server", omit=ctx.study.omit,
+                                    server_port=slot.port, interval=ctx.study.interval, stamp_lag=lag)
+            except (NicbenchError, ValueError, KeyError, TypeError) as e:
+                lost[key] = f"the iperf2 server on {key}: {e}"
+                continue
             samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             for k, v in rep2.totals.items():
-                totals.setdefault(f"{slot.client}:{slot.port}", {}).setdefault(k, v)
-    return samples
+                totals.setdefault(key, {}).setdefault(k, v)
+    # a lost pair's samples stay out: its bytes would be a partial interval of an unknown span
+    return [x for x in samples if f"{x.tag('host')}:{x.tag('proc')}" not in lost]
+
+
+def _parse_client(ctx: TcpContext, spec: TrialSpec, engine: str, slot: ProcSlot, proc: Process,
+                  stamps: dict[str, float | None], ends: dict[str, float | None],
+                  totals: dict[str, dict[str, int]], meta: dict[str, Any], lag: float) -> list[Sample]:
+    """One engine client's samples (and, for iperf3, its server's, nested in its report)."""
+    s = ctx.study
+    text = read_output(proc.stdout_path)
+    key = f"{slot.client}:{slot.port}"
+    if engine == "iperf3":
+        try:
+            rep = iperf3.parse(text)
+        except ToolError as e:     # the pair goes into the message: "no JSON" alone says not which
+            raise ToolError(f"iperf3 to {key}: {e.message}", where=ctx.server, hint=e.hint) from None
+        iperf.check_iperf3(rep, proc, key, ctx.server)
+        if not rep.has_server_output and not rep.intervals:
+            raise ToolError(f"iperf3 to {key} reported no intervals", where=ctx.server)
+        anchor, peer_anchor = iperf.place_iperf3(rep, key, stamps, ends, meta, ctx.server)
+        totals[key] = rep.totals
+        return _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
+    iperf.check_iperf2(text, proc, key, ctx.server)
+    rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
+                        stamp_lag=lag)
+    totals[key] = dict(rep2.totals)
+    iperf.place_iperf2(rep2, key, ends, meta)
+    return _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)

@@ -34,7 +34,7 @@ from typing import Any
 from ...core import linerate
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
-from ...hosts.transport import Process, Transport, read_output
+from ...hosts.transport import Process, Transport, read_output, tool_stderr
 from ...plan.model import Plan
 from ...plan.studies.udp import UdpStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec
@@ -166,7 +166,8 @@ def preflight(plan: Plan, transports: dict[str, Transport], addresses: dict[str,
     server, clients = plan.server, list(plan.clients)
     problems: list[str] = []
     warnings: list[str] = []
-    tool = iperf.detect_everywhere(s.engine, [server, *clients], transports, problems).get(server)
+    tool = iperf.detect_everywhere(s.engine, [server, *clients], transports, problems,
+                                   iperf.version_floors(s.engine, s.directions)).get(server)
     problems += reach_problems(transports[server], {c: addresses[c] for c in clients})
     cap = iperf.stream_cap(s.engine, None)
     for c in clients:
@@ -193,7 +194,7 @@ def preflight(plan: Plan, transports: dict[str, Transport], addresses: dict[str,
                         "hold the receiver's reassembly memory (net.ipv4.ipfrag_high_thresh) for "
                         "net.ipv4.ipfrag_time; such points first wait until no host holds any")
     if problems:
-        raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
+        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
     assert tool is not None
     return UdpContext(s, server, clients, dict(transports), addresses, tool, mtu, plan.link.speed,
                       plan.link.client_speed), warnings
@@ -485,10 +486,9 @@ def _parse_all(ctx: UdpContext, spec: TrialSpec, clis: Slots, servers: Slots, st
             try:
                 rep = iperf3.parse(text)
             except ToolError as e:      # no report at all: iperf3 said why on stderr (a parameter error)
-                raise iperf.tool_error(f"iperf3 to {key}: {tail(read_output(proc.stderr_path)) or e.message}",
+                raise iperf.tool_error(f"iperf3 to {key}: {tail(tool_stderr(proc.stderr_path)) or e.message}",
                                        ctx.server) from None
-            if rep.error:
-                raise iperf.tool_error(f"iperf3 to {key}: {rep.error}", ctx.server)
+            iperf.check_iperf3(rep, proc, key, ctx.server)
             if not rep.has_server_output:
                 raise ToolError(f"iperf3 to {key} brought back no server report (--get-server-output): the "
                                 "receiver's counts of a tx point are in it", where=ctx.server)
@@ -498,9 +498,7 @@ def _parse_all(ctx: UdpContext, spec: TrialSpec, clis: Slots, servers: Slots, st
             meta["udp_totals"][key] = {k: vars(t) for k, t in rep.udp.items()}
             meta["socket_buffers"][key] = rep.socket_buffers
         else:
-            if not text.strip():
-                raise iperf.tool_error(f"iperf to {key} printed nothing: "
-                                       f"{tail(read_output(proc.stderr_path)) or 'no error text'}", ctx.server)
+            iperf.check_iperf2(text, proc, key, ctx.server)
             rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
                                 stamp_lag=lag)
             samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
