@@ -30,6 +30,7 @@ from .storage.view import StorageView
 from .tcp.imported import TcpImport
 from .tcp.runner import TcpRunner
 from .tcp.view import TcpView
+from .udp.imported import UdpImport
 from .udp.runner import UdpRunner
 from .udp.view import UdpView
 
@@ -49,7 +50,7 @@ STUDIES: dict[str, Study] = {s.kind: s for s in (
     Study("https", HttpsStudy, HttpsRunner, HttpsView(), HttpsImport()),
     Study("storage", StorageStudy, StorageRunner, StorageView(), StorageImport()),
     Study("packets", PacketStudy, PacketRunner, PacketView(), PacketImport()),
-    Study("udp", UdpStudy, UdpRunner, UdpView()),
+    Study("udp", UdpStudy, UdpRunner, UdpView(), UdpImport()),
 )}
 
 VIEWS: dict[str, StudyView] = {k: s.view for k, s in STUDIES.items()}
