@@ -1,6 +1,7 @@
 """Comparing two runs: factor, Welch's t-test, verdicts; the CLI on imported runs."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -20,6 +21,19 @@ def test_verdicts_need_repeats_significance_and_a_real_change():
     assert lower.verdict == "lower"
     tiny = compare({"x": [10.0, 10.0, 10.0]}, {"x": [10.05, 10.05, 10.05]})[0]   # real but 0.5 %
     assert tiny.verdict == "no significant difference"
+
+
+def test_lower_is_better_figures_call_a_rise_worse():
+    """Loss: more of it is a change for the worse; from none to some has no factor but is a change."""
+    worse = compare({"x": [0.10, 0.11, 0.09]}, {"x": [0.50, 0.52, 0.48]}, higher_is_better=False)[0]
+    assert worse.verdict == "higher" and worse.better is False
+    better = compare({"x": [0.50, 0.52, 0.48]}, {"x": [0.10, 0.11, 0.09]}, higher_is_better=False)[0]
+    assert better.verdict == "lower" and better.better is True
+    from_none = compare({"x": [0.0, 0.0, 0.0]}, {"x": [2.0, 2.1, 1.9]}, higher_is_better=False)[0]
+    assert from_none.factor is None and from_none.verdict == "higher" and from_none.better is False
+    same = compare({"x": [0.0, 0.0]}, {"x": [0.0, 0.0]}, higher_is_better=False)[0]
+    assert same.verdict == "no significant difference" and same.better is None
+    assert compare({"x": [10.0, 10.1, 9.9]}, {"x": [11.0, 11.1, 10.9]})[0].better is True
 
 
 def test_compare_command_on_two_imported_runs(tmp_path):
@@ -44,6 +58,20 @@ def test_compare_command_on_two_imported_runs(tmp_path):
     doc = json.loads(r.stdout)
     [p] = doc["points"]
     assert p["factor"] == 1.0 and p["n_a"] == p["n_b"] == 2 and p["verdict"] == "no significant difference"
+    assert [m["metric"] for m in doc["metrics"]] == [doc["metric"]] and doc["metrics"][0]["higher_is_better"]
     r = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "compare", ids[0], "nosuchrun",
                         "--store", str(tmp_path / "store")], capture_output=True, text=True)
     assert r.returncode == 6 and r.stderr.count("\n") == 1 and "hint:" in r.stderr
+
+
+def test_compare_command_names_every_figure_of_a_study(tmp_path):
+    """A UDP run is compared on received Gbps and on loss, which is lower-is-better."""
+    run = tmp_path / "udp"
+    shutil.copytree(FIXTURES / "runs" / "udp", run)
+    r = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "compare", str(run), str(run), "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [(m["metric"], m["higher_is_better"]) for m in doc["metrics"]] == [
+        ("Gbps received (UDP payload)", True), ("loss % (receivers)", False)]
+    assert doc["metric"] == doc["metrics"][0]["metric"] and len(doc["points"]) == 12

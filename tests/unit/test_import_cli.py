@@ -176,7 +176,7 @@ def test_a_partial_file_says_what_was_dropped(capsys, tmp_path):
     ([IMP / "wrk/ext/wrk_issue256.txt"], "more than the point's error budget"),
     (["--role", "server", V2 / "server_n.csv"], "over 0 s"),
     ([V2 / "server_n.csv"], "--role client"),
-    ([V2 / "client_udp.csv"], "UDP results need the UDP study"),
+    ([V2 / "client_udp.csv"], "a UDP point needs the receiver's report"),
     ([IMP / "netperf/ext/netperf_doc_tcp_rr.txt"], "need the latency study"),
     ([V3 / "tx_p2.json", IMP / "iperf3/ext/cp_damaged.json"], "cp_damaged.json"),     # one bad file: nothing
     ([V3 / "tx_p2.json", V3 / "tx_p2.json"], "given twice"),

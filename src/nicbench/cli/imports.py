@@ -37,8 +37,7 @@ from ..studies.registry import STUDIES, importer_for
 from .options import emit, json_option, store_dir, store_option
 
 # what a kind of result needs when no study of this nicbench imports it yet
-_NO_STUDY = {"udp": "UDP results need the UDP study, which this nicbench does not have yet",
-             "rr": "request/response results (netperf *_RR) need the latency study, which this nicbench "
+_NO_STUDY = {"rr": "request/response results (netperf *_RR) need the latency study, which this nicbench "
                    "does not have yet"}
 
 
@@ -104,7 +103,7 @@ def _check(study: str, info: RunInfo, trials: list[tuple[TrialRecord, list[Sampl
                              hint=f"the {study} study rejects it as it would a lab run's point; "
                                   f"{HINTS.get(fmt, 'check the files')}")
     rv = RunView(stored.run_dir, info, {}, analysed.trials, analysed.points, stored.link, ())
-    cv = view.compare_values(rv)
+    cv = view.compare_values(rv)[0]       # the headline figure
     out = []
     for point, vals in cv.values.items():
         out.append({"point": point, "metric": cv.metric, "value": statistics.median(vals), "repeats": len(vals)})
@@ -177,9 +176,9 @@ def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: s
     outputs) of the same point are taken as run together.  --together forces
     every file into one point.
 
-    Files of different kinds (TCP, storage, HTTP, packets) become one run
-    per study.  Nothing is written unless every file yields a valid point.
-    UDP and request/response results (netperf *_RR) wait for their studies.
+    Files of different kinds (TCP, UDP, storage, HTTP, packets) become one
+    run per study.  Nothing is written unless every file yields a valid
+    point.  Request/response results (netperf *_RR) wait for their study.
     """
     force, args = _force(list(files), as_)
     options = ImportOptions()

@@ -27,6 +27,8 @@ class Script:
     returncode: int = 0
     hang: bool = False                  # never exits until stopped
     listen: int | tuple[int, ...] | None = None   # port(s) shown as LISTEN in /proc/PID/net/tcp6
+    udp_bound: int | None = None        # a port shown bound in /proc/PID/net/udp6 (an iperf 2 UDP server)
+    udp_streams: int = 0                # connected sockets on ``listen`` in /proc/PID/net/udp6 (iperf3's UDP streams)
     runtime: float = 0.0                # seconds from release to the exit stamp (gated)
     render: Callable[[float], str] | None = None   # stdout made from the release time (tools that print times)
 
@@ -123,7 +125,12 @@ class FakeTransport:
         return p
 
     def fd_links(self, pid: int) -> list[str]:
-        return [f"socket:[{pid}]"] if any(p.pid == pid and p.script.listen for p in self.spawned) else []
+        out = []
+        for p in self.spawned:
+            if p.pid == pid and (p.script.listen or p.script.udp_bound):
+                out.append(f"socket:[{pid}]")
+                out += [f"socket:[{pid * 1000 + k}]" for k in range(p.script.udp_streams)]
+        return out
 
     def alive(self) -> bool:
         return not self.gone
@@ -148,6 +155,8 @@ class FakeTransport:
                 raise FileNotFoundError(path)       # that process has exited
             return self.counters()
         for p in self.spawned:
+            if path in (f"/proc/{p.pid}/net/udp", f"/proc/{p.pid}/net/udp6"):
+                return _udp_table(p) if path.endswith("6") else _UDP_HEADER
             if path in (f"/proc/{p.pid}/net/tcp", f"/proc/{p.pid}/net/tcp6"):
                 header = "  sl  local_address rem_address   st\n"
                 ports = (p.script.listen,) if isinstance(p.script.listen, int) else p.script.listen or ()
@@ -159,6 +168,23 @@ class FakeTransport:
         if path in self.files:
             return self.files[path]
         raise FileNotFoundError(path)
+
+
+_UDP_HEADER = "  sl  local_address remote_address st tx_queue rx_queue tr tm->when retrnsmt uid timeout inode\n"
+
+
+def _udp_table(p: FakeProcess) -> str:
+    """A process's UDP sockets as /proc/PID/net/udp6 shows them: its bound port
+    (state 07), its connected streams on its listen port (state 01)."""
+    rows = []
+    zero = "0" * 32
+    if p.poll() is None and p.script.udp_bound:
+        rows.append(f"{zero}:{p.script.udp_bound:04X} {zero}:0000 07 0:0 0:0 0 0 0 {p.pid}")
+    port = p.script.listen if isinstance(p.script.listen, int) else None
+    if p.poll() is None and port:
+        rows += [f"{zero}:{port:04X} {zero}:{40000 + k:04X} 01 0:0 0:0 0 0 0 {p.pid * 1000 + k}"
+                 for k in range(p.script.udp_streams)]
+    return _UDP_HEADER + "".join(f"   {i}: {r}\n" for i, r in enumerate(rows))
 
 
 class FakeHosts:

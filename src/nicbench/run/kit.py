@@ -16,7 +16,7 @@ from types import TracebackType
 
 from ..core.errors import NicbenchError, ToolError, tail
 from ..hosts.transport import Process, Transport, read_output
-from ..records import Sample
+from ..records import RawOutput, Sample
 from ..sampling.sampler import CpuSampler, NetSampler, NetTarget
 
 
@@ -39,6 +39,22 @@ class PointEnv:
     def pinned(self, host: str, argv: Sequence[str]) -> list[str]:
         """``argv`` under the tuning profile's pinning for ``host`` (taskset/numactl), if any."""
         return [*self.pin.get(host, ()), *argv]
+
+
+class RawFiles:
+    """Where a point's tools write: ``NAME.out`` and ``NAME.err`` under the
+    point's raw directory, each recorded as a RawOutput (kept before any
+    parsing)."""
+
+    def __init__(self, trial_id: str, env: PointEnv, raw_dir: Path, tool: str):
+        self.trial_id, self.env, self.raw_dir, self.tool = trial_id, env, raw_dir, tool
+        self.outputs: list[RawOutput] = []
+
+    def pair(self, host: str, role: str, name: str) -> tuple[Path, Path]:
+        out, err = self.raw_dir / f"{name}.out", self.raw_dir / f"{name}.err"
+        self.outputs.append(RawOutput(self.trial_id, host, role, self.tool, "stdout", self.env.rel(out)))
+        self.outputs.append(RawOutput(self.trial_id, host, role, self.tool, "stderr", self.env.rel(err)))
+        return out, err
 
 
 def even_shares(total: int, n: int) -> list[int]:

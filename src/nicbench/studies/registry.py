@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..core.errors import InputError
 from ..importers.adapt import StudyImport
 from ..plan.base import StudySchema
-from ..plan.studies import HttpsStudy, PacketStudy, StorageStudy, TcpStudy
+from ..plan.studies import HttpsStudy, PacketStudy, StorageStudy, TcpStudy, UdpStudy
 from ..report.view import StudyView
 from ..run.study import RunnerFactory
 from .https.imported import HttpsImport
@@ -30,6 +30,9 @@ from .storage.view import StorageView
 from .tcp.imported import TcpImport
 from .tcp.runner import TcpRunner
 from .tcp.view import TcpView
+from .udp.imported import UdpImport
+from .udp.runner import UdpRunner
+from .udp.view import UdpView
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ STUDIES: dict[str, Study] = {s.kind: s for s in (
     Study("https", HttpsStudy, HttpsRunner, HttpsView(), HttpsImport()),
     Study("storage", StorageStudy, StorageRunner, StorageView(), StorageImport()),
     Study("packets", PacketStudy, PacketRunner, PacketView(), PacketImport()),
+    Study("udp", UdpStudy, UdpRunner, UdpView(), UdpImport()),
 )}
 
 VIEWS: dict[str, StudyView] = {k: s.view for k, s in STUDIES.items()}

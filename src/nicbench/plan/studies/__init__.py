@@ -15,8 +15,9 @@ from .https import HttpsStudy
 from .packets import PacketStudy
 from .storage import StorageStudy
 from .tcp import TcpStudy
+from .udp import UdpStudy
 
-SCHEMAS: tuple[type[StudySchema], ...] = (TcpStudy, HttpsStudy, StorageStudy, PacketStudy)
+SCHEMAS: tuple[type[StudySchema], ...] = (TcpStudy, HttpsStudy, StorageStudy, PacketStudy, UdpStudy)
 DEFAULT_KIND = "tcp"
 
 
@@ -37,4 +38,4 @@ else:
                       custom_error_message="study.kind must be " + ", ".join(f'"{k}"' for k in _KINDS[:-1])
                       + f' or "{_KINDS[-1]}"')]
 
-__all__ = ["SCHEMAS", "HttpsStudy", "PacketStudy", "StorageStudy", "Study", "StudySchema", "TcpStudy"]
+__all__ = ["SCHEMAS", "HttpsStudy", "PacketStudy", "StorageStudy", "Study", "StudySchema", "TcpStudy", "UdpStudy"]

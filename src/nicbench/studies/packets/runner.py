@@ -30,6 +30,7 @@ from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, r
 from ...plan.model import Plan
 from ...plan.studies.packets import PacketStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ...run import ratesearch
 from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together
 from ...run.preflight import tool_version
 from ...run.study import Preflight, TrialOutcome
@@ -37,7 +38,6 @@ from ...sampling.sampler import NetTarget, child_pids, tool_procs
 from ...tools import frames as fr
 from ...tools import nbgen, trafgen
 from ...tuning.knobs import cpu_set
-from . import ndr
 from .analysis import packet_trial  # the search needs each step's loss: the one upward import (see ARCHITECTURE.md)
 
 INSTALL = "run scripts/install.sh (it installs clang, libbpf-dev, bpftool and netsniff-ng and builds nbgen)"
@@ -308,14 +308,14 @@ def run_trial(ctx: PacketContext, env: PointEnv, spec: TrialSpec,
 def _ndr(ctx: PacketContext, env: PointEnv, spec: TrialSpec,
          raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
     """The highest rate whose loss stays at or below ``loss_threshold``
-    (RFC 2544's throughput; the search itself is :mod:`.ndr`).  The point
+    (RFC 2544's throughput; the search itself is :mod:`nicbench.run.ratesearch`).  The point
     keeps the samples of the best passing step; every step's rate and loss
     are in its meta.  A step's loss is worked out by the analysis' own pure
     function (a search needs its result to choose the next rate)."""
     s = ctx.study
     ports = int(spec.params["ports"])
     started = time.time()
-    steps: list[ndr.NdrStep] = []
+    steps: list[ratesearch.Step] = []
     runs: list[tuple[TrialRecord, list[Sample]]] = []
     raws_all: list[RawOutput] = []
     rate: float | None = None
@@ -329,22 +329,28 @@ def _ndr(ctx: PacketContext, env: PointEnv, spec: TrialSpec,
         if t.status != "ok" or not t.tx_pps or t.rx_pps is None:
             return TrialRecord(spec, "failed", started, time.time(), f"ndr step {n}: {t.error or 'nothing sent'}",
                                rec.meta), [], raws_all
-        steps.append(ndr.step(rate, t.tx_pps, t.rx_pps, t.loss, s.loss_threshold))
+        steps.append(ratesearch.judge(rate, t.tx_pps, t.rx_pps, t.loss, s.loss_threshold))
         runs.append((rec, samples))
-        rate = ndr.next_rate(steps, ports=ports, max_steps=s.search_steps)
+        rate = ratesearch.next_rate(steps, units=ports, max_steps=s.search_steps)
         if rate is None:
             break
     search: dict[str, Any] = {"loss_threshold": s.loss_threshold,
-                              "steps": [x.to_dict(i) for i, x in enumerate(steps)]}
-    k = ndr.best(steps)
+                              "steps": [_step_dict(i, x) for i, x in enumerate(steps)]}
+    k = ratesearch.best(steps)
     if k is None:
-        tried = [x.rate_per_port for x in steps if x.rate_per_port]
+        tried = [x.rate for x in steps if x.rate]
         lowest = f"lowest tried {min(tried):.0f} frames/s per port" if tried else "only the unpaced step ran"
         why = f"no rate tried had loss <= {s.loss_threshold:.3%} ({lowest})"
         return TrialRecord(spec, "failed", started, time.time(), why, {"ndr": search}), [], raws_all
     rec, samples = runs[k]
-    search["rate_per_port"] = steps[k].rate_per_port  # None: unpaced, the generator's own maximum
+    search["rate_per_port"] = steps[k].rate  # None: unpaced, the generator's own maximum
     return TrialRecord(spec, "ok", started, time.time(), None, {**rec.meta, "ndr": search}), samples, raws_all
+
+
+def _step_dict(i: int, s: ratesearch.Step) -> dict[str, object]:
+    """A step as the run stores it (rates per port in frames/s, all ports' pps)."""
+    return {"step": i, "rate_per_port": s.rate, "tx_pps": s.sent, "rx_pps": s.received, "loss": s.loss,
+            "passed": s.passed}
 
 
 def _measure(

@@ -13,7 +13,7 @@ from ...core.linerate import format_speed
 from ...core.units import format_size
 from ...records import Sample, TrialRecord
 from ...report.facts import facts_section
-from ...report.figures import DIRECTION_TITLES, new_figure, save, size_axis
+from ...report.figures import DIRECTION_TITLES, cpu_axis, new_figure, save, size_axis
 from ...report.render import cpu_sentence, pinned_tools, rounded, write_exports, write_page
 from ...report.view import Analysed, CompareValues, RunView, StoredRun
 from .analysis import PointStats, TrialResult, point_stats, trial_result
@@ -59,12 +59,12 @@ class TcpView:
                           tuning=view.info.meta.get("tuning"), pinned=pinned_tools(view),
                           has_cpu=any(r["cores_busy"] is not None for r in rows))
 
-    def compare_values(self, view: RunView) -> CompareValues:
+    def compare_values(self, view: RunView) -> list[CompareValues]:
         values: dict[str, list[float]] = {}
         for t in view.trials:
             if isinstance(t, TrialResult) and t.status == "ok" and t.gbps is not None:
                 values.setdefault(t.point, []).append(float(t.gbps))
-        return CompareValues("Gbps (receiver payload)", values)
+        return [CompareValues("Gbps (receiver payload)", values)]
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         """The figure the report will show, from the study's own aggregation (summing
@@ -201,14 +201,7 @@ def cpu_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[P
         ax.set_ylabel("Gbps")
         ax.set_xticks(xs)
         ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
-        ax2 = ax.twinx()
-        ax2.plot(xs, [r["cpu_pct_of_machine"] for r in pts], "o-", color="#c44e52", label="CPU % of machine")
-        ax2.set_ylim(0, 105)
-        ax2.set_ylabel("CPU % (all cores)")
-        h1, l1 = ax.get_legend_handles_labels()
-        h2, l2 = ax2.get_legend_handles_labels()
-        ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22),
-                  ncol=3, frameon=False)
+        cpu_axis(ax, xs, [r["cpu_pct_of_machine"] for r in pts])
         ax.set_title(f"{title}: {DIRECTION_TITLES.get(direction, direction)}: throughput and CPU", fontsize=10)
         paths.append(save(fig, out_dir, f"cpu-{direction}"))
     return paths
