@@ -9,8 +9,9 @@ from nicbench.core.errors import PreflightError
 from nicbench.hosts.fake import FakeTransport, Script
 from nicbench.plan import parse_plan
 from nicbench.plan.matrix import trials
+from nicbench.run.iperf import detect_tool
 from nicbench.run.kit import PointEnv
-from nicbench.studies.tcp.runner import TcpContext, detect_tool, run_trial
+from nicbench.studies.tcp.runner import TcpContext, run_trial
 from nicbench.tools import iperf3
 
 PLAN = """
@@ -75,7 +76,7 @@ def test_point_runs_all_clients_behind_one_barrier(tmp_path):
 
 
 def test_anchor_falls_back_to_launch_when_the_exit_is_implausible():
-    from nicbench.studies.tcp.runner import iperf3_anchor
+    from nicbench.run.iperf import iperf3_anchor
     assert iperf3_anchor(100.0, 104.1, 4.0) == (pytest.approx(100.1), "exit")      # 100 ms of set-up
     assert iperf3_anchor(100.0, 110.0, 4.0) == (100.0, "launch")                  # 6 s "set-up": hung exit
     assert iperf3_anchor(100.0, None, 4.0) == (100.0, "launch")

@@ -1,7 +1,7 @@
 import pytest
 
 from nicbench.core.units import UnitError, format_size, gbps, parse_size
-from nicbench.studies.tcp.runner import layout
+from nicbench.run.iperf import layout
 
 
 @pytest.mark.parametrize("text, n", [("512", 512), (512, 512), ("4K", 4096), ("4KiB", 4096),
