@@ -23,6 +23,19 @@ def test_verdicts_need_repeats_significance_and_a_real_change():
     assert tiny.verdict == "no significant difference"
 
 
+def test_lower_is_better_figures_call_a_rise_worse():
+    """Loss: more of it is a change for the worse; from none to some has no factor but is a change."""
+    worse = compare({"x": [0.10, 0.11, 0.09]}, {"x": [0.50, 0.52, 0.48]}, higher_is_better=False)[0]
+    assert worse.verdict == "higher" and worse.better is False
+    better = compare({"x": [0.50, 0.52, 0.48]}, {"x": [0.10, 0.11, 0.09]}, higher_is_better=False)[0]
+    assert better.verdict == "lower" and better.better is True
+    from_none = compare({"x": [0.0, 0.0, 0.0]}, {"x": [2.0, 2.1, 1.9]}, higher_is_better=False)[0]
+    assert from_none.factor is None and from_none.verdict == "higher" and from_none.better is False
+    same = compare({"x": [0.0, 0.0]}, {"x": [0.0, 0.0]}, higher_is_better=False)[0]
+    assert same.verdict == "no significant difference" and same.better is None
+    assert compare({"x": [10.0, 10.1, 9.9]}, {"x": [11.0, 11.1, 10.9]})[0].better is True
+
+
 def test_compare_command_on_two_imported_runs(tmp_path):
     f = FIXTURES / "iperf3" / "3.12" / "tx_p2.json"
     copies = [tmp_path / f"r{i}.json" for i in range(2)]
@@ -40,6 +53,7 @@ def test_compare_command_on_two_imported_runs(tmp_path):
     doc = json.loads(r.stdout)
     [p] = doc["points"]
     assert p["factor"] == 1.0 and p["n_a"] == p["n_b"] == 2 and p["verdict"] == "no significant difference"
+    assert [m["metric"] for m in doc["metrics"]] == [doc["metric"]] and doc["metrics"][0]["higher_is_better"]
     r = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "compare", ids[0], "nosuchrun",
                         "--store", str(tmp_path / "store")], capture_output=True, text=True)
     assert r.returncode == 6 and r.stderr.count("\n") == 1 and "hint:" in r.stderr

@@ -38,12 +38,12 @@ def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: Path | None, 
         raise InputError(f"run A is a {a.info.study} study, run B a {b.info.study} study", where="compare",
                          hint="compare runs of the same kind of study")
     view = VIEWS[a.info.study]
-    ca, cb = view.compare_values(a), view.compare_values(b)
-    metric, va, vb = ca.metric, ca.values, cb.values
-    if not set(va) & set(vb):
+    metrics = list(zip(view.compare_values(a), view.compare_values(b), strict=True))
+    if not set(metrics[0][0].values) & set(metrics[0][1].values):
         raise InputError("the runs have no point in common", where="compare",
                          hint="compare runs of the same plan (or the same points)")
-    diffs = compare(va, vb, alpha=alpha, threshold=threshold)
+    diffs = [(ca, compare(ca.values, cb.values, alpha=alpha, threshold=threshold,
+                          higher_is_better=ca.higher_is_better)) for ca, cb in metrics]
     changes = fact_changes(a.facts, b.facts)
     ta, tb = (a.info.meta.get("tuning") or {}), (b.info.meta.get("tuning") or {})
     tuning = (ta.get("profile"), tb.get("profile")) if ta.get("profile") != tb.get("profile") else None
@@ -53,8 +53,11 @@ def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: Path | None, 
                 {
                     "a": a.info.run_id,
                     "b": b.info.run_id,
-                    "metric": metric,
-                    "points": [d.__dict__ for d in diffs],
+                    # the headline figure, as before; every figure under "metrics"
+                    "metric": diffs[0][0].metric,
+                    "points": [d.__dict__ for d in diffs[0][1]],
+                    "metrics": [{"metric": cv.metric, "higher_is_better": cv.higher_is_better,
+                                 "points": [d.__dict__ for d in ds]} for cv, ds in diffs],
                     "facts_changed": [dict(zip(("host", "fact", "a", "b"), c, strict=True)) for c in changes],
                     "tuning": tuning,
                 },
@@ -64,28 +67,25 @@ def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: Path | None, 
         return
 
     con = Console(width=150)
-    t = Table(title=f"{metric}: B = {b.info.run_id} vs A = {a.info.run_id}", header_style="bold")
-    for c in ("point", "A median", "B median", "B/A", "p", "repeats A/B", "verdict"):
-        t.add_column(c)
-    style = {"higher": "green", "lower": "bold red"}
-    for d in diffs:
-        f = lambda v, n=3: "—" if v is None else f"{v:.{n}f}"  # noqa: E731
-        t.add_row(
-            d.point,
-            f(d.median_a),
-            f(d.median_b),
-            f(d.factor, 3),
-            f(d.p_value, 4),
-            f"{d.n_a}/{d.n_b}",
-            f"[{style[d.verdict]}]{d.verdict}[/]" if d.verdict in style else d.verdict,
-        )
-    con.print(t)
+    for cv, ds in diffs:
+        direction = "higher is better" if cv.higher_is_better else "lower is better"
+        t = Table(title=f"{cv.metric} ({direction}): B = {b.info.run_id} vs A = {a.info.run_id}",
+                  header_style="bold")
+        for col in ("point", "A median", "B median", "B/A", "p", "repeats A/B", "verdict"):
+            t.add_column(col)
+        for d in ds:
+            f = lambda v, n=3: "—" if v is None else f"{v:.{n}f}"  # noqa: E731
+            verdict = d.verdict if d.better is None else \
+                f"[{'green' if d.better else 'bold red'}]{d.verdict} ({'better' if d.better else 'worse'})[/]"
+            t.add_row(d.point, f(d.median_a), f(d.median_b), f(d.factor, 3), f(d.p_value, 4), f"{d.n_a}/{d.n_b}",
+                      verdict)
+        con.print(t)
     if tuning:
         con.print(f"tuning profile: A {tuning[0]} -> B {tuning[1]}")
     if changes:
         ft = Table(title="host facts that differ between the runs", header_style="bold")
-        for c in ("host", "fact", "A", "B"):
-            ft.add_column(c, overflow="fold")
+        for col in ("host", "fact", "A", "B"):
+            ft.add_column(col, overflow="fold")
         for row in changes[:60]:
             ft.add_row(*row)
         con.print(ft)

@@ -57,7 +57,8 @@ class Analysed:
 
 @dataclass(frozen=True)
 class CompareValues:
-    """The figure runs of a study are compared on, per point, one value per ok repeat."""
+    """A figure runs of a study are compared on, per point, one value per ok
+    repeat; ``higher_is_better`` False for loss, latency and the like."""
 
     metric: str
     values: dict[str, list[float]]
@@ -98,7 +99,9 @@ class StudyView(Protocol):
         """The report (figures, tables, exports) into ``out``; returns its index.html."""
         ...
 
-    def compare_values(self, view: RunView) -> CompareValues: ...
+    def compare_values(self, view: RunView) -> list[CompareValues]:
+        """The figures ``nicbench compare`` compares, the headline first."""
+        ...
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         """The figure of a trial that just finished, as the live progress shows it."""

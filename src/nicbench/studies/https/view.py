@@ -48,12 +48,12 @@ class HttpsView:
                           json="points.json", ktls=sorted({t.ktls for t in trials
                                                            if t.ktls and t.ktls != "n/a (plain HTTP)"}))
 
-    def compare_values(self, view: RunView) -> CompareValues:
+    def compare_values(self, view: RunView) -> list[CompareValues]:
         values: dict[str, list[float]] = {}
         for t in _trials(view):
             if t.status == "ok" and t.app_gbps is not None:
                 values.setdefault(t.point, []).append(float(t.app_gbps))
-        return CompareValues("application Gbps", values)
+        return [CompareValues("application Gbps", values)]
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         h = https_trial(rec, samples, None)

@@ -120,12 +120,15 @@ class PacketView:
             others="; ".join(others),
         )
 
-    def compare_values(self, view: RunView) -> CompareValues:
+    def compare_values(self, view: RunView) -> list[CompareValues]:
         values: dict[str, list[float]] = {}
+        loss: dict[str, list[float]] = {}
         for t in view.trials:
             if isinstance(t, PacketTrial) and t.status == "ok" and t.rx_pps:
                 values.setdefault(t.point, []).append(t.rx_pps / 1e6)
-        return CompareValues("Mpps received", values)
+                if t.loss is not None:
+                    loss.setdefault(t.point, []).append(t.loss * 100)
+        return [CompareValues("Mpps received", values), CompareValues("loss %", loss, higher_is_better=False)]
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         t = packet_trial(rec, samples, float(run_meta.get("trim", 0.0)))

@@ -52,12 +52,12 @@ class StorageView:
 
 
 
-    def compare_values(self, view: RunView) -> CompareValues:
+    def compare_values(self, view: RunView) -> list[CompareValues]:
         values: dict[str, list[float]] = {}
         for t in view.trials:
             if isinstance(t, StorageTrial) and t.status == "ok" and t.mb_s is not None:
                 values.setdefault(t.point, []).append(float(t.mb_s))
-        return CompareValues("MB/s (10^6 B/s)", values)
+        return [CompareValues("MB/s (10^6 B/s)", values)]
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         st = storage_trial(rec, samples)

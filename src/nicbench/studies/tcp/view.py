@@ -58,12 +58,12 @@ class TcpView:
                           tuning=view.info.meta.get("tuning"), pinned=pinned_tools(view),
                           has_cpu=any(r["cores_busy"] is not None for r in rows))
 
-    def compare_values(self, view: RunView) -> CompareValues:
+    def compare_values(self, view: RunView) -> list[CompareValues]:
         values: dict[str, list[float]] = {}
         for t in view.trials:
             if isinstance(t, TrialResult) and t.status == "ok" and t.gbps is not None:
                 values.setdefault(t.point, []).append(float(t.gbps))
-        return CompareValues("Gbps (receiver payload)", values)
+        return [CompareValues("Gbps (receiver payload)", values)]
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         """The figure the report will show, from the study's own aggregation (summing
