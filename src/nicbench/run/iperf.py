@@ -23,6 +23,7 @@ from typing import Literal
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output
+from ..records import Sample, make_tags
 from ..sampling.sampler import NetTarget, tool_procs
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, ToolInfo
@@ -283,3 +284,45 @@ def engine_procs(server: str, env: PointEnv, servers: Slots,
     return tool_procs(env.cpu_transport,
                       lambda: [(p.pid, sl.client, "engine-server", str(sl.port)) for sl, p in servers],
                       [(p.pid, server, "engine-client", f"{sl.client}:{sl.port}") for sl, p in clis])
+
+
+def iperf3_report(proc: Process, key: str, host: str) -> iperf3.Iperf3Report:
+    """An iperf3 client's report (``-J``), or ToolError naming the pair
+    ``key`` (client:port) when it says an error, is damaged, exited non-zero
+    after an error-free report, or holds no interval."""
+    text = read_output(proc.stdout_path)
+    try:
+        rep = iperf3.parse(text)
+    except ToolError as e:     # the pair goes into the message: "no JSON" alone says not which
+        raise ToolError(f"iperf3 to {key}: {e.message}", where=host, hint=e.hint) from None
+    if rep.error:
+        raise tool_error(f"iperf3 to {key}: {rep.error}", host)
+    if rep.damage:
+        raise ToolError(f"iperf3 to {key}: its report is damaged ({'; '.join(rep.damage)}): its figures "
+                        "cannot be trusted", where=host, hint="the raw report is kept with the run")
+    rc = proc.poll()
+    if rc not in (0, None):
+        raise ToolError(f"iperf3 to {key} exited {rc} after printing a report without an error: "
+                        f"{tail(read_output(proc.stderr_path)) or 'no error text'}", where=host)
+    if not rep.has_server_output and not rep.intervals:
+        raise ToolError(f"iperf3 to {key} reported no intervals", where=host)
+    return rep
+
+
+def flow_samples(trial_id: str, host: str, port: int, anchor: float | None, intervals: Sequence[FlowInterval],
+                 peer_anchor: float | None = None) -> list[Sample]:
+    """``tcp.bytes`` (and ``tcp.retransmits``) Samples of one engine process's
+    intervals on the wall clock (see :func:`interval_span`); ``host`` is the
+    client host of the pair, ``port`` its engine server's port."""
+    out = []
+    for iv in intervals:
+        span = interval_span(iv, anchor, peer_anchor)
+        if span is None:
+            continue
+        t0, t1 = span
+        tags = make_tags(host=host, proc=port, direction=DIRECTION[iv.flow], side=iv.side,
+                         omitted=1 if iv.omitted else 0, streams=iv.streams)
+        out.append(Sample(trial_id, "tcp.bytes", float(iv.bytes), "bytes", t0, t1, tags))
+        if iv.retransmits is not None:
+            out.append(Sample(trial_id, "tcp.retransmits", float(iv.retransmits), "count", t0, t1, tags))
+    return out

@@ -17,7 +17,6 @@ Measurement rules:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,14 +25,14 @@ from ...hosts.base import Hosts
 from ...hosts.transport import Process, Transport, read_output
 from ...plan.model import Plan
 from ...plan.studies.tcp import TcpStudy
-from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ...records import RawOutput, Sample, TrialRecord, TrialSpec
 from ...run import iperf
-from ...run.iperf import DIRECTION, MODE, ProcSlot, layout
+from ...run.iperf import MODE, ProcSlot, layout
 from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together
 from ...run.preflight import busy_ports, reach_problems
 from ...run.study import Preflight, TrialOutcome
 from ...tools import iperf2, iperf3
-from ...tools.base import FlowInterval, ToolInfo
+from ...tools.base import ToolInfo
 
 
 @dataclass(frozen=True)
@@ -129,23 +128,6 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
                              hint="fix every item listed, then run again")
     assert tool is not None
     return TcpContext(s, server, clients, dict(transports), addresses, tool, skip), warnings
-
-
-def _samples(trial_id: str, host: str, port: int, anchor: float | None,
-             intervals: Sequence[FlowInterval], peer_anchor: float | None = None) -> list[Sample]:
-    """Samples on the wall clock (see :func:`nicbench.run.iperf.interval_span`)."""
-    out = []
-    for iv in intervals:
-        span = iperf.interval_span(iv, anchor, peer_anchor)
-        if span is None:
-            continue
-        t0, t1 = span
-        tags = make_tags(host=host, proc=port, direction=DIRECTION[iv.flow], side=iv.side,
-                         omitted=1 if iv.omitted else 0, streams=iv.streams)
-        out.append(Sample(trial_id, "tcp.bytes", float(iv.bytes), "bytes", t0, t1, tags))
-        if iv.retransmits is not None:
-            out.append(Sample(trial_id, "tcp.retransmits", float(iv.retransmits), "count", t0, t1, tags))
-    return out
 
 
 def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
@@ -266,22 +248,9 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
         key = f"{slot.client}:{slot.port}"
         rc = proc.poll()
         if engine == "iperf3":
-            try:
-                rep = iperf3.parse(text)
-            except ToolError as e:     # the pair goes into the message: "no JSON" alone says not which
-                raise ToolError(f"iperf3 to {key}: {e.message}", where=ctx.server, hint=e.hint) from None
-            if rep.error:
-                raise iperf.tool_error(f"iperf3 to {key}: {rep.error}", ctx.server)
-            if rep.damage:
-                raise ToolError(f"iperf3 to {key}: its report is damaged ({'; '.join(rep.damage)}): its figures "
-                                "cannot be trusted", where=ctx.server, hint="the raw report is kept with the run")
-            if rc not in (0, None):
-                raise ToolError(f"iperf3 to {key} exited {rc} after printing a report without an error: "
-                                f"{tail(read_output(proc.stderr_path)) or 'no error text'}", where=ctx.server)
-            if not rep.has_server_output and not rep.intervals:
-                raise ToolError(f"iperf3 to {key} reported no intervals", where=ctx.server)
+            rep = iperf.iperf3_report(proc, key, ctx.server)
             anchor, peer_anchor = iperf.place_iperf3(rep, key, stamps, ends, meta, ctx.server)
-            samples += _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
+            samples += iperf.flow_samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
             totals[key] = rep.totals
         else:
             if not text.strip():
@@ -292,7 +261,7 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
                                        f"{tail(read_output(proc.stderr_path)) or 'no error text'}", ctx.server)
             rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
                                 stamp_lag=lag)
-            samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
+            samples += iperf.flow_samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             totals[key] = dict(rep2.totals)
             iperf.place_iperf2(rep2, key, ends, meta)
     if engine == "iperf2":   # receiver side of the fwd flow lives in the server's CSV
@@ -300,7 +269,7 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
             text = read_output(proc.stdout_path)
             rep2 = iperf2.parse(text, role="server", omit=s.omit, server_port=slot.port, interval=s.interval,
                                 stamp_lag=lag)
-            samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
+            samples += iperf.flow_samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             for k, v in rep2.totals.items():
                 totals.setdefault(f"{slot.client}:{slot.port}", {}).setdefault(k, v)
     return samples
