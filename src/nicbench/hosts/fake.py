@@ -27,10 +27,14 @@ class Script:
     returncode: int = 0
     hang: bool = False                  # never exits until stopped
     listen: int | tuple[int, ...] | None = None   # port(s) shown as LISTEN in /proc/PID/net/tcp6
+    udp_bound: int | None = None        # a port shown bound in /proc/PID/net/udp6 (an iperf 2 UDP server)
+    udp_streams: int = 0                # connected sockets on ``listen`` in /proc/PID/net/udp6 (iperf3's UDP streams)
     runtime: float = 0.0                # seconds from release to the exit stamp (gated)
+    launcher: bool = False              # a wrapper (coreutils timeout) whose one child, the tool, holds the sockets
 
 
 _pids = itertools.count(40000)
+CHILD = 500000                          # a launcher's tool has the launcher's PID + this
 
 
 class FakeProcess:
@@ -119,8 +123,20 @@ class FakeTransport:
         self.spawned.append(p)
         return p
 
+    def _tool_of(self, pid: int) -> FakeProcess | None:
+        """The process whose tool has ``pid``: itself, or the child below a launcher."""
+        for p in self.spawned:
+            if (p.pid == pid and not p.script.launcher) or (p.script.launcher and pid == p.pid + CHILD):
+                return p
+        return None
+
     def fd_links(self, pid: int) -> list[str]:
-        return [f"socket:[{pid}]"] if any(p.pid == pid and p.script.listen for p in self.spawned) else []
+        out = []
+        for p in self.spawned:
+            if self._tool_of(pid) is p and (p.script.listen or p.script.udp_bound):
+                out.append(f"socket:[{p.pid}]")      # the inode its tables show
+                out += [f"socket:[{p.pid * 1000 + k}]" for k in range(p.script.udp_streams)]
+        return out
 
     def put_file(self, local: Path, text: str) -> str:
         """Like a host of its own: the run keeps ``local``, the "host" a copy of its own."""
@@ -142,7 +158,14 @@ class FakeTransport:
                 raise FileNotFoundError(path)       # that process has exited
             return self.counters()
         for p in self.spawned:
-            if path in (f"/proc/{p.pid}/net/tcp", f"/proc/{p.pid}/net/tcp6"):
+            if p.script.launcher and path == f"/proc/{p.pid}/task/{p.pid}/children":
+                return f"{p.pid + CHILD}\n" if p.poll() is None else ""
+            if p.script.launcher and path == f"/proc/{p.pid + CHILD}/comm":
+                return "tool\n"
+            tool = p.pid + CHILD if p.script.launcher else p.pid
+            if path in (f"/proc/{tool}/net/udp", f"/proc/{tool}/net/udp6"):
+                return _udp_table(p) if path.endswith("6") else _UDP_HEADER
+            if path in (f"/proc/{tool}/net/tcp", f"/proc/{tool}/net/tcp6"):
                 header = "  sl  local_address rem_address   st\n"
                 ports = (p.script.listen,) if isinstance(p.script.listen, int) else p.script.listen or ()
                 if p.poll() is not None:
@@ -153,6 +176,23 @@ class FakeTransport:
         if path in self.files:
             return self.files[path]
         raise FileNotFoundError(path)
+
+
+_UDP_HEADER = "  sl  local_address remote_address st tx_queue rx_queue tr tm->when retrnsmt uid timeout inode\n"
+
+
+def _udp_table(p: FakeProcess) -> str:
+    """A process's UDP sockets as /proc/PID/net/udp6 shows them: its bound port
+    (state 07), its connected streams on its listen port (state 01)."""
+    rows = []
+    zero = "0" * 32
+    if p.poll() is None and p.script.udp_bound:
+        rows.append(f"{zero}:{p.script.udp_bound:04X} {zero}:0000 07 0:0 0:0 0 0 0 {p.pid}")
+    port = p.script.listen if isinstance(p.script.listen, int) else None
+    if p.poll() is None and port:
+        rows += [f"{zero}:{port:04X} {zero}:{40000 + k:04X} 01 0:0 0:0 0 0 0 {p.pid * 1000 + k}"
+                 for k in range(p.script.udp_streams)]
+    return _UDP_HEADER + "".join(f"   {i}: {r}\n" for i, r in enumerate(rows))
 
 
 class FakeHosts:

@@ -24,7 +24,7 @@ from typing import Literal
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output
 from ..records import Sample, make_tags
-from ..sampling.sampler import NetTarget, tool_procs
+from ..sampling.sampler import NetTarget, tool_pid, tool_procs
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, ToolInfo
 from .kit import PointEnv, even_shares
@@ -104,10 +104,13 @@ def detect_everywhere(engine: str, hosts: Sequence[str], transports: dict[str, T
     return found
 
 
-def wait_ready(t: Transport, proc: Process, port: int, deadline: float, proto: Literal["tcp", "udp"] = "tcp") -> None:
+def wait_ready(t: Transport, proc: Process, port: int, deadline: float, proto: Literal["tcp", "udp"] = "tcp",
+               wrapped: bool = False) -> None:
     """Until the engine server ``proc`` owns a socket on ``port``: listening
     (TCP), or bound (UDP: an iperf 2 UDP server has no listening socket).
-    ToolError with the server's own words if it exits first."""
+    ``wrapped``: ``proc`` is a launcher (coreutils ``timeout``, taskset) and
+    the socket is the tool's below it.  ToolError with the server's own words
+    if it exits first."""
     tables = ("tcp", "tcp6") if proto == "tcp" else ("udp", "udp6")
     ready = listening if proto == "tcp" else bound_udp
     while True:
@@ -118,13 +121,14 @@ def wait_ready(t: Transport, proc: Process, port: int, deadline: float, proto: L
             hint = ("another process holds the port: pick another study.port_base, or stop it"
                     if "in use" in msg.lower() else None)
             raise ToolError(f"engine server on port {port} failed to start: {msg}", where=t.host, hint=hint)
+        pid = tool_pid(t, proc.pid) if wrapped else proc.pid
         inodes: set[int] = set()
-        for table in tables:
+        for table in tables if pid is not None else ():
             try:
-                inodes |= ready(t.read_text(f"/proc/{proc.pid}/net/{table}")).get(port, set())
+                inodes |= ready(t.read_text(f"/proc/{pid}/net/{table}")).get(port, set())
             except OSError:
                 pass
-        if inodes and inodes & socket_inodes(t.fd_links(proc.pid)):
+        if pid is not None and inodes and inodes & socket_inodes(t.fd_links(pid)):
             return
         if time.monotonic() > deadline:
             raise ToolError(f"engine server on port {port} is not listening after 5 s", where=t.host)
