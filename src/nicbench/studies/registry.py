@@ -14,11 +14,13 @@ from dataclasses import dataclass
 
 from ..core.errors import InputError
 from ..plan.base import StudySchema
-from ..plan.studies import HttpsStudy, PacketStudy, StorageStudy, TcpStudy
+from ..plan.studies import HttpsStudy, LatencyStudy, PacketStudy, StorageStudy, TcpStudy
 from ..report.view import StudyView
 from ..run.study import RunnerFactory
 from .https.runner import HttpsRunner
 from .https.view import HttpsView
+from .latency.runner import LatencyRunner
+from .latency.view import LatencyView
 from .packets.runner import PacketRunner
 from .packets.view import PacketView
 from .storage.runner import StorageRunner
@@ -40,6 +42,7 @@ STUDIES: dict[str, Study] = {s.kind: s for s in (
     Study("https", HttpsStudy, HttpsRunner, HttpsView()),
     Study("storage", StorageStudy, StorageRunner, StorageView()),
     Study("packets", PacketStudy, PacketRunner, PacketView()),
+    Study("latency", LatencyStudy, LatencyRunner, LatencyView()),
 )}
 
 VIEWS: dict[str, StudyView] = {k: s.view for k, s in STUDIES.items()}

@@ -12,11 +12,12 @@ from pydantic import Discriminator, Tag
 
 from ..base import StudySchema
 from .https import HttpsStudy
+from .latency import LatencyStudy
 from .packets import PacketStudy
 from .storage import StorageStudy
 from .tcp import TcpStudy
 
-SCHEMAS: tuple[type[StudySchema], ...] = (TcpStudy, HttpsStudy, StorageStudy, PacketStudy)
+SCHEMAS: tuple[type[StudySchema], ...] = (TcpStudy, HttpsStudy, StorageStudy, PacketStudy, LatencyStudy)
 DEFAULT_KIND = "tcp"
 
 
@@ -37,4 +38,4 @@ else:
                       custom_error_message="study.kind must be " + ", ".join(f'"{k}"' for k in _KINDS[:-1])
                       + f' or "{_KINDS[-1]}"')]
 
-__all__ = ["SCHEMAS", "HttpsStudy", "PacketStudy", "StorageStudy", "Study", "StudySchema", "TcpStudy"]
+__all__ = ["SCHEMAS", "HttpsStudy", "LatencyStudy", "PacketStudy", "StorageStudy", "Study", "StudySchema", "TcpStudy"]
