@@ -8,6 +8,7 @@ import pytest
 from conftest import fixture_text
 from nicbench.core.errors import InputError, ToolError
 from nicbench.plan import parse_plan
+from nicbench.plan.studies import SCHEMAS
 from nicbench.tools import ktls, nginx, wrk
 
 
@@ -114,7 +115,6 @@ def test_https_plans_are_checked():
     assert "h.toml: study.io_sizes: unknown key" in line and "file_size" in line
     with pytest.raises(InputError) as e:
         parse_plan(HTTPS.replace('"https"', '"quic"'), "h.toml")
-    from nicbench.plan.studies import SCHEMAS
     kinds = [f'"{x.KIND}"' for x in SCHEMAS]     # every study, whichever are registered
     assert f'study.kind must be {", ".join(kinds[:-1])} or {kinds[-1]}' in e.value.one_line()
 

@@ -25,14 +25,16 @@ from ..records import Fact, HostFacts
 from .factparse import parse_facts
 from .transport import Transport
 
-# The sysctls the seeds tune (000, 002) and the ones that explain TCP results.
+# The sysctls the seeds tune (000, 002), the ones that explain TCP results, and
+# busy polling (busy_poll/busy_read: us a socket spins on the NIC queue instead
+# of sleeping for the interrupt), which explains request/response latency.
 SYSCTLS = (
     "net.core.rmem_max", "net.core.wmem_max", "net.core.rmem_default", "net.core.wmem_default",
     "net.core.optmem_max", "net.core.netdev_max_backlog", "net.core.netdev_budget",
     "net.core.default_qdisc", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_mem",
     "net.ipv4.tcp_timestamps", "net.ipv4.tcp_sack", "net.ipv4.tcp_window_scaling",
     "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
-    "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_low_latency",
+    "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_low_latency", "net.core.busy_poll", "net.core.busy_read",
 )
 
 # tool -> argv printing its version (stdout or stderr; both are captured)
@@ -48,6 +50,8 @@ TOOL_VERSION_ARGV: dict[str, tuple[str, ...]] = {
     "tgtd": ("tgtd", "--version"),
     "numactl": ("numactl", "--show"),
     "openssl": ("openssl", "version"),
+    "irtt": ("irtt", "version"),
+    "sockperf": ("sockperf", "--version"),
 }
 
 _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")

@@ -31,9 +31,11 @@ class Script:
     udp_streams: int = 0                # connected sockets on ``listen`` in /proc/PID/net/udp6 (iperf3's UDP streams)
     runtime: float = 0.0                # seconds from release to the exit stamp (gated)
     render: Callable[[float], str] | None = None   # stdout made from the release time (tools that print times)
+    launcher: bool = False              # a wrapper (coreutils timeout) whose one child, the tool, holds the sockets
 
 
 _pids = itertools.count(40000)
+CHILD = 500000                          # a launcher's tool has the launcher's PID + this
 
 
 class FakeProcess:
@@ -124,12 +126,19 @@ class FakeTransport:
         self.spawned.append(p)
         return p
 
+    def _tool_of(self, pid: int) -> FakeProcess | None:
+        """The process whose tool has ``pid``: itself, or the child below a launcher."""
+        for p in self.spawned:
+            if (p.pid == pid and not p.script.launcher) or (p.script.launcher and pid == p.pid + CHILD):
+                return p
+        return None
+
     def fd_links(self, pid: int) -> list[str]:
         out = []
         for p in self.spawned:
-            if p.pid == pid and (p.script.listen or p.script.udp_bound):
-                out.append(f"socket:[{pid}]")
-                out += [f"socket:[{pid * 1000 + k}]" for k in range(p.script.udp_streams)]
+            if self._tool_of(pid) is p and (p.script.listen or p.script.udp_bound):
+                out.append(f"socket:[{p.pid}]")      # the inode its tables show
+                out += [f"socket:[{p.pid * 1000 + k}]" for k in range(p.script.udp_streams)]
         return out
 
     def alive(self) -> bool:
@@ -155,9 +164,14 @@ class FakeTransport:
                 raise FileNotFoundError(path)       # that process has exited
             return self.counters()
         for p in self.spawned:
-            if path in (f"/proc/{p.pid}/net/udp", f"/proc/{p.pid}/net/udp6"):
+            if p.script.launcher and path == f"/proc/{p.pid}/task/{p.pid}/children":
+                return f"{p.pid + CHILD}\n" if p.poll() is None else ""
+            if p.script.launcher and path == f"/proc/{p.pid + CHILD}/comm":
+                return "tool\n"
+            tool = p.pid + CHILD if p.script.launcher else p.pid
+            if path in (f"/proc/{tool}/net/udp", f"/proc/{tool}/net/udp6"):
                 return _udp_table(p) if path.endswith("6") else _UDP_HEADER
-            if path in (f"/proc/{p.pid}/net/tcp", f"/proc/{p.pid}/net/tcp6"):
+            if path in (f"/proc/{tool}/net/tcp", f"/proc/{tool}/net/tcp6"):
                 header = "  sl  local_address rem_address   st\n"
                 ports = (p.script.listen,) if isinstance(p.script.listen, int) else p.script.listen or ()
                 if p.poll() is not None:

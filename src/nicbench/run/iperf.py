@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output, tool_stderr
-from ..records import Tags, make_tags
-from ..sampling.sampler import NetTarget, tool_procs
+from ..records import Sample, Tags, make_tags
+from ..sampling.sampler import NetTarget, tool_pid, tool_procs
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, MinVersion, ToolInfo
 from .kit import PointEnv, even_shares
@@ -114,10 +114,13 @@ def detect_everywhere(engine: str, hosts: Sequence[str], transports: dict[str, T
     return found
 
 
-def wait_ready(t: Transport, proc: Process, port: int, deadline: float, proto: Literal["tcp", "udp"] = "tcp") -> None:
+def wait_ready(t: Transport, proc: Process, port: int, deadline: float, proto: Literal["tcp", "udp"] = "tcp",
+               wrapped: bool = False) -> None:
     """Until the engine server ``proc`` owns a socket on ``port``: listening
     (TCP), or bound (UDP: an iperf 2 UDP server has no listening socket).
-    ToolError with the server's own words if it exits first."""
+    ``wrapped``: ``proc`` is a launcher (coreutils ``timeout``, taskset) and
+    the socket is the tool's below it.  ToolError with the server's own words
+    if it exits first."""
     tables = ("tcp", "tcp6") if proto == "tcp" else ("udp", "udp6")
     ready = listening if proto == "tcp" else bound_udp
     while True:
@@ -128,13 +131,14 @@ def wait_ready(t: Transport, proc: Process, port: int, deadline: float, proto: L
             hint = ("another process holds the port: pick another study.port_base, or stop it"
                     if "in use" in msg.lower() else None)
             raise ToolError(f"engine server on port {port} failed to start: {msg}", where=t.host, hint=hint)
+        pid = tool_pid(t, proc.pid) if wrapped else proc.pid
         inodes: set[int] = set()
-        for table in tables:
+        for table in tables if pid is not None else ():
             try:
-                inodes |= ready(t.read_text(f"/proc/{proc.pid}/net/{table}")).get(port, set())
+                inodes |= ready(t.read_text(f"/proc/{pid}/net/{table}")).get(port, set())
             except OSError:
                 pass
-        if inodes and inodes & socket_inodes(t.fd_links(proc.pid)):
+        if pid is not None and inodes and inodes & socket_inodes(t.fd_links(pid)):
             return
         if time.monotonic() > deadline:
             raise ToolError(f"engine server on port {port} is not listening after 5 s", where=t.host)
@@ -387,3 +391,30 @@ def engine_procs(server: str, env: PointEnv, servers: Slots,
     return tool_procs(env.cpu_transport,
                       lambda: [(p.pid, sl.client, "engine-server", str(sl.port)) for sl, p in servers],
                       [(p.pid, server, "engine-client", f"{sl.client}:{sl.port}") for sl, p in clis])
+
+
+def iperf3_report(proc: Process, key: str, host: str) -> iperf3.Iperf3Report:
+    """An iperf3 client's report (``-J``), or ToolError naming the pair
+    ``key`` (client:port) when it says an error, is damaged, exited non-zero
+    after an error-free report (see :func:`check_iperf3`), or holds no interval."""
+    try:
+        rep = iperf3.parse(read_output(proc.stdout_path))
+    except ToolError as e:     # the pair goes into the message: "no JSON" alone says not which
+        raise ToolError(f"iperf3 to {key}: {e.message}", where=host, hint=e.hint) from None
+    check_iperf3(rep, proc, key, host)
+    if not rep.has_server_output and not rep.intervals:
+        raise ToolError(f"iperf3 to {key} reported no intervals", where=host)
+    return rep
+
+
+def flow_samples(trial_id: str, host: str, port: int, anchor: float | None, intervals: Sequence[FlowInterval],
+                 peer_anchor: float | None = None) -> list[Sample]:
+    """``tcp.bytes`` (and ``tcp.retransmits``) Samples of one engine process's
+    intervals on the wall clock (see :func:`placed`); ``host`` is the client
+    host of the pair, ``port`` its engine server's port."""
+    out = []
+    for iv, t0, t1, tags in placed(intervals, host, port, anchor, peer_anchor):
+        out.append(Sample(trial_id, "tcp.bytes", float(iv.bytes), "bytes", t0, t1, tags))
+        if iv.retransmits is not None:
+            out.append(Sample(trial_id, "tcp.retransmits", float(iv.retransmits), "count", t0, t1, tags))
+    return out

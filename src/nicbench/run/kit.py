@@ -67,6 +67,17 @@ def release_together(procs: Sequence[Process], what: str, where: str, timeout: f
     them back to back (over SSH: with one start time for all); returns the
     release time.  A process that dies first,
     or a gate not reached in ``timeout``, is a ToolError naming it."""
+    return release_staggered([(0.0, procs)], what, where, timeout)[0]
+
+
+def release_staggered(stages: Sequence[tuple[float, Sequence[Process]]], what: str, where: str,
+                      timeout: float = 5.0) -> list[float]:
+    """One barrier, several start times: once every gated process of every
+    stage waits at its gate, stage ``(offset, procs)`` is released ``offset``
+    seconds after the first (a load that must be running before the probes
+    that measure it start).  Returns each stage's release time (wall clock).
+    Errors as :func:`release_together`."""
+    procs = [p for _, ps in stages for p in ps]
     ready_by = time.monotonic() + timeout
     while not all(p.is_ready() for p in procs):
         dead = [p for p in procs if p.poll() is not None]
@@ -82,13 +93,21 @@ def release_together(procs: Sequence[Process], what: str, where: str, timeout: f
         # three of the slowest host's measured round trips)
         rtt = max((p.rtt for p in procs), default=0.0)
         at = time.time() + 0.05 + 0.004 * len(procs) + 3 * rtt
-        for p in procs:
-            p.release(at)
-        return at
-    t = time.time()
-    for p in procs:
-        p.release()
-    return t
+        for offset, ps in stages:
+            for p in ps:
+                p.release(at + offset)
+        return [at + offset for offset, _ in stages]
+    t0 = time.time()
+    out = []
+    for offset, ps in sorted(stages, key=lambda st: st[0]):
+        wait = t0 + offset - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        out.append(time.time())
+        for p in ps:
+            p.release()
+    order = sorted(range(len(stages)), key=lambda i: stages[i][0])
+    return [out[order.index(i)] for i in range(len(stages))]
 
 
 class PointSamplers:

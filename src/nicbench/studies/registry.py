@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from ..core.errors import InputError
 from ..importers.adapt import StudyImport
 from ..plan.base import StudySchema
-from ..plan.studies import HttpsStudy, PacketStudy, StorageStudy, TcpStudy, UdpStudy
+from ..plan.studies import HttpsStudy, LatencyStudy, PacketStudy, StorageStudy, TcpStudy, UdpStudy
 from ..report.view import StudyView
 from ..run.study import RunnerFactory
 from .https.imported import HttpsImport
 from .https.runner import HttpsRunner
 from .https.view import HttpsView
+from .latency.runner import LatencyRunner
+from .latency.view import LatencyView
 from .packets.imported import PacketImport
 from .packets.runner import PacketRunner
 from .packets.view import PacketView
@@ -51,6 +53,7 @@ STUDIES: dict[str, Study] = {s.kind: s for s in (
     Study("storage", StorageStudy, StorageRunner, StorageView(), StorageImport()),
     Study("packets", PacketStudy, PacketRunner, PacketView(), PacketImport()),
     Study("udp", UdpStudy, UdpRunner, UdpView(), UdpImport()),
+    Study("latency", LatencyStudy, LatencyRunner, LatencyView()),
 )}
 
 VIEWS: dict[str, StudyView] = {k: s.view for k, s in STUDIES.items()}

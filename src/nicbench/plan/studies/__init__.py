@@ -12,12 +12,13 @@ from pydantic import Discriminator, Tag
 
 from ..base import StudySchema
 from .https import HttpsStudy
+from .latency import LatencyStudy
 from .packets import PacketStudy
 from .storage import StorageStudy
 from .tcp import TcpStudy
 from .udp import UdpStudy
 
-SCHEMAS: tuple[type[StudySchema], ...] = (TcpStudy, HttpsStudy, StorageStudy, PacketStudy, UdpStudy)
+SCHEMAS: tuple[type[StudySchema], ...] = (TcpStudy, HttpsStudy, StorageStudy, PacketStudy, UdpStudy, LatencyStudy)
 DEFAULT_KIND = "tcp"
 
 
@@ -38,4 +39,5 @@ else:
                       custom_error_message="study.kind must be " + ", ".join(f'"{k}"' for k in _KINDS[:-1])
                       + f' or "{_KINDS[-1]}"')]
 
-__all__ = ["SCHEMAS", "HttpsStudy", "PacketStudy", "StorageStudy", "Study", "StudySchema", "TcpStudy", "UdpStudy"]
+__all__ = ["SCHEMAS", "HttpsStudy", "LatencyStudy", "PacketStudy", "StorageStudy", "Study", "StudySchema", "TcpStudy",
+           "UdpStudy"]

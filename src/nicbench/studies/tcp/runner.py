@@ -17,12 +17,11 @@ Measurement rules:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import NicbenchError, PreflightError, ToolError
+from ...core.errors import NicbenchError, PreflightError
 from ...hosts.base import Hosts
 from ...hosts.transport import Process, Transport, read_output
 from ...plan.model import Plan
@@ -35,7 +34,7 @@ from ...run.kit import PointEnv, PointGuard, PointSamplers, RawFiles, release_to
 from ...run.preflight import busy_ports, reach_problems
 from ...run.study import Preflight, TrialOutcome
 from ...tools import iperf2, iperf3
-from ...tools.base import FlowInterval, ToolInfo
+from ...tools.base import ToolInfo
 
 
 @dataclass(frozen=True)
@@ -133,17 +132,6 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
                              hint="fix every item listed, then run again")
     assert tool is not None
     return TcpContext(s, server, clients, dict(transports), addresses, tool, skip), warnings
-
-
-def _samples(trial_id: str, host: str, port: int, anchor: float | None,
-             intervals: Sequence[FlowInterval], peer_anchor: float | None = None) -> list[Sample]:
-    """Samples on the wall clock (see :func:`nicbench.run.iperf.interval_span`)."""
-    out = []
-    for iv, t0, t1, tags in iperf.placed(intervals, host, port, anchor, peer_anchor):
-        out.append(Sample(trial_id, "tcp.bytes", float(iv.bytes), "bytes", t0, t1, tags))
-        if iv.retransmits is not None:
-            out.append(Sample(trial_id, "tcp.retransmits", float(iv.retransmits), "count", t0, t1, tags))
-    return out
 
 
 def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
@@ -272,7 +260,7 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis: Slots, serve
             except (NicbenchError, ValueError, KeyError, TypeError) as e:
                 lost[key] = f"the iperf2 server on {key}: {e}"
                 continue
-            samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
+            samples += iperf.flow_samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             for k, v in rep2.totals.items():
                 totals.setdefault(key, {}).setdefault(k, v)
     # a lost pair's samples stay out: its bytes would be a partial interval of an unknown span
@@ -287,19 +275,13 @@ def _parse_client(ctx: TcpContext, spec: TrialSpec, engine: str, slot: ProcSlot,
     text = read_output(proc.stdout_path)
     key = f"{slot.client}:{slot.port}"
     if engine == "iperf3":
-        try:
-            rep = iperf3.parse(text)
-        except ToolError as e:     # the pair goes into the message: "no JSON" alone says not which
-            raise ToolError(f"iperf3 to {key}: {e.message}", where=ctx.server, hint=e.hint) from None
-        iperf.check_iperf3(rep, proc, key, ctx.server)
-        if not rep.has_server_output and not rep.intervals:
-            raise ToolError(f"iperf3 to {key} reported no intervals", where=ctx.server)
+        rep = iperf.iperf3_report(proc, key, ctx.server)
         anchor, peer_anchor = iperf.place_iperf3(rep, key, stamps, ends, meta, ctx.server)
         totals[key] = rep.totals
-        return _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
+        return iperf.flow_samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
     iperf.check_iperf2(text, proc, key, ctx.server)
     rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
                         stamp_lag=lag)
     totals[key] = dict(rep2.totals)
     iperf.place_iperf2(rep2, key, ends, meta)
-    return _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
+    return iperf.flow_samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
