@@ -14,7 +14,7 @@ from nicbench.core.errors import PreflightError, ToolError
 from nicbench.lab import manager
 from nicbench.plan import parse_plan
 from nicbench.run.hosts import lab_spec
-from nicbench.store.runs import RunReader
+from nicbench.store.reader import open_run_dir
 
 pytestmark = pytest.mark.lab
 
@@ -55,7 +55,7 @@ def test_https_and_http_bytes_agree_with_the_wire_and_ktls_is_detected(tmp_path)
     assert namespaces("e2eh") == [] and nginx_tmp_dirs() == before
     view = load_run(out.run_dir)
     assert [t.status for t in view.trials] == ["ok", "ok"], [t.error for t in view.trials]
-    r = RunReader(out.run_dir)
+    r = open_run_dir(out.run_dir)
     for t in view.trials:
         # wrk's bytes vs the server's interface over the same span: payload / frame bytes of TCP (TLS)
         samples = r.samples(t.trial_id)

@@ -15,10 +15,15 @@ from ..core.errors import InputError, NicbenchError
 from ..core.units import UnitError, parse_size
 from ..plan.matrix import point_key
 from ..records import RawOutput, RunInfo, Sample, TrialRecord, TrialSpec, make_tags
-from ..store.runs import RunWriter, new_run_id
+from ..report.catalogue import summarise
+from ..store.archive import Archive
+from ..store.location import StoreLocation
+from ..store.names import check_name, new_run_id
+from ..store.writer import RunWriter
+from ..studies.registry import VIEWS
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval
-from .options import emit, json_option, store_dir, store_option
+from .options import emit, json_option, quoted, store_location, store_option
 
 DIR = {"fwd": "tx", "rev": "rx"}
 
@@ -36,9 +41,13 @@ def _samples(tid: str, host: str, proc: str, anchor: float | None, ivs: Sequence
     return out
 
 
-def import_files(tool: str, files: list[Path], *, store: Path, name: str, role: str | None,
+def import_files(tool: str, files: list[Path], *, store: StoreLocation, name: str, role: str | None,
                  io_size: int | None, connections: int | None, together: bool,
                  port: int | None = None) -> tuple[str, Path, int]:
+    """The files as one new run of ``store``; (run id, run directory, trials).
+    The run is written invisibly and shows only once complete: an import
+    killed half-way leaves nothing a listing or ``report latest`` trips on."""
+    check_name(name)
     if not files:
         raise InputError("no files given", where="import", hint="nicbench import iperf3 out1.json out2.json")
     parsed: list[tuple[Path, dict[str, Any], float | None, Sequence[FlowInterval]]] = []
@@ -78,7 +87,24 @@ def import_files(tool: str, files: list[Path], *, store: Path, name: str, role: 
     run_id = new_run_id(name)
     info = RunInfo(run_id, name, "tcp", time.time(), "", "import", __version__,
                    {"imported_from": [str(f) for f in files], "engine": tool, "trim": 0.0})
-    w = RunWriter.create(store, info)
+    archive = Archive.open(store)
+    try:
+        w = RunWriter.create(archive, info, total=len(parsed) if not together else 1, visible=False)
+        try:
+            n = _write(w, parsed, tool, role, together)
+        except BaseException:
+            # nothing of a failed import is kept (a kill -9 here is cleaned by 'nicbench recover')
+            archive.delete_run(run_id)
+            shutil.rmtree(w.run_dir, ignore_errors=True)
+            raise
+        summarise(archive, run_id, VIEWS)
+    finally:
+        archive.close()
+    return run_id, w.run_dir, n
+
+
+def _write(w: RunWriter, parsed: list[tuple[Path, dict[str, Any], float | None, Sequence[FlowInterval]]],
+           tool: str, role: str | None, together: bool) -> int:
     groups = [parsed] if together else [[p] for p in parsed]
     seen: dict[str, int] = {}
     for i, group in enumerate(groups):
@@ -103,14 +129,15 @@ def import_files(tool: str, files: list[Path], *, store: Path, name: str, role: 
         w.write_trial(TrialRecord(spec, "ok", min(ts), max(s.t_end for s in samples) if samples else 0.0,
                                   None, {"imported": [str(g[0]) for g in group]}), samples, raws)
     w.finish("done", ok=len(groups), failed=0)
-    return run_id, w.run_dir, len(groups)
+    return len(groups)
 
 
 @click.command("import")
 @click.argument("tool", type=click.Choice(["iperf3", "iperf2"]))
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @store_option
-@click.option("--name", default="imported", show_default=True, help="Run name.")
+@click.option("--name", default="imported", show_default=True,
+              help="Run name: letters, digits, '.', '_', '-' (at most 64).")
 @click.option("--role", type=click.Choice(["client", "server"]), default=None,
               help="iperf2: which end wrote the CSV (required for iperf2).")
 @click.option("--io-size", default=None, help="Label points with this IO size (iperf2 CSV lacks it).")
@@ -119,7 +146,7 @@ def import_files(tool: str, files: list[Path], *, store: Path, name: str, role: 
 @click.option("--port", type=int, default=None, help="iperf2: the server port, when the CSV cannot tell.")
 @json_option
 @click.pass_context
-def import_(ctx: click.Context, tool: str, files: tuple[Path, ...], store: Path | None, name: str,
+def import_(ctx: click.Context, tool: str, files: tuple[Path, ...], store: str | None, name: str,
             role: str | None, io_size: str | None, connections: int | None, together: bool,
             port: int | None) -> None:
     """Ingest iperf3 -J JSON or iperf2 -y C CSV files run by hand into a new run."""
@@ -129,7 +156,8 @@ def import_(ctx: click.Context, tool: str, files: tuple[Path, ...], store: Path 
             io = parse_size(io_size)
         except UnitError as e:
             raise InputError(str(e), where="--io-size") from None
-    run_id, run_dir, n = import_files(tool, list(files), store=store_dir(store), name=name, role=role,
+    run_id, run_dir, n = import_files(tool, list(files), store=store_location(store), name=name, role=role,
                                       io_size=io, connections=connections, together=together, port=port)
+    again = quoted("nicbench", "report", run_id, *(("--store", store) if store else ()))
     emit(ctx, {"run_id": run_id, "run_dir": str(run_dir), "trials": n},
-          f"imported {n} trial(s) as run {run_id}\nnicbench report {run_id} renders it")
+          f"imported {n} trial(s) as run {run_id}\n{again} renders it")

@@ -1,18 +1,35 @@
-"""``nicbench report [RUN]`` and ``nicbench runs``: runs read back from the store."""
+"""``nicbench report [RUN]`` and ``nicbench runs``: runs read back from the archive."""
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from ..report.view import load_run
-from ..store.runs import list_runs, resolve
+from ..core.errors import StoreError
+from ..report.view import RunView, load_run
+from ..store.archive import MARKER, RunRow
+from ..store.location import parse_store
+from ..store.names import shown
+from ..store.runs import DB as LEGACY_DB
 from ..studies.registry import VIEWS
-from .options import emit, json_option, store_dir, store_option
+from .options import emit, filter_options, json_option, open_archive, pop_filter, quoted, store_option
+
+
+def load_ref(run_ref: str, store: str | None) -> RunView:
+    """A run from a reference: a run directory (an older nicbench's, or one
+    of an archive: its run.json names which), or an id, id prefix or
+    ``latest`` in the archive ``--store`` names."""
+    p = Path(run_ref)
+    if (p / LEGACY_DB).exists():
+        return load_run(p, VIEWS)
+    if store is None and (p / MARKER).exists():
+        return load_run(p, VIEWS)
+    with open_archive(store) as a:
+        row = a.resolve(run_ref)
+        return load_run(Path(row.run_dir), VIEWS, a, row.run_id)
 
 
 @click.command()
@@ -22,9 +39,9 @@ from .options import emit, json_option, store_dir, store_option
               help="Directory for the report (default: RUN/report).")
 @json_option
 @click.pass_context
-def report(ctx: click.Context, run_ref: str, store: Path | None, out: Path | None) -> None:
-    """Re-render the report of RUN (id, id prefix, path or 'latest') from the store alone."""
-    view = load_run(resolve(store_dir(store), run_ref), VIEWS)
+def report(ctx: click.Context, run_ref: str, store: str | None, out: Path | None) -> None:
+    """Re-render the report of RUN (id, id prefix, run directory or 'latest') from the archive alone."""
+    view = load_ref(run_ref, store)
     sv = VIEWS[view.info.study]
     out = out or view.run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
@@ -32,24 +49,64 @@ def report(ctx: click.Context, run_ref: str, store: Path | None, out: Path | Non
     emit(ctx, {"run_id": view.info.run_id, "report": str(index), "points": sv.rows(view)}, f"report: {index}")
 
 
+def _created(c: float) -> str:
+    return dt.datetime.fromtimestamp(c).strftime("%Y-%m-%d %H:%M")
+
+
+def run_dict(r: RunRow) -> dict[str, Any]:
+    return {"run_id": r.run_id, "name": r.name, "study": r.study, "created": r.created, "status": r.status,
+            "source": r.source, "trials_total": r.trials_total, "trials_done": r.trials_done,
+            "trials_ok": r.trials_ok, "trials_failed": r.trials_failed, "hosts": list(r.hosts),
+            "labels": {k: list(v) for k, v in r.labels.items()}, "run_dir": r.run_dir,
+            "headline": {"metric": r.headline_metric, "value": r.headline_value, "point": r.headline_point}}
+
+
+def headline(r: RunRow) -> str:
+    if r.headline_value is None or not r.headline_metric:
+        return ""
+    return f"{r.headline_metric} {r.headline_value:.4g} ({r.headline_point})"
+
+
 @click.command()
 @store_option
+@filter_options
+@click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True, help="At most this many runs.")
 @json_option
 @click.pass_context
-def runs(ctx: click.Context, store: Path | None) -> None:
-    """List the runs in the store, newest first."""
-    rows = list_runs(store_dir(store))
+def runs(ctx: click.Context, store: str | None, limit: int, **kw: Any) -> None:
+    """List the runs in the archive, newest first, with their full ids."""
+    f = pop_filter(kw)
+    loc = parse_store(store)
+    try:
+        a = open_archive(store)
+    except StoreError as e:
+        if e.message != "no archive here yet":
+            raise
+        emit(ctx, [], f"no runs in {loc.display}" + _legacy_hint())
+        return
+    with a:
+        rows = a.runs(f, limit=limit)
+        total = a.count(f)
     if ctx.obj.get("json"):
-        emit(ctx, rows)
+        emit(ctx, [run_dict(r) for r in rows])
         return
     if not rows:
-        click.echo(f"no runs in {store_dir(store)}")
+        click.echo(f"no runs in {loc.display}" + ("" if f == type(f)() else " match") + _legacy_hint())
         return
-    t = Table("run id", "name", "study", "created", "status", "ok", "failed")
+    table = [("RUN ID", "NAME", "STUDY", "CREATED", "STATUS", "OK", "FAILED", "HOSTS", "HEADLINE")]
     for r in rows:
-        c = r.get("created")
-        created = dt.datetime.fromtimestamp(float(c)).strftime("%Y-%m-%d %H:%M") if isinstance(c, (int, float)) \
-            else "?"
-        t.add_row(str(r["run_id"]), str(r.get("name", "")), str(r.get("study", "")), created,
-                  str(r.get("status", "")), str(r.get("trials_ok", "")), str(r.get("trials_failed", "")))
-    Console().print(t)
+        table.append((r.run_id, shown(r.name, 40), shown(r.study, 12), _created(r.created), shown(r.status, 24),
+                      str(r.trials_ok), str(r.trials_failed), shown(",".join(r.hosts), 40), shown(headline(r), 60)))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    if total > len(rows):
+        click.echo(f"... {total - len(rows)} more (--limit, or filters: --study, --plan, --since ...)")
+
+
+def _legacy_hint() -> str:
+    here = Path("nicbench-runs")
+    if here.is_dir() and any((d / LEGACY_DB).exists() for d in here.iterdir()):
+        return ("\n" + f"{here} holds run directories of an older nicbench: "
+                + quoted("nicbench", "archive", "add", str(here)) + " brings them in")
+    return ""
