@@ -2,8 +2,9 @@
 
 Debian's ``postgresql`` package (15): ``initdb`` into a fresh directory as the
 postgres user, password logins only (scram), listening on a Unix socket in a
-private directory and on no TCP port, durability switched off (it is thrown
-away).  Stopped and removed by :meth:`PgServer.stop`.
+private directory and on no TCP port, fsync off (it is thrown away; a
+killed server still keeps every commit, which the outage test relies on:
+synchronous_commit stays on).  Stopped and removed by :meth:`PgServer.stop`.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class PgServer:
         r = self._as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60", "-l",
                               str(self.base / "log"), "-o",
                               f"-k {self.sock} -c listen_addresses='' -c fsync=off -c full_page_writes=off "
-                              "-c synchronous_commit=off -c max_connections=60", "start")
+                              "-c max_connections=60", "start")
         if r.returncode != 0:
             raise RuntimeError(f"pg_ctl start failed: {r.stdout}{r.stderr}{self.log()}")
 

@@ -95,6 +95,7 @@ class Db:
                                  where=str(path), hint="the store needs a local file system that supports WAL")
             db.execute("PRAGMA synchronous = NORMAL")     # durable in WAL up to the last checkpoint-safe commit
             db.execute("PRAGMA foreign_keys = ON")
+            db.execute("PRAGMA cache_size = -65536")      # 64 MiB: a run's samples insert without re-reading pages
         except sqlite3.DatabaseError as e:
             raise self._map(e, None) from None
         return db

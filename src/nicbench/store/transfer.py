@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import StoreError
+from ..core.errors import InputError, StoreError
 from .archive import Archive
 from .location import StoreLocation
 from .runs import DB, RunReader
@@ -60,7 +60,7 @@ def legacy_dirs(paths: Sequence[Path]) -> list[Path]:
         elif p.is_dir():
             out += sorted(d for d in p.iterdir() if (d / DB).exists())
         else:
-            raise StoreError("not a run directory (no results.sqlite in it or its subdirectories)", where=str(p),
+            raise InputError("not a run directory (no results.sqlite in it or its subdirectories)", where=str(p),
                              hint="give a run directory of an older nicbench, or the folder holding them")
     return out
 

@@ -38,6 +38,8 @@ from .db import StoreFull, StoreUnavailable
 from .location import StoreLocation, redact
 
 SPOOL = "spool.sqlite"
+RESERVE = ".space-reserve"
+RESERVE_BYTES = 256 * 1024     # freed when the disk fills, so the run can still be marked aborted
 
 
 def sha256_of(path: Path) -> tuple[str | None, int | None]:
@@ -110,22 +112,41 @@ def fact_rows(rid: int, hosts: Iterable[HostFacts], start: int = 0) -> list[tupl
 
 
 class RunWriter:
-    """One run being written.  Methods as the session calls them."""
+    """One run being written.  Methods as the session calls them.
 
-    def __init__(self, archive: Archive, rid: int, run_dir: Path, info: RunInfo, final_dir: Path):
-        self.archive = archive
-        self.rid = rid
+    On PostgreSQL every write also goes, first, into a local SQLite spool in
+    the run directory: if the server goes away mid-run, the spool already
+    holds the whole run and the run goes on into it alone (the writer cannot
+    read back from a server that is gone).  When the run finishes with the
+    server still there, the spool is deleted.
+    """
+
+    def __init__(self, archive: Archive, run_dir: Path, info: RunInfo, final_dir: Path):
         self.run_dir = run_dir
         self.info = info
         self.notes: list[str] = []            # what the writer had to do that the user should hear of
         self._final_dir = final_dir           # where an invisible run's directory goes when it is finished
-        self._primary = archive
-        self._header: list[Callable[[Archive, int], None]] = []   # replayed into a spool
+        self._primary: Archive | None = archive
+        self._spool: Archive | None = None
+        self._rids: dict[int, int] = {}
         self._raw_seq = 0
         self._fact_seq = 0
         self._aborted: str | None = None
         self._finished = False
         self._make_args: dict[str, Any] = {}
+        self._primary_loc = archive.loc
+
+    @property
+    def archive(self) -> Archive:
+        """Where the run is: its archive, or the local spool once that went away."""
+        if self._primary is not None:
+            return self._primary
+        assert self._spool is not None
+        return self._spool
+
+    @property
+    def rid(self) -> int:
+        return self._rids[id(self.archive)]
 
     def _make(self, a: Archive) -> int:
         """The run's row (and its tags) in ``a``; its rid there."""
@@ -148,55 +169,63 @@ class RunWriter:
         except OSError as e:
             raise StoreError(f"cannot create the run directory: {e.strerror or e}", where=str(where),
                              hint="choose a writable --store (or free space there)") from None
+        w = cls(archive, where, info, final)
+        w._make_args = {"total": total, "tags": tuple(tags), "visible": visible}
         try:
             (where / "plan.toml").write_text(info.plan_text)
             _write_marker(where, archive.loc, info.run_id)
-        except OSError as e:
-            raise StoreError(f"cannot write the run directory: {e.strerror or e}", where=str(where),
-                             hint="free space there or choose another --store") from None
-
-        w = cls(archive, 0, where, info, final)
-        w._make_args = {"total": total, "tags": tuple(tags), "visible": visible}
-        try:
-            w.rid = w._do(lambda a, _rid: w._make(a))
-        except BaseException:
+            with open(where / RESERVE, "wb") as f:
+                f.write(b"\0" * RESERVE_BYTES)
+            if archive.loc.kind == "postgresql":
+                w._spool = Archive.open(StoreLocation("sqlite", str(where / SPOOL), where.parent))
+            w._do(lambda a, _rid: w._rids.__setitem__(id(a), w._make(a)), made=False)
+        except BaseException as e:
+            if w._spool is not None:
+                w._spool.close()
             shutil.rmtree(where, ignore_errors=True)     # nothing of the run was recorded: leave nothing
+            if isinstance(e, OSError):
+                raise StoreError(f"cannot write the run directory: {e.strerror or e}", where=str(where),
+                                 hint="free space there or choose another --store") from None
             raise
         return w
 
     # ---- where writes go ----
-    def _do(self, op: Callable[[Archive, int], Any], *, replay: bool = False, need: int | None = None) -> Any:
-        """Run ``op`` on the current archive; on a PostgreSQL outage, move to
-        the spool and run it there."""
-        if replay:
-            self._header.append(op)
-        try:
-            return op(self.archive, self.rid)
-        except StoreUnavailable as e:
-            if self.archive.loc.kind != "postgresql" or self.archive is not self._primary:
+    def _do(self, op: Callable[[Archive, int], Any], *, need: int | None = None, made: bool = True) -> None:
+        """Run ``op`` on the spool (if any), then on the archive; a PostgreSQL
+        outage leaves the run to the spool from then on."""
+        targets = [t for t in (self._spool, self._primary) if t is not None]
+        for a in targets:
+            try:
+                op(a, self._rids[id(a)] if made else 0)
+            except StoreUnavailable as e:
+                if a is not self._primary or self._spool is None:
+                    raise
+                self._lose_primary(e)
+            except StoreFull as e:
+                self._abort(str(e.message))
                 raise
-            self._to_spool(e)
-            return op(self.archive, self.rid) if not replay else None
-        except StoreFull as e:
-            self._abort(str(e.message))
-            raise
 
-    def _to_spool(self, cause: StoreError) -> None:
-        spool = Archive.open(StoreLocation("sqlite", str(self.run_dir / SPOOL), self.run_dir.parent))
-        self.archive = spool
-        self.rid = self._make(spool)
-        for op in self._header:
-            op(spool, self.rid)
-        _write_marker(self.run_dir, self._primary.loc, self.info.run_id, spool=True)
-        self.notes.append(f"the archive {self._primary.where} became unreachable mid-run ({cause.message}); "
+    def _lose_primary(self, cause: StoreError) -> None:
+        assert self._primary is not None
+        self._primary.close()
+        self._primary = None
+        _write_marker(self.run_dir, self._primary_loc, self.info.run_id, spool=True)
+        self.notes.append(f"the archive {self._primary_loc.display} became unreachable mid-run ({cause.message}); "
                           f"the run went on into {self.run_dir / SPOOL}: 'nicbench archive sync' pushes it there")
 
     def _abort(self, reason: str) -> None:
         self._aborted = reason
         try:
-            self.archive.set_status(self.info.run_id, "aborted", reason)
-        except StoreError:
-            pass    # readers then see a run whose process is gone: aborted all the same
+            (self.run_dir / RESERVE).unlink()      # room for the one small write below
+        except OSError:
+            pass
+        for a in (self._spool, self._primary):
+            if a is None:
+                continue
+            try:
+                a.set_status(self.info.run_id, "aborted", reason)
+            except StoreError:
+                pass    # readers then see a run whose process is gone: aborted all the same
 
     # ---- what the session calls ----
     def raw_dir(self, trial_id: str) -> Path:
@@ -216,7 +245,7 @@ class RunWriter:
                 extra.update(items)
                 a.db.execute("UPDATE runs SET extra = ?, heartbeat = ? WHERE rid = ?",
                              (json.dumps(extra, default=str), time.time(), rid))
-        self._do(op, replay=True)
+        self._do(op)
 
     def _raw_rows(self, rid: int, raws: Iterable[RawOutput], start: int) -> list[tuple[Any, ...]]:
         rows = []
@@ -241,7 +270,7 @@ class RunWriter:
                                  fact_rows(rid, hosts, start_f))
                 self._insert_raws(a, rid, raw_rows)
                 a.add_labels(rid, fact_labels(hosts))
-        self._do(op, replay=True)
+        self._do(op)
 
     def write_raws(self, raws: Iterable[RawOutput]) -> None:
         """Raw outputs that belong to the run rather than one trial (a server's log)."""
@@ -252,7 +281,7 @@ class RunWriter:
         def op(a: Archive, rid: int) -> None:
             with a.db.transaction():
                 self._insert_raws(a, rid, rows)
-        self._do(op, replay=True)
+        self._do(op)
 
     @staticmethod
     def _insert_raws(a: Archive, rid: int, rows: list[tuple[Any, ...]]) -> None:
@@ -305,8 +334,19 @@ class RunWriter:
             self._do(op)
         finally:
             self._finished = True
-            if self.archive is not self._primary:
-                self.archive.close()
+            for leftover in (RESERVE,):
+                try:
+                    (self.run_dir / leftover).unlink()
+                except OSError:
+                    pass
+            if self._spool is not None:
+                self._spool.close()
+                if self._primary is not None:      # the archive has it all: the spool is not needed
+                    for suffix in ("", "-wal", "-shm"):
+                        try:
+                            (self.run_dir / (SPOOL + suffix)).unlink()
+                        except OSError:
+                            pass
 
 
 def _write_marker(run_dir: Path, loc: StoreLocation, run_id: str, spool: bool = False) -> None:
