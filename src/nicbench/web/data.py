@@ -24,11 +24,10 @@ from typing import Any
 from ..analysis.compare import compare
 from ..analysis.trend import check
 from ..core.errors import InputError, NicbenchError, StoreError
-from ..records import HostFacts
 from ..report.catalogue import metric_of
 from ..report.facts import fact_changes, facts_table
 from ..report.view import Metric, RunView, StudyView, analyse, read_stored
-from ..store.archive import Archive, RunFilter, RunRow, loads
+from ..store.archive import Archive, RunFilter, RunRow
 from ..store.location import StoreLocation
 from ..store.names import is_run_id
 from ..store.reader import RunReader
@@ -301,7 +300,7 @@ def trend_context(archive: Archive, views: Mapping[str, StudyView], metric: str,
     if verdict.flagged and rows:
         flags[-1] = True
     band = (verdict.low, verdict.high) if verdict.low is not None and verdict.high is not None else None
-    labels = [r.run_id for r in rows]
+    labels = [time.strftime("%m-%d %H:%M", time.localtime(r.created)) for r in rows]
     figure = chart(labels, [Series(f"{metric} at {point}", values, flags)],
                    y_label=f"{metric} ({m.unit})", title=f"{study}: {m.label}, {point}", band=band) if rows else ""
     return {"metric": m, "study": study, "point": point, "rows": rows, "verdict": verdict, "figure": figure,
@@ -319,17 +318,9 @@ def trend_choices(archive: Archive, views: Mapping[str, StudyView], study: str |
     return {"metrics": metrics, "points": points}
 
 
-def host_facts(view: RunView) -> list[HostFacts]:
-    return list(view.facts)
-
-
 def stale_note(row: RunRow) -> str | None:
     """For a run still marked running on another machine: how long it has been silent."""
     if row.status != "running" or row.heartbeat is None:
         return None
     age = time.time() - row.heartbeat
     return f"last heard from {age:.0f} s ago" if age > 60 else None
-
-
-def decoded(text: str | None) -> Any:
-    return loads(text, None)

@@ -44,7 +44,7 @@ def chart(x_labels: Sequence[str], series: Sequence[Series], *, y_label: str, ti
     """A categorical chart: one x position per label, one line (or bar group)
     per series, y from 0 (or the lowest value, if negative).  ``band``: a
     shaded range (the spread a trend is checked against)."""
-    left, right, top, bottom = 64, 16, 28, 92
+    left, right, top, bottom = 64, 16, 28, 128
     w, h = width - left - right, height - top - bottom
     vals = [v for s in series for v in s.values if v is not None and math.isfinite(v)]
     if band:
