@@ -37,8 +37,9 @@ class Leftovers:
     runs: list[RunRow] = field(default_factory=list)          # visible runs whose process is gone
     halves: list[RunRow] = field(default_factory=list)        # invisible (half-imported) runs
     stray_dirs: list[Path] = field(default_factory=list)      # temporary run directories with no run
-    tuning: list[str] = field(default_factory=list)           # restore ids pending
+    tuning: list[str] = field(default_factory=list)           # restore ids pending, a killed run applied tuning
     labs: list[tuple[str, str]] = field(default_factory=list)  # (lab, run id that built it)
+    other_tuning: list[str] = field(default_factory=list)     # pending, but no killed run applied tuning
 
     def __bool__(self) -> bool:
         return bool(self.runs or self.halves or self.stray_dirs or self.tuning or self.labs)
@@ -55,14 +56,28 @@ class Leftovers:
         return out
 
     def lines(self, done: bool) -> list[str]:
-        return [f"{what}: {how}" if done else f"{what} ({how} by 'nicbench recover --yes')"
-                for what, how in self.items()]
+        out = [f"{what}: {how}" if done else f"{what} ({how} by 'nicbench recover --yes')"
+               for what, how in self.items()]
+        if self.other_tuning:
+            out.append(f"tuning in force that no killed run applied ({', '.join(self.other_tuning)}): left alone "
+                       "('nicbench tune restore' puts it back)")
+        return out
+
+
+def _meta(archive: Archive, row: RunRow) -> dict[str, Any]:
+    got = archive.db.one("SELECT info_meta FROM runs WHERE rid = ?", (row.rid,))
+    meta = loads(got[0] if got else None, {})
+    return meta if isinstance(meta, dict) else {}
+
+
+def _applied_tuning(archive: Archive, row: RunRow) -> bool:
+    tuning = _meta(archive, row).get("tuning")
+    return isinstance(tuning, dict) and bool(tuning.get("applied"))
 
 
 def _built_lab(archive: Archive, row: RunRow) -> str | None:
-    got = archive.db.one("SELECT info_meta FROM runs WHERE rid = ?", (row.rid,))
-    meta = loads(got[0] if got else None, {}) or {}
-    lab = meta.get("lab") if isinstance(meta, dict) else None
+    meta = _meta(archive, row)
+    lab = meta.get("lab")
     if not isinstance(lab, dict) or meta.get("lab_reused") or meta.get("host_transport") not in (None, "netns", "ssh"):
         return None
     name = lab.get("name")
@@ -79,7 +94,11 @@ def inspect(archive: Archive) -> Leftovers:
     if root.is_dir():
         left.stray_dirs = [d for d in sorted(root.glob(".tmp-*"))
                            if d.is_dir() and d.name[5:] not in known]
-    left.tuning = [rid for rid, _doc in pending()]
+    restore_ids = [rid for rid, _doc in pending()]
+    if any(_applied_tuning(archive, r) for r in left.runs):
+        left.tuning = restore_ids
+    else:
+        left.other_tuning = restore_ids
     up = set(manager.all_labs())
     for r in left.runs:
         lab = _built_lab(archive, r)
@@ -140,11 +159,11 @@ def recover(ctx: click.Context, store: str | None, yes: bool) -> None:
         if e.message != "no archive here yet":
             raise
         archive = None
-    left = inspect(archive) if archive is not None else Leftovers(tuning=[rid for rid, _ in pending()])
+    left = inspect(archive) if archive is not None else Leftovers(other_tuning=[rid for rid, _ in pending()])
     lines = left.lines(done=yes)
     data: dict[str, Any] = {"found": lines, "cleaned": False, "errors": []}
     if not left:
-        emit(ctx, data, "nothing left behind by a killed nicbench")
+        emit(ctx, data, "\n".join(["nothing left behind by a killed nicbench", *lines]))
         return
     if not yes:
         again = quoted("nicbench", "recover", "--yes", *(("--store", store) if store else ()))

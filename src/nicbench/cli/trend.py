@@ -50,7 +50,8 @@ def verdicts(rows: list[TrendRow], points: tuple[str, ...], m: Metric, window: i
 @click.option("--window", type=click.IntRange(min=1), default=10, show_default=True,
               help="How many earlier runs make the spread.")
 @click.option("--tolerance", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="Widen the spread by this fraction of its median (0.02 = 2 %).")
+              help="Widen the spread by this fraction of its median (0.02 = 2 %%).  Without it, a series of "
+                   "pure noise puts the latest run below all N before it 1 time in N+1.")
 @store_option
 @json_option
 @click.pass_context

@@ -16,6 +16,7 @@ its kinds below) naming the database, never as a driver exception.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import shutil
 import sqlite3
@@ -197,7 +198,11 @@ class Db:
         """Bulk insert of new rows (no conflict handling): COPY on PostgreSQL."""
         if self.dialect == "sqlite":
             marks = ", ".join("?" for _ in columns)
-            self.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows, need)
+            sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
+            with self._lock, self._mapped(need):
+                it = iter(rows)
+                while batch := list(itertools.islice(it, 50000)):     # bounded memory for big runs
+                    self.raw.executemany(sql, batch)
             return
         with self._lock, self._mapped(need), self.raw.cursor() as cur, \
                 cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as cp:

@@ -11,7 +11,7 @@ only in the transaction that wrote all of it.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,6 @@ from .writer import (
     fact_labels,
     fact_rows,
     read_marker,
-    sample_rows,
     sha256_of,
     trial_row,
 )
@@ -81,33 +80,47 @@ def add_legacy(archive: Archive, run_dir: Path, tags: Sequence[str] = ()) -> Add
         m = r.meta()
         if archive.db.one("SELECT 1 FROM runs WHERE run_id = ?", (info.run_id,)):
             return Added(info.run_id, str(run_dir), "present")
-        trials, samples, facts, raws = r.trials(), r.samples(), r.facts(), r.raw_outputs()
+        trials, facts, raws = r.trials(), r.facts(), r.raw_outputs()
+        extra = {k: v for k, v in m.items() if k not in _STD_META and not k.startswith("meta.")}
+        extra["added_from"] = str(run_dir)
+        finished = m.get("finished")
+        counted = [0]
+        with archive.db.transaction():
+            rid = archive.insert_run(info, run_dir, visible=False, total=len(trials), status=str(m.get("status")),
+                                     pid=None, extra=extra,
+                                     finished=float(finished) if isinstance(finished, int | float) else None)
+            archive.db.copy_in("trials", TRIAL_COLS, [trial_row(rid, t) for t in trials])
+            archive.db.copy_in("samples", SAMPLE_COLS, _legacy_samples(r, rid, counted))
+            archive.db.copy_in("facts", FACT_COLS, fact_rows(rid, facts))
+            raw_rows = []
+            seen: set[str] = set()
+            for i, x in enumerate(raws):
+                if x.path in seen:       # the old schema had no key: one row per file
+                    continue
+                seen.add(x.path)
+                sha, size = sha256_of(run_dir / x.path)
+                raw_rows.append((rid, x.path, i, x.trial_id, x.host, x.role, x.tool, x.stream, sha, size))
+            archive.db.copy_in("raw_outputs", RAW_COLS, raw_rows)
+            archive.add_labels(rid, [*fact_labels(facts), *(("tag", t) for t in tags)])
+            archive.refresh_counts(rid)
+            archive.db.execute("UPDATE runs SET visible = 1 WHERE rid = ?", (rid,))
     finally:
         r.close()
-    extra = {k: v for k, v in m.items() if k not in _STD_META and not k.startswith("meta.")}
-    extra["added_from"] = str(run_dir)
-    finished = m.get("finished")
-    srows = sample_rows(0, samples)
-    with archive.db.transaction(need=200 * len(srows)):
-        rid = archive.insert_run(info, run_dir, visible=False, total=len(trials), status=str(m.get("status")),
-                                 pid=None, extra=extra,
-                                 finished=float(finished) if isinstance(finished, int | float) else None)
-        archive.db.copy_in("trials", TRIAL_COLS, [trial_row(rid, t) for t in trials])
-        archive.db.copy_in("samples", SAMPLE_COLS, [(rid, *x[1:]) for x in srows], need=200 * len(srows))
-        archive.db.copy_in("facts", FACT_COLS, fact_rows(rid, facts))
-        raw_rows = []
-        seen: set[str] = set()
-        for i, x in enumerate(raws):
-            if x.path in seen:       # the old schema had no key: one row per file
-                continue
-            seen.add(x.path)
-            sha, size = sha256_of(run_dir / x.path)
-            raw_rows.append((rid, x.path, i, x.trial_id, x.host, x.role, x.tool, x.stream, sha, size))
-        archive.db.copy_in("raw_outputs", RAW_COLS, raw_rows)
-        archive.add_labels(rid, [*fact_labels(facts), *(("tag", t) for t in tags)])
-        archive.refresh_counts(rid)
-        archive.db.execute("UPDATE runs SET visible = 1 WHERE rid = ?", (rid,))
-    return Added(info.run_id, str(run_dir), "added", len(trials), len(samples))
+    return Added(info.run_id, str(run_dir), "added", len(trials), counted[0])
+
+
+def _legacy_samples(r: RunReader, rid: int, counted: list[int]) -> Iterator[tuple[Any, ...]]:
+    """An older run's samples as archive rows, streamed: straight from its
+    table (tags stay the JSON text they were), numbered per trial in the
+    order they were written."""
+    seq: dict[str, int] = {}
+    cur = r.db.execute("SELECT trial_id, metric, value, unit, t_start, t_end, tags FROM samples ORDER BY rowid")
+    while chunk := cur.fetchmany(50000):
+        for tid, metric, value, unit, t0, t1, tags in chunk:
+            n = seq.get(tid, 0)
+            seq[tid] = n + 1
+            counted[0] += 1
+            yield (rid, tid, n, metric, value, unit, t0, t1, tags)
 
 
 def spools(runs_root: Path) -> list[Path]:
