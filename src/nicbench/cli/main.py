@@ -28,7 +28,7 @@ from .options import json_option
 COMMANDS = {
     "run": ("nicbench.cli.run", "run"),
     "report": ("nicbench.cli.report", "report"),
-    "runs": ("nicbench.cli.report", "runs"),
+    "runs": ("nicbench.cli.runs", "runs"),
     "check": ("nicbench.cli.check", "check"),
     "compare": ("nicbench.cli.compare", "compare_cmd"),
     "import": ("nicbench.cli.imports", "import_"),
