@@ -120,7 +120,7 @@ def bench(loc: StoreLocation, runs: int, samples: int, legacy: Path, work: Path)
         url = p.stdout.readline().split(" on ", 1)[1].strip().rstrip("/")
         res["runs_page_first"] = page_stats(url + "/", 20)
         res["runs_page_deep"] = page_stats(url + "/?page=150", 10)
-        res["runs_page_filtered"] = page_stats(url + "/?kernel=6.3*&tag=build-150", 10)
+        res["runs_page_filtered"] = page_stats(url + "/?kernel=6.2*&tag=build-150", 10)   # 50 runs match
         res["trend_page_all_runs"] = page_stats(url + "/trend?metric=gbps&point=tx/c1/io4K&study=tcp", 3)
         res["trend_page_last_60"] = page_stats(url + "/trend?metric=gbps&point=tx/c1/io4K&study=tcp&last=60", 10)
         res["dashboard_memory"] = proc_mem(p.pid)

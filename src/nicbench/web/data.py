@@ -34,6 +34,7 @@ from ..store.reader import RunReader
 from .svg import Series, chart
 
 PAGE = 50
+TREND_TABLE = 200          # rows of a trend's table (the figure has every run)
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.(png|csv|json|html)$")
 
 
@@ -303,8 +304,8 @@ def trend_context(archive: Archive, views: Mapping[str, StudyView], metric: str,
     labels = [time.strftime("%m-%d %H:%M", time.localtime(r.created)) for r in rows]
     figure = chart(labels, [Series(f"{metric} at {point}", values, flags)],
                    y_label=f"{metric} ({m.unit})", title=f"{study}: {m.label}, {point}", band=band) if rows else ""
-    return {"metric": m, "study": study, "point": point, "rows": rows, "verdict": verdict, "figure": figure,
-            "window": window, "tolerance": tolerance}
+    return {"metric": m, "study": study, "point": point, "rows": rows[-TREND_TABLE:][::-1], "n": len(rows),
+            "verdict": verdict, "figure": figure, "window": window, "tolerance": tolerance}
 
 
 def trend_choices(archive: Archive, views: Mapping[str, StudyView], study: str | None,
@@ -313,8 +314,12 @@ def trend_choices(archive: Archive, views: Mapping[str, StudyView], study: str |
     metrics: list[tuple[str, Metric]] = [(k, m) for k, v in views.items() if study in (None, k) for m in v.metrics]
     points: list[str] = []
     if metric:
+        # the points of the study's recent runs (a DISTINCT over every run's values reads them all)
+        studies = [k for k, m in metrics if m.name == metric]
         points = [r[0] for r in archive.db.query(
-            "SELECT DISTINCT point FROM point_values WHERE metric = ? ORDER BY point LIMIT 500", (metric,))]
+            "SELECT DISTINCT p.point FROM points p WHERE p.rid IN (SELECT rid FROM runs WHERE visible = 1 AND "
+            f"study IN ({', '.join('?' for _ in studies)}) ORDER BY created DESC LIMIT 50) ORDER BY p.point",
+            studies)] if studies else []
     return {"metrics": metrics, "points": points}
 
 
