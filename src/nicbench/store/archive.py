@@ -382,13 +382,15 @@ class Archive:
         labels = self.labels_of([r.rid for r in rows])
         return [RunRow(**{**r.__dict__, "labels": labels.get(r.rid, {})}) for r in rows]
 
-    def labels_of(self, rids: Sequence[int]) -> dict[int, dict[str, tuple[str, ...]]]:
+    def labels_of(self, rids: Sequence[int], keys: Sequence[str] = LABEL_KEYS) -> dict[int, dict[str, tuple[str, ...]]]:
+        """The labels (of ``keys``) of each run."""
         out: dict[int, dict[str, list[str]]] = {}
+        kmarks = ", ".join("?" for _ in keys)
         for i in range(0, len(rids), 500):
             chunk = list(rids[i:i + 500])
             for rid, key, value in self.db.query(
                     f"SELECT rid, key, value FROM labels WHERE rid IN ({', '.join('?' for _ in chunk)}) "
-                    "ORDER BY key, value", chunk):
+                    f"AND key IN ({kmarks}) ORDER BY key, value", [*chunk, *keys]):
                 out.setdefault(int(rid), {}).setdefault(key, []).append(value)
         return {rid: {k: tuple(v) for k, v in d.items()} for rid, d in out.items()}
 
@@ -448,20 +450,8 @@ class Archive:
             qargs.append(limit * max(1, len(points)))
         rows = self.db.query(q, qargs)
         rows.reverse()
-        lab = self._trend_labels(metric, points, where, args)
+        lab = self.labels_of(sorted({int(t[0]) for t in rows}), keys=("kernel", "driver", "firmware", "tag"))
         return [TrendRow(t[1], t[2], float(t[3]), t[4], t[5], t[6], lab.get(int(t[0]), {})) for t in rows]
-
-    def _trend_labels(self, metric: str, points: Sequence[str], where: str,
-                      args: list[Any]) -> dict[int, dict[str, tuple[str, ...]]]:
-        marks = ", ".join("?" for _ in points)
-        out: dict[int, dict[str, list[str]]] = {}
-        for rid, key, value in self.db.query(
-                f"SELECT DISTINCT l.rid, l.key, l.value FROM labels l JOIN runs r ON r.rid = l.rid "
-                f"WHERE l.key IN ('kernel', 'driver', 'firmware', 'tag') AND {where} AND EXISTS (SELECT 1 "
-                f"FROM point_values v WHERE v.rid = r.rid AND v.metric = ? AND v.point IN ({marks}))",
-                [*args, metric, *points]):
-            out.setdefault(int(rid), {}).setdefault(key, []).append(value)
-        return {rid: {k: tuple(sorted(v)) for k, v in d.items()} for rid, d in out.items()}
 
     def metrics_of(self, study: str | None = None) -> list[str]:
         q = "SELECT DISTINCT v.metric FROM point_values v"
