@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 import socket
 import sqlite3
@@ -92,7 +93,7 @@ def test_run_names_cannot_leave_the_store_or_forge_rows(capsys, tmp_path):
     assert not store.exists() and not (tmp_path / "x").exists() and not Path("pwned").exists()
     code, out, err = nb(capsys, "import", "iperf3", f, "--name", "ok.name-1", "--store", store)
     assert code == 0, err
-    run_id = out.split(" as run ")[1].split()[0]
+    [run_id] = re.findall(r"^run (\S+): tcp study", out, re.M)
     # the printed command is one a shell reads back as it was meant
     assert f"nicbench report {run_id} --store '{store}' renders it" in out
     # an older run directory whose name holds a newline and markup is one row, shown escaped

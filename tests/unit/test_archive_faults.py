@@ -178,31 +178,24 @@ def test_a_damaged_older_run_is_listed_as_damaged_never_a_crash(tmp_path):
 
 KILLED_IMPORT = """
 import os, signal, sys
-from pathlib import Path
-from nicbench.cli import imports
-from nicbench.store.location import parse_store
-real = imports._write
-def dying(w, parsed, *a, **k):
-    orig = w.write_trial
-    def write_then_die(*x, **y):          # the first trial committed, then the process is gone
-        orig(*x, **y)
-        os.kill(os.getpid(), signal.SIGKILL)
-    w.write_trial = write_then_die
-    return real(w, parsed, *a, **k)
-imports._write = dying
-files = [Path(sys.argv[2])] * 3
-imports.import_files("iperf3", files, store=parse_store(sys.argv[1]), name="half", role=None, io_size=None,
-                     connections=None, together=False)
+from nicbench.cli.main import main
+from nicbench.store.writer import RunWriter
+orig = RunWriter.write_trial
+def write_then_die(self, *x, **y):          # the first trial committed, then the process is gone
+    orig(self, *x, **y)
+    os.kill(os.getpid(), signal.SIGKILL)
+RunWriter.write_trial = write_then_die
+main(["import", "--store", sys.argv[1], "--name", "half", *sys.argv[2:]])
 """
 
 
 def test_an_import_killed_half_way_shows_nothing_and_recover_removes_it(tmp_path):
     script = tmp_path / "imp.py"
     script.write_text(KILLED_IMPORT)
-    fixture = HERE.parent / "fixtures" / "iperf3" / "3.12" / "tx_p2.json"
+    v3 = HERE.parent / "fixtures" / "iperf3" / "3.12"
     store = tmp_path / "st"
-    p = subprocess.run([sys.executable, str(script), str(store), str(fixture)], capture_output=True, text=True,
-                       timeout=60)
+    p = subprocess.run([sys.executable, str(script), str(store), str(v3 / "tx_p2.json"), str(v3 / "rx_p2.json")],
+                       capture_output=True, text=True, timeout=60)
     assert p.returncode == -signal.SIGKILL, p.stderr
     assert [d.name[:5] for d in (store / "runs").iterdir()] == [".tmp-"]
 

@@ -26,7 +26,7 @@ from typing import Any
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
 from ...hosts.spec import DirectLink
-from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output
+from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output, tool_stderr
 from ...plan.model import Plan
 from ...plan.studies.packets import PacketStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
@@ -229,7 +229,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
                         f"{max(s.threads) * max(s.ports)} threads need {max(s.threads) * max(s.ports)} CPUs, "
                         f"the host has {cpus}")
     if problems:
-        raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
+        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
     return PacketContext(s, gen, rx, dict(transports), versions, exe, macs, online, kernel, devs, exes,
                          ), warnings
 
@@ -287,7 +287,7 @@ def _wait_attached(procs: list[tuple[int, Process]], name: Callable[[int], str] 
                     except ValueError:
                         break             # half written: read again on the next round
             if port not in seen and p.poll() is not None:
-                err = nbgen.error_of(read_output(p.stderr_path)) or tail(read_output(p.stderr_path)) or "no error text"
+                err = nbgen.error_of(read_output(p.stderr_path)) or tail(tool_stderr(p.stderr_path)) or "no error text"
                 raise ToolError(f"nbgen rx on {name(port)}: {err}", where=p.host)
         if len(seen) < len(procs):
             if time.monotonic() > by:

@@ -21,7 +21,8 @@ from .analysis import PointStats, TrialResult, point_stats, trial_result
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 
 _CSV_COLS = ["point", "direction", "connections", "io_size", "io", "engine", "repeats_ok",
-             "repeats_failed", "gbps_median", "gbps_min", "gbps_max", "gbps_stdev", "tx_gbps",
+             "repeats_failed", "repeats_partial", "survivors_only", "gbps_median", "gbps_min", "gbps_max",
+             "gbps_stdev", "tx_gbps",
              "rx_gbps", "sender_gbps", "ceiling_gbps", "pct_of_ceiling", "max_pct_of_ceiling", "above_ceiling",
              "wire_gbps", "wire_pct_of_link", "wire_above_link", "cores_busy", "cpu_pct_of_machine",
              "gbps_per_core", "cpu_s_per_gb", "cycles_per_byte_est", "busiest_cpu", "max_start_skew_ms", "retransmits",
@@ -121,6 +122,8 @@ def table_rows(points: Sequence[PointStats]) -> list[dict[str, Any]]:
             "engine": p.params.get("engine"),
             "repeats_ok": p.n_ok,
             "repeats_failed": p.n_failed,
+            "repeats_partial": p.n_partial,
+            "survivors_only": p.survivors_only,
             "gbps_median": rounded(p.median),
             "gbps_min": rounded(p.low),
             "gbps_max": rounded(p.high),
