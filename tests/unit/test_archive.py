@@ -157,7 +157,8 @@ def test_summaries_trends_and_exports_keep_full_precision(store_url):
         rows = a.export_rows(RunFilter(run_ids=(ids[0],)))
         assert rows == [{"run_id": ids[0], "plan": "demo", "study": "tcp", "created": rows[0]["created"],
                          "status": "done", "kernel": "6.1.0-nb", "driver": "ixgbe", "tags": "", "point": "tx/c1/io4K",
-                         "n_ok": 1, "n_failed": 0, "params": {"direction": "tx", "io_size": 4096},
+                         "n_ok": 1, "n_failed": 0, "n_partial": 0, "survivors_only": False,
+                         "params": {"direction": "tx", "io_size": 4096},
                          "metrics": {"gbps": 0.1 + 0.2, "cpu_pct": None}}]
         row = a.resolve(ids[1])
         assert (row.headline_metric, row.headline_value, row.headline_point) == ("gbps", 0.1 + 0.2 + 1,

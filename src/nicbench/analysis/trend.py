@@ -13,11 +13,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Verdict:
-    state: str                 # "regression" | "improvement" | "within" | "not enough history"
+    state: str                 # "regression" | "improvement" | "within" | "not enough history" | "partial"
     latest: float | None
     low: float | None          # the spread the latest was held against (tolerance included)
     high: float | None
@@ -47,3 +48,13 @@ def check(values: Sequence[float | None], *, window: int = 10, higher_is_better:
     else:
         state = "improvement"
     return Verdict(state, latest, low, high, len(prev))
+
+
+def check_series(values: Sequence[float | None], survivors_only: Sequence[bool], **kw: Any) -> Verdict:
+    """:func:`check`, where a value over the surviving clients of a partial
+    point (``survivors_only``) is neither part of the spread nor judged: it
+    is lower than a complete point by the clients it lost, not by a
+    regression.  A latest value that is one gives the state ``partial``."""
+    if values and survivors_only and survivors_only[-1]:
+        return Verdict("partial", values[-1], None, None, 0)
+    return check([None if s else v for v, s in zip(values, survivors_only, strict=True)], **kw)

@@ -22,7 +22,7 @@ from ..core.errors import InputError
 from .options import filter_options, open_archive, pop_filter, store_option
 
 FIXED = ["run_id", "plan", "study", "created", "created_iso", "status", "kernel", "driver", "tags", "point",
-         "n_ok", "n_failed"]
+         "n_ok", "n_failed", "n_partial", "survivors_only"]
 
 
 def tidy(rows: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:

@@ -76,7 +76,8 @@ def filter_options(f: F) -> F:
         click.option("--driver", default=None, help="Only runs where an interface had this driver."),
         click.option("--firmware", default=None, help="Only runs where an interface had this firmware."),
         click.option("--tag", default=None, help="Only runs with this tag."),
-        click.option("--status", default=None, help="Only runs with this status (done, aborted, running, ...)."),
+        click.option("--status", default=None, help="Only runs with this status (done, done-with-failures, "
+                     "done-with-partial-points, aborted, running, ...); 'partial': every run with a partial point."),
         click.option("--since", default=None, help="Only runs created at/after (2026-01-31, or an age: 7d)."),
         click.option("--until", default=None, help="Only runs created before (2026-02-01, or an age: 1d)."),
     ]

@@ -27,7 +27,8 @@ def _created(c: float) -> str:
 def run_dict(r: RunRow) -> dict[str, Any]:
     return {"run_id": r.run_id, "name": r.name, "study": r.study, "created": r.created, "status": r.status,
             "source": r.source, "trials_total": r.trials_total, "trials_done": r.trials_done,
-            "trials_ok": r.trials_ok, "trials_failed": r.trials_failed, "hosts": list(r.hosts),
+            "trials_ok": r.trials_ok, "trials_failed": r.trials_failed, "trials_partial": r.trials_partial,
+            "hosts": list(r.hosts),
             "labels": {k: list(v) for k, v in r.labels.items()}, "run_dir": r.run_dir,
             "headline": {"metric": r.headline_metric, "value": r.headline_value, "point": r.headline_point}}
 
@@ -64,10 +65,13 @@ def runs(ctx: click.Context, store: str | None, limit: int, **kw: Any) -> None:
     if not rows:
         click.echo(f"no runs in {loc.display}" + ("" if f == type(f)() else " match") + _legacy_hint())
         return
-    table = [("RUN ID", "NAME", "STUDY", "CREATED", "STATUS", "OK", "FAILED", "HOSTS", "HEADLINE")]
+    table = [("RUN ID", "NAME", "STUDY", "CREATED", "STATUS", "OK", "PARTIAL", "FAILED", "HOSTS", "HEADLINE")]
     for r in rows:
-        table.append((r.run_id, shown(r.name, 40), shown(r.study, 12), _created(r.created), shown(r.status, 24),
-                      str(r.trials_ok), str(r.trials_failed), shown(",".join(r.hosts), 40), shown(headline(r), 60)))
+        # an import's study says so: its figures were not measured by nicbench
+        study = shown(r.study, 12) + (" (imported)" if r.source == "import" else "")
+        table.append((r.run_id, shown(r.name, 40), study, _created(r.created), shown(r.status, 24),
+                      str(r.trials_ok), str(r.trials_partial), str(r.trials_failed), shown(",".join(r.hosts), 40),
+                      shown(headline(r), 60)))
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

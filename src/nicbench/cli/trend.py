@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..analysis.trend import Verdict, check
+from ..analysis.trend import Verdict, check_series
 from ..core.errors import InputError, Regression
 from ..report.catalogue import metric_of
 from ..report.view import Metric
@@ -36,8 +36,9 @@ def series(rows: list[TrendRow], point: str) -> list[TrendRow]:
 
 def verdicts(rows: list[TrendRow], points: tuple[str, ...], m: Metric, window: int,
              tolerance: float) -> dict[str, Verdict]:
-    return {p: check([r.value for r in series(rows, p)], window=window, higher_is_better=m.higher_is_better,
-                     tolerance=tolerance) for p in points}
+    return {p: check_series([r.value for r in series(rows, p)], [r.survivors_only for r in series(rows, p)],
+                            window=window, higher_is_better=m.higher_is_better, tolerance=tolerance)
+            for p in points}
 
 
 @click.command("trend")
@@ -67,7 +68,8 @@ def trend(ctx: click.Context, metric: str, points: tuple[str, ...], last: int | 
     found = verdicts(rows, points, m, window, tolerance)
     data = {"metric": metric, "unit": m.unit, "study": study, "points": list(points),
             "runs": [{"run_id": r.run_id, "created": r.created, "point": r.point, "value": r.value,
-                      "labels": {k: list(v) for k, v in r.labels.items()}} for r in rows],
+                      "survivors_only": r.survivors_only, "labels": {k: list(v) for k, v in r.labels.items()}}
+                     for r in rows],
             "check": {p: v.__dict__ for p, v in found.items()}}
     lines = []
     for p in points:
@@ -75,12 +77,17 @@ def trend(ctx: click.Context, metric: str, points: tuple[str, ...], last: int | 
         for r in series(rows, p):
             when = dt.datetime.fromtimestamp(r.created).strftime("%Y-%m-%d %H:%M")
             val = "-" if r.value is None else repr(r.value)
+            if r.survivors_only:
+                val += " (partial: survivors only)"
             labels = " ".join(f"{k}={','.join(v)}" for k, v in sorted(r.labels.items()))
             lines.append(f"  {r.run_id}  {when}  {val}  {shown(labels, 120)}")
         if not series(rows, p):
             lines.append("  (no run has this point; nicbench runs lists runs, 'archive summarise' fills figures)")
         v = found[p]
-        if v.low is not None:
+        if v.state == "partial":
+            lines.append(f"  latest {v.latest!r} is a partial point (survivors only): not judged against the "
+                         "complete points before it")
+        elif v.low is not None:
             lines.append(f"  latest {v.latest!r} vs spread {v.low:.6g}..{v.high:.6g} of the {v.history} runs "
                          f"before: {v.state}")
         else:

@@ -16,7 +16,7 @@ from ..store.archive import Archive
 from .view import Metric, RunView, StudyView, analyse, read_run
 
 # a summary made by another version is redone by 'nicbench archive summarise --stale'
-SUMMARY_VERSION = f"{__version__}+summary1"
+SUMMARY_VERSION = f"{__version__}+summary2"
 
 
 def summarise(archive: Archive, run_id: str, views: Mapping[str, StudyView]) -> RunView:

@@ -186,11 +186,13 @@ def params_by_point(view: RunView) -> dict[str, Mapping[str, Any]]:
 
 def summaries(view: RunView, values: Callable[[Any], Mapping[str, float | int | None]]) -> list[PointSummary]:
     """Every point of ``view`` as a :class:`PointSummary`: ``values`` maps one
-    of the study's point objects (with ``point``, ``n_ok``, ``n_failed``) to
-    its metrics."""
+    of the study's point objects (with ``point``, ``n_ok``, ``n_failed``, and
+    ``n_partial``/``survivors_only`` where the study has partial points) to its
+    metrics."""
     params = params_by_point(view)
     out = []
     for p in view.points:
         vals = {k: None if v is None else float(v) for k, v in values(p).items()}
-        out.append(PointSummary(p.point, params.get(p.point, {}), int(p.n_ok), int(p.n_failed), vals))
+        out.append(PointSummary(p.point, params.get(p.point, {}), int(p.n_ok), int(p.n_failed), vals,
+                                int(getattr(p, "n_partial", 0)), bool(getattr(p, "survivors_only", False))))
     return out

@@ -31,6 +31,7 @@ from .db import Db, boot_id, machine_name, pid_start
 from .location import StoreLocation, parse_store
 from .names import is_run_id
 
+POINT_COLS = ("rid", "point", "params", "n_ok", "n_failed", "n_partial", "survivors_only")
 MARKER = "run.json"            # in a run directory: which run of which archive it is
 LABEL_KEYS = ("host", "kernel", "driver", "firmware", "tag")
 
@@ -83,6 +84,7 @@ class RunRow:
     headline_point: str | None
     summary_version: str | None
     visible: bool = True
+    trials_partial: int = 0           # points that lost some clients (their survivors' data kept)
     labels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
@@ -117,6 +119,8 @@ class PointSummary:
     n_ok: int
     n_failed: int
     values: Mapping[str, float | None]
+    n_partial: int = 0                # repeats that lost some clients
+    survivors_only: bool = False      # the figure is over the survivors of partial repeats only
 
 
 @dataclass(frozen=True)
@@ -128,11 +132,12 @@ class TrendRow:
     point: str
     value: float | None
     labels: Mapping[str, tuple[str, ...]]
+    survivors_only: bool = False      # the value is over the clients that survived, not a complete point
 
 
 _RUN_COLS = ("rid, run_id, name, study, source, created, finished, heartbeat, status, run_dir, machine, boot_id, "
              "pid, pid_start, trials_total, trials_done, trials_ok, trials_failed, headline_metric, headline_value, "
-             "headline_point, summary_version, visible")
+             "headline_point, summary_version, visible, trials_partial")
 
 
 _AGE = re.compile(r"^(\d+)([smhdw])$")
@@ -181,6 +186,9 @@ def where_clause(f: RunFilter, alias: str = "r", visible_only: bool = True) -> t
         # caller sorts those out (RunRow.status); here both are candidates
         if f.status == "aborted":
             parts.append(f"{alias}.status IN ('aborted', 'running')")
+        elif f.status == "partial":
+            # any run with a point that lost some clients, whatever else happened in it
+            parts.append(f"{alias}.trials_partial > 0")
         else:
             parts.append(_text_match(f"{alias}.status", f.status, args))
     if f.since is not None:
@@ -203,7 +211,7 @@ def where_clause(f: RunFilter, alias: str = "r", visible_only: bool = True) -> t
 def _row(t: Sequence[Any], labels: Mapping[str, tuple[str, ...]] | None = None) -> RunRow:
     return RunRow(int(t[0]), t[1], t[2], t[3], t[4], float(t[5]), t[6], t[7], t[8], t[9], t[10], t[11],
                   None if t[12] is None else int(t[12]), t[13], t[14], int(t[15]), int(t[16]), int(t[17]),
-                  t[18], t[19], t[20], t[21], bool(t[22]), labels or {})
+                  t[18], t[19], t[20], t[21], bool(t[22]), int(t[23] or 0), labels or {})
 
 
 def loads(text: str | None, default: Any = None) -> Any:
@@ -299,6 +307,7 @@ class Archive:
             "UPDATE runs SET trials_done = (SELECT COUNT(*) FROM trials t WHERE t.rid = runs.rid), "
             "trials_ok = (SELECT COUNT(*) FROM trials t WHERE t.rid = runs.rid AND t.status = 'ok'), "
             "trials_failed = (SELECT COUNT(*) FROM trials t WHERE t.rid = runs.rid AND t.status = 'failed'), "
+            "trials_partial = (SELECT COUNT(*) FROM trials t WHERE t.rid = runs.rid AND t.status = 'partial'), "
             "heartbeat = ? WHERE rid = ?", (time.time(), rid))
 
     def set_status(self, run_id: str, status: str, note: str | None = None) -> None:
@@ -320,19 +329,21 @@ class Archive:
     def write_summary(self, run_id: str, points: Sequence[PointSummary], headline: str | None,
                       version_tag: str) -> None:
         """Replace the run's per-point figures.  ``headline`` names the metric
-        the runs list shows (its best value over the points)."""
+        the runs list shows (its best value over the complete points; over
+        the partial ones, said so, only when no point is complete)."""
         row = self.row(run_id, include_hidden=True)
         best: tuple[float, str] | None = None
-        for p in points:
+        complete = [p for p in points if not p.survivors_only]
+        for p in complete or points:
             v = p.values.get(headline) if headline else None
             if v is not None and (best is None or v > best[0]):
-                best = (float(v), p.point)
+                best = (float(v), p.point if complete else f"{p.point}, partial: survivors only")
         with self.db.transaction():
             self.db.execute("DELETE FROM point_values WHERE rid = ?", (row.rid,))
             self.db.execute("DELETE FROM points WHERE rid = ?", (row.rid,))
-            self.db.copy_in("points", ("rid", "point", "params", "n_ok", "n_failed"),
+            self.db.copy_in("points", POINT_COLS,
                             [(row.rid, p.point, json.dumps(dict(p.params), sort_keys=True, default=str), p.n_ok,
-                              p.n_failed) for p in points])
+                              p.n_failed, p.n_partial, 1 if p.survivors_only else 0) for p in points])
             self.db.copy_in("point_values", ("metric", "point", "rid", "value"),
                             [(m, p.point, row.rid, None if v is None else float(v))
                              for p in points for m, v in p.values.items()])
@@ -441,8 +452,10 @@ class Archive:
         f = f or RunFilter()
         where, args = where_clause(f)
         marks = ", ".join("?" for _ in points)
-        q = (f"SELECT r.rid, r.run_id, r.name, r.created, r.status, v.point, v.value FROM point_values v "
-             f"JOIN runs r ON r.rid = v.rid WHERE v.metric = ? AND v.point IN ({marks}) AND {where} "
+        q = (f"SELECT r.rid, r.run_id, r.name, r.created, r.status, v.point, v.value, p.survivors_only "
+             f"FROM point_values v JOIN runs r ON r.rid = v.rid "
+             f"LEFT JOIN points p ON p.rid = v.rid AND p.point = v.point "
+             f"WHERE v.metric = ? AND v.point IN ({marks}) AND {where} "
              "ORDER BY r.created DESC, r.rid DESC")
         qargs: list[Any] = [metric, *points, *args]
         if limit is not None:
@@ -451,7 +464,8 @@ class Archive:
         rows = self.db.query(q, qargs)
         rows.reverse()
         lab = self.labels_of(sorted({int(t[0]) for t in rows}), keys=("kernel", "driver", "firmware", "tag"))
-        return [TrendRow(t[1], t[2], float(t[3]), t[4], t[5], t[6], lab.get(int(t[0]), {})) for t in rows]
+        return [TrendRow(t[1], t[2], float(t[3]), t[4], t[5], t[6], lab.get(int(t[0]), {}), bool(t[7]))
+                for t in rows]
 
     def metrics_of(self, study: str | None = None) -> list[str]:
         q = "SELECT DISTINCT v.metric FROM point_values v"
@@ -467,9 +481,10 @@ class Archive:
         for point, metric, value in self.db.query(
                 "SELECT point, metric, value FROM point_values WHERE rid = ?", (row.rid,)):
             vals.setdefault(point, {})[metric] = value
-        return [PointSummary(p, loads(params, {}), int(ok), int(bad), vals.get(p, {}))
-                for p, params, ok, bad in self.db.query(
-                    "SELECT point, params, n_ok, n_failed FROM points WHERE rid = ? ORDER BY point", (row.rid,))]
+        return [PointSummary(p, loads(params, {}), int(ok), int(bad), vals.get(p, {}), int(part), bool(surv))
+                for p, params, ok, bad, part, surv in self.db.query(
+                    "SELECT point, params, n_ok, n_failed, n_partial, survivors_only FROM points WHERE rid = ? "
+                    "ORDER BY point", (row.rid,))]
 
     def export_rows(self, f: RunFilter | None = None) -> list[dict[str, Any]]:
         """Tidy rows: one per point of every run ``f`` selects, with the run's id,
@@ -485,15 +500,17 @@ class Archive:
             vals.setdefault((int(rid), point), {})[metric] = value
         labels = self.labels_of(sorted(runs))
         out = []
-        for rid, point, params, n_ok, n_failed in self.db.query(
-                f"SELECT p.rid, p.point, p.params, p.n_ok, p.n_failed FROM points p JOIN runs r ON r.rid = p.rid "
+        for rid, point, params, n_ok, n_failed, n_partial, surv in self.db.query(
+                f"SELECT p.rid, p.point, p.params, p.n_ok, p.n_failed, p.n_partial, p.survivors_only "
+                f"FROM points p JOIN runs r ON r.rid = p.rid "
                 f"WHERE {where} ORDER BY r.created, r.rid, p.point", args):
             r = runs[int(rid)]
             lab = labels.get(int(rid), {})
             out.append({"run_id": r[1], "plan": r[2], "study": r[3], "created": float(r[4]), "status": r[5],
                         "kernel": ";".join(lab.get("kernel", ())), "driver": ";".join(lab.get("driver", ())),
                         "tags": ";".join(lab.get("tag", ())), "point": point, "n_ok": int(n_ok),
-                        "n_failed": int(n_failed), "params": loads(params, {}),
+                        "n_failed": int(n_failed), "n_partial": int(n_partial), "survivors_only": bool(surv),
+                        "params": loads(params, {}),
                         "metrics": vals.get((int(rid), point), {})})
         return out
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from ..core.errors import StoreError
 from .db import Db
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _TYPES = {
     "sqlite": {"id": "INTEGER PRIMARY KEY", "real": "REAL", "norowid": "WITHOUT ROWID", "big": "INTEGER"},
@@ -140,7 +140,17 @@ CREATE TABLE point_values (
 CREATE INDEX point_values_by_run ON point_values (rid);
 """
 
-MIGRATIONS: list[str] = [_V1]
+# partial points (a point that lost some clients keeps its survivors' figure):
+# counted apart from ok and failed, and a point whose figure is survivors' only
+# says so, so a trend never holds it against complete points unmarked
+_V2 = """
+ALTER TABLE runs ADD COLUMN trials_partial INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE points ADD COLUMN n_partial INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE points ADD COLUMN survivors_only INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET trials_partial = (SELECT COUNT(*) FROM trials t WHERE t.rid = runs.rid AND t.status = 'partial')
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2]
 
 
 def _statements(text: str, dialect: str) -> list[str]:

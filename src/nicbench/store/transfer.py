@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError, StoreError
-from .archive import Archive
+from .archive import POINT_COLS, Archive
 from .location import StoreLocation
 from .runs import DB, RunReader
 from .writer import (
@@ -165,11 +165,11 @@ def push(src: Archive, run_id: str, dest: Archive) -> dict[str, int]:
             counts[table] = insert_ignore(dest, table, cols, rows)
         counts["labels"] = insert_ignore(dest, "labels", ("key", "value", "rid"), (
             (k, v, rid) for k, v in src.db.query("SELECT key, value FROM labels WHERE rid = ?", (srow.rid,))))
-        pts = src.db.query("SELECT point, params, n_ok, n_failed FROM points WHERE rid = ?", (srow.rid,))
+        pts = src.db.query(f"SELECT {', '.join(POINT_COLS[1:])} FROM points WHERE rid = ?", (srow.rid,))
         if pts:      # the source's summary replaces the destination's
             dest.db.execute("DELETE FROM point_values WHERE rid = ?", (rid,))
             dest.db.execute("DELETE FROM points WHERE rid = ?", (rid,))
-            dest.db.copy_in("points", ("rid", "point", "params", "n_ok", "n_failed"), [(rid, *p) for p in pts])
+            dest.db.copy_in("points", POINT_COLS, [(rid, *p) for p in pts])
             dest.db.copy_in("point_values", ("metric", "point", "rid", "value"), [
                 (m, p, rid, v) for m, p, v in src.db.query(
                     "SELECT metric, point, value FROM point_values WHERE rid = ?", (srow.rid,))])

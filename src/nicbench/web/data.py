@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.compare import compare
-from ..analysis.trend import check
+from ..analysis.trend import check_series
 from ..core.errors import InputError, NicbenchError, StoreError
 from ..report.catalogue import metric_of
 from ..report.facts import fact_changes, facts_table
@@ -119,7 +119,10 @@ def run_context(archive: Archive, row: RunRow, view: RunView, sv: StudyView) -> 
         if extra.get(key):
             warnings.append(f"{key.replace('_', ' ')}: {extra[key]}")
     return {"row": row, "info": view.info, "rows": rows, "cols": _scalar_cols(rows),
-            "failures": [t for t in view.trials if t.status != "ok"],
+            "failures": [t for t in view.trials if t.status not in ("ok", "partial")],
+            "partials": [t for t in view.trials if t.status == "partial"],
+            "imported": [f for f in view.info.meta.get("imported") or [] if isinstance(f, dict)]
+            if row.source == "import" else [],
             "facts": facts_table(list(view.facts), summary=True), "hosts": [h.host for h in view.facts],
             "tuning": tuning, "warnings": warnings, "raws": reader.raw_files(), "link": view.link}
 
@@ -177,11 +180,12 @@ class Live:
     last: list[str]
     figure: str
     heartbeat: float | None
+    partial: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "status": self.status, "done": self.done, "total": self.total, "ok": self.ok,
                 "failed": self.failed, "eta_s": self.eta_s, "last": self.last, "figure": self.figure,
-                "heartbeat": self.heartbeat}
+                "heartbeat": self.heartbeat, "partial": self.partial}
 
 
 def live(archive: Archive, row: RunRow, views: Mapping[str, StudyView], cache: ViewCache) -> Live:
@@ -212,7 +216,7 @@ def live(archive: Archive, row: RunRow, views: Mapping[str, StudyView], cache: V
                 last.append(f"{point} {status.upper()}: {error or ''}")
         figure = points_figure(view, sv)
     return Live(row.run_id, row.status, row.trials_done, row.trials_total, row.trials_ok, row.trials_failed, eta,
-                last, figure, row.heartbeat)
+                last, figure, row.heartbeat, row.trials_partial)
 
 
 def points_figure(view: RunView, sv: StudyView) -> str:
@@ -296,13 +300,14 @@ def trend_context(archive: Archive, views: Mapping[str, StudyView], metric: str,
     f = RunFilter(**{**f.__dict__, "study": study})
     rows = archive.trend(metric, [point], f, limit=last)
     values = [r.value for r in rows]
-    verdict = check(values, window=window, higher_is_better=m.higher_is_better, tolerance=tolerance)
+    verdict = check_series(values, [r.survivors_only for r in rows], window=window,
+                           higher_is_better=m.higher_is_better, tolerance=tolerance)
     flags = [False] * len(rows)
     if verdict.flagged and rows:
         flags[-1] = True
     band = (verdict.low, verdict.high) if verdict.low is not None and verdict.high is not None else None
     labels = [time.strftime("%m-%d %H:%M", time.localtime(r.created)) for r in rows]
-    figure = chart(labels, [Series(f"{metric} at {point}", values, flags)],
+    figure = chart(labels, [Series(f"{metric} at {point}", values, flags, [r.survivors_only for r in rows])],
                    y_label=f"{metric} ({m.unit})", title=f"{study}: {m.label}, {point}", band=band) if rows else ""
     return {"metric": m, "study": study, "point": point, "rows": rows[-TREND_TABLE:][::-1], "n": len(rows),
             "verdict": verdict, "figure": figure, "window": window, "tolerance": tolerance}

@@ -23,6 +23,7 @@ class Series:
     label: str
     values: Sequence[float | None]       # one per x position; None: no value there
     flags: Sequence[bool] = ()            # points drawn as a red ring (e.g. a regression)
+    partial: Sequence[bool] = ()          # points drawn as a hollow square: survivors of a partial point only
 
 
 def _nice_top(v: float) -> float:
@@ -101,6 +102,11 @@ def chart(x_labels: Sequence[str], series: Sequence[Series], *, y_label: str, ti
             dense = len(pts) > 400        # thousands of marks say nothing the line does not: flagged ones only
             for i, v in pts:
                 flagged = i < len(s.flags) and s.flags[i]
+                if i < len(s.partial) and s.partial[i]:
+                    out.append(f'<rect class="partial" x="{x(i) - 4.5:.1f}" y="{y(v) - 4.5:.1f}" width="9" '
+                               f'height="9" fill="#fff" stroke="{color}" stroke-width="2"><title>{escape(s.label)} '
+                               f'{escape(x_labels[i])}: {_fmt(v)} (partial: survivors only)</title></rect>')
+                    continue
                 if dense and not flagged:
                     continue
                 out.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="{6 if flagged else 3.5}" '

@@ -15,6 +15,7 @@
     set("total", d.total === null ? "?" : String(d.total));
     set("ok", String(d.ok));
     set("failed", String(d.failed));
+    set("partial", String(d.partial));
     set("status", d.status);
     set("eta", d.eta_s === null ? "?" : Math.round(d.eta_s) + " s");
     const bar = document.getElementById("bar");
