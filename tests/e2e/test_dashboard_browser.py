@@ -1,6 +1,7 @@
 """The dashboard in a real browser (headless Debian chromium): the runs
 page with 1,000 runs, a run's report, compare, trend with its regression
-flag, hostile text staying text (the live lab run's page: test_archive_lab.py).
+flag, hostile text staying text, a run with partial points and an imported
+run shown for what they are (the live lab run's page: test_archive_lab.py).
 Screenshots are kept under the directory printed at the start."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from browser import artefacts, chromium, served
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from nicbench.cli.main import main
 from nicbench.records import Fact, HostFacts, RunInfo, TrialRecord, TrialSpec
 from nicbench.report.catalogue import summarise
 from nicbench.store.archive import Archive
@@ -26,6 +28,9 @@ from nicbench.store.writer import RunWriter
 from nicbench.studies.registry import VIEWS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from test_archive_partial import lose_c2, run_once  # noqa: E402 - a run on fake hosts whose points lost c2
+
 from archive_synth import seed  # noqa: E402 - tests/ holds the synthesizer the bench shares
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -55,11 +60,17 @@ def _second_tcp_run(tmp: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """1,000 synthetic runs (the newest one 40 % down), two recorded TCP runs and one with hostile text."""
+    """1,000 runs: synthetic ones (the newest 40 % down), two recorded TCP
+    runs, one whose points lost a client, one imported, one with hostile text."""
     tmp = tmp_path_factory.mktemp("dash")
     shutil.copytree(FIXTURES / "runs" / "tcp", tmp / "old-tcp")
+    partial = run_once(tmp / "arch", lose_c2)
+    with pytest.raises(SystemExit) as e:
+        main(["import", "--store", str(tmp / "arch"), "--name", "by-hand", str(FIXTURES / "iperf3/3.12/rx_p2.json")])
+    assert e.value.code in (0, None)
     with Archive.open(tmp / "arch") as a:
-        seed(a, 997, samples=0, metrics=("gbps", "cpu_pct"), start=time.time() - 2000 * 3600, drop_last=0.6)
+        [imported] = [r.run_id for r in a.runs() if r.source == "import"]
+        seed(a, 995, samples=0, metrics=("gbps", "cpu_pct"), start=time.time() - 2000 * 3600, drop_last=0.6)
         ids = []
         for d in (tmp / "old-tcp", _second_tcp_run(tmp)):
             run_id = add_legacy(a, d).run_id
@@ -74,7 +85,7 @@ def site(tmp_path_factory):
         w.finish("done-with-failures")
         assert a.count() == 1000
     with served(tmp / "arch", tmp / "cache") as url:
-        yield url, ids, info.run_id
+        yield url, ids, info.run_id, partial, imported
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +103,7 @@ def _full(d, path: Path) -> None:
 
 
 def test_runs_page_with_a_thousand_runs(site, browser, shots):
-    url, ids, _ = site
+    url, ids, *_ = site
     t0 = time.monotonic()
     browser.get(url + "/")
     load_s = time.monotonic() - t0
@@ -109,7 +120,7 @@ def test_runs_page_with_a_thousand_runs(site, browser, shots):
 
 
 def test_open_a_run(site, browser, shots):
-    url, ids, _ = site
+    url, ids, *_ = site
     browser.get(url + "/")
     browser.find_element(By.LINK_TEXT, ids[0]).click()
     WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#figures img"))
@@ -125,7 +136,7 @@ def test_open_a_run(site, browser, shots):
 
 
 def test_compare_two_runs(site, browser, shots):
-    url, ids, _ = site
+    url, ids, *_ = site
     browser.get(url + "/?study=tcp&plan=golden-tcp")
     for run_id in ids:
         browser.find_element(By.CSS_SELECTOR, f"input[value='{run_id}']").click()
@@ -140,7 +151,7 @@ def test_compare_two_runs(site, browser, shots):
 
 
 def test_trend_flags_the_regression(site, browser, shots):
-    url, _, _ = site
+    url, *_ = site
     browser.get(url + "/trend?metric=gbps&point=tx/c1/io4K&study=tcp&last=60")
     verdict = browser.find_element(By.ID, "verdict")
     assert verdict.text.startswith("REGRESSION") and "of the 10 runs before it" in verdict.text
@@ -150,10 +161,33 @@ def test_trend_flags_the_regression(site, browser, shots):
 
 
 def test_hostile_text_stays_text(site, browser, shots):
-    url, _, evil = site
+    url, _, evil, *_ = site
     browser.get(f"{url}/run/{evil}")
     assert browser.execute_script("return window.pwned") is None
     assert EVIL in browser.find_element(By.TAG_NAME, "h1").text
     assert EVIL in browser.find_element(By.ID, "warnings").text
     assert not browser.find_elements(By.CSS_SELECTOR, "main img[src='x']")
     _full(browser, shots / "hostile.png")
+
+
+def test_partial_and_imported_runs_say_what_they_are(site, browser, shots):
+    url, _, _, partial, imported = site
+    browser.get(url + "/?status=partial")
+    assert browser.find_element(By.ID, "total").text == "1 run"
+    [row] = browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+    assert partial in row.text and "done-with-partial-points" in row.text and "+2 partial" in row.text
+    browser.find_element(By.LINK_TEXT, partial).click()
+    WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.ID, "partials"))
+    assert "2 partial (survivors only)" in browser.find_element(By.ID, "counts").text
+    assert "c2:5201 lost" in browser.find_element(By.ID, "partials").text
+    assert not browser.find_elements(By.ID, "failures")
+    _full(browser, shots / "partial.png")
+    browser.get(url + "/?plan=by-hand")
+    [row] = browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+    assert imported in row.text and "imported" in row.text
+    browser.find_element(By.LINK_TEXT, imported).click()
+    WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.ID, "imported"))
+    assert browser.find_element(By.ID, "source").text.startswith("imported (nicbench import)")
+    files = browser.find_element(By.ID, "imported").text
+    assert "rx_p2.json" in files and "iperf3-json" in files and "3.12" in files
+    _full(browser, shots / "imported.png")

@@ -16,7 +16,7 @@ from nicbench.lab import manager
 from nicbench.lab.topology import make_spec
 from nicbench.plan import parse_plan
 from nicbench.run.hosts import lab_spec
-from nicbench.store.archive import Archive
+from nicbench.store.archive import Archive, RunFilter
 from nicbench.store.reader import open_run_dir
 from nicbench.tools import iperf2, iperf3
 
@@ -233,4 +233,10 @@ def test_a_client_lost_mid_point_leaves_a_partial_point_with_the_survivors_data(
     assert p.survivors_only and p.median == pytest.approx(t.gbps)
     page = render(view).read_text()
     assert "survivors only" in page and "c2:5201 lost" in page
+    # the archive counts it apart and finds it by --status partial
+    with Archive.open(tmp_path) as a:
+        row = a.row(out.run_id)
+        assert (row.status, row.trials_ok, row.trials_partial, row.trials_failed) == ("done-with-partial-points", 0,
+                                                                                      1, 0)
+        assert [r.run_id for r in a.runs(RunFilter(status="partial"))] == [out.run_id]
     assert namespaces("e2ep") == []

@@ -72,7 +72,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     output and sample, and renders the seeds' figures and tables.
 
     Exit codes: 0 ok, 2 bad input, 3 preflight, 4 lab, 5 tool, 6 store,
-    7 run finished with failed points, 8 regression (trend --check), 130 interrupted.
+    7 run finished with failed or partial points, 8 regression (trend --check), 130 interrupted.
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
