@@ -7,6 +7,7 @@ an imported run says it was imported and from what."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from nicbench.run.session import execute
 from nicbench.store import catalogue
 from nicbench.store.archive import Archive
 from nicbench.store.location import parse_store
+from nicbench.store.reader import RunReader
 from nicbench.studies.tcp.runner import TcpRunner
 from nicbench.web.app import create_app
 
@@ -143,3 +145,28 @@ def test_an_archive_of_schema_1_is_upgraded_with_its_partial_counts(store_url, m
         assert a.schema_version() == catalogue.SCHEMA_VERSION == 2
         row = a.row("r1")
         assert (row.trials_partial, row.trials_ok) == (1, 0)     # ok counts were the writer's; partial is backfilled
+
+
+def test_an_import_lands_in_the_archive_with_its_provenance(capsys, store_url):
+    """On SQLite and PostgreSQL: the run, its files' provenance and their
+    byte copies, listed by 'nicbench runs' and summarised for trends."""
+    files = [FIXTURES / "import/iperf3/local/client_tx_p2_noserver.json",
+             FIXTURES / "import/iperf3/local/server_tx_p2.json"]
+    code, out, err = nb(capsys, "import", "--json", "--store", store_url, *files)
+    assert code == 0, err
+    doc = json.loads(out)
+    code, out, err = nb(capsys, "runs", "--json", "--store", store_url)
+    assert code == 0, err
+    [row] = json.loads(out)
+    assert (row["run_id"], row["source"], row["status"], row["trials_ok"]) == (doc["run_id"], "import", "done", 1)
+    assert row["headline"]["value"] is not None                      # summarised: trends and the list read it
+    with Archive.open(store_url) as a:
+        r = RunReader(a, a.resolve(doc["run_id"]))
+        prov = r.info().meta["imported"]
+        assert [p["name"] for p in prov] == [str(f) for f in files]
+        assert [p["sha256"] for p in prov] == [hashlib.sha256(f.read_bytes()).hexdigest() for f in files]
+        raws = r.raw_files()
+        assert [x["sha256"] for x in raws] == [p["sha256"] for p in prov]
+        assert all((Path(row["run_dir"]) / x["path"]).read_bytes() == f.read_bytes()
+                   for x, f in zip(raws, files, strict=True))
+        assert a.runs(include_hidden=True) == a.runs()                  # nothing half-written left behind
