@@ -52,3 +52,31 @@ def nothing_left_running(request):
     while (left := _tool_pids(names) - before) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert left == set(), f"left running: {sorted(left)}"
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A throwaway PostgreSQL 15 (tests/pgserver.py), for the whole session."""
+    from pgserver import start_server
+    if os.geteuid() != 0:
+        pytest.skip("the throwaway PostgreSQL is started as the postgres user: needs root (CI runs as root)")
+    srv = start_server()
+    yield srv
+    srv.remove()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """The same archive test against SQLite (a file in tmp_path) and a fresh
+    database on the throwaway PostgreSQL."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "archive.sqlite")
+        return
+    srv = request.getfixturevalue("pg_server")
+    name = srv.create_db()
+    os.environ["NICBENCH_RUNS"] = str(tmp_path / "runs")
+    try:
+        yield srv.url(name)
+    finally:
+        os.environ.pop("NICBENCH_RUNS", None)
+        srv.drop_db(name)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 from rich.console import Console
@@ -12,28 +11,26 @@ from rich.table import Table
 from ..analysis.compare import compare
 from ..core.errors import InputError
 from ..report.facts import fact_changes
-from ..report.view import load_run
-from ..store.runs import default_store, resolve
 from ..studies.registry import VIEWS
+from .options import STORE_HELP
+from .report import load_ref
 
 
 @click.command("compare")
 @click.argument("run_a", metavar="A")
 @click.argument("run_b", metavar="B")
-@click.option("--store", type=click.Path(path_type=Path), default=None,
-              help="Result store directory (default: $NICBENCH_STORE or ./nicbench-runs).")
+@click.option("--store", default=None, metavar="PATH|URL", help=STORE_HELP)
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level of the t-test.")
 @click.option("--threshold", type=float, default=0.01, show_default=True,
               help="Smallest relative change worth calling (0.01 = 1 %).")
 @click.option("--json", "json_", is_flag=True, help="Machine-readable output on stdout.")
 @click.pass_context
-def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: Path | None, alpha: float, threshold: float,
+def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: str | None, alpha: float, threshold: float,
                 json_: bool) -> None:
     """Compare run B against run A: per point the medians, the factor B/A,
     Welch's t-test over the repeats, a verdict; then the host facts and
     tuning that differ between the runs (the usual explanation)."""
-    st = store or default_store()
-    a, b = load_run(resolve(st, run_a), VIEWS), load_run(resolve(st, run_b), VIEWS)
+    a, b = load_ref(run_a, store), load_ref(run_b, store)
     if a.info.study != b.info.study:
         raise InputError(f"run A is a {a.info.study} study, run B a {b.info.study} study", where="compare",
                          hint="compare runs of the same kind of study")

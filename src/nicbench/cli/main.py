@@ -28,7 +28,7 @@ from .options import json_option
 COMMANDS = {
     "run": ("nicbench.cli.run", "run"),
     "report": ("nicbench.cli.report", "report"),
-    "runs": ("nicbench.cli.report", "runs"),
+    "runs": ("nicbench.cli.runs", "runs"),
     "check": ("nicbench.cli.check", "check"),
     "compare": ("nicbench.cli.compare", "compare_cmd"),
     "import": ("nicbench.cli.imports", "import_"),
@@ -36,6 +36,11 @@ COMMANDS = {
     "tune": ("nicbench.cli.tune", "tune"),
     "lab": ("nicbench.cli.lab", "lab"),
     "linerate": ("nicbench.cli.linerate", "linerate"),
+    "archive": ("nicbench.cli.archive", "archive"),
+    "trend": ("nicbench.cli.trend", "trend"),
+    "export": ("nicbench.cli.export", "export"),
+    "recover": ("nicbench.cli.recover", "recover"),
+    "serve": ("nicbench.cli.serve", "serve"),
 }
 
 
@@ -67,7 +72,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     output and sample, and renders the seeds' figures and tables.
 
     Exit codes: 0 ok, 2 bad input, 3 preflight, 4 lab, 5 tool, 6 store,
-    7 run finished with failed points, 130 interrupted.
+    7 run finished with failed or partial points, 8 regression (trend --check), 130 interrupted.
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug

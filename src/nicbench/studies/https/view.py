@@ -10,7 +10,7 @@ from typing import Any
 from ...records import Sample, TrialRecord
 from ...report.figures import new_figure, save
 from ...report.render import pinned_tools, rounded, write_exports, write_page
-from ...report.view import Analysed, CompareValues, RunView, StoredRun
+from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import HttpsPoint, HttpsTrial, https_points, https_trial
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
@@ -23,8 +23,34 @@ def _trials(view: RunView) -> list[HttpsTrial]:
     return [t for t in view.trials if isinstance(t, HttpsTrial)]
 
 
+METRICS: tuple[Metric, ...] = (
+    Metric("app_gbps", "Gbit/s", "read by wrk (bodies + headers), median over repeats"),
+    Metric("app_min", "Gbit/s", "lowest repeat"),
+    Metric("app_max", "Gbit/s", "highest repeat"),
+    Metric("wire_gbps", "Gbit/s", "on the wire"),
+    Metric("pct_of_ceiling", "%", "of the line-rate ceiling"),
+    Metric("cpu_pct", "%", "CPU of the machine", higher_is_better=False),
+    Metric("cores_busy", "cores", "CPU cores busy", higher_is_better=False),
+    Metric("gbps_per_core", "Gbit/s per core", "application throughput per busy core"),
+    Metric("requests", "count", "requests completed"),
+    Metric("socket_errors", "count", "wrk socket errors", higher_is_better=False),
+    Metric("bad_status", "count", "non-2xx/3xx responses", higher_is_better=False),
+)
+
+
+def _values(p: HttpsPoint) -> dict[str, float | None]:
+    return {"app_gbps": p.app_gbps, "app_min": p.app_min, "app_max": p.app_max, "wire_gbps": p.wire_gbps,
+            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling else None, "cpu_pct": p.cpu_pct,
+            "cores_busy": p.cores_busy, "gbps_per_core": p.gbps_per_core, "requests": float(p.requests),
+            "socket_errors": float(p.socket_errors), "bad_status": float(p.bad_status)}
+
+
 class HttpsView:
     kind = "https"
+    metrics = METRICS
+
+    def point_summaries(self, view: RunView) -> list[PointSummary]:
+        return summaries(view, _values)
 
     def analyse(self, run: StoredRun) -> Analysed:
         hts = [https_trial(t, run.samples_of(t), run.link) for t in run.records]

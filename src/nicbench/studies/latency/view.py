@@ -16,7 +16,7 @@ from ...records import HostFacts, Sample, TrialRecord
 from ...report.facts import facts_section
 from ...report.figures import new_figure, save, size_axis
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
-from ...report.view import Analysed, CompareValues, RunView, StoredRun
+from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import Agreement, LatencyPoint, LatencyTrial, agreement, point_stats, trial_result
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
@@ -39,8 +39,32 @@ BUSY_FACTS = ("sysctl.net.core.busy_poll", "sysctl.net.core.busy_read")
 COALESCE = ("adaptive", "rx-usecs", "rx-frames", "tx-usecs", "tx-frames")
 
 
+METRICS: tuple[Metric, ...] = (
+    Metric("p99_us", "us", "99th percentile round trip, median over repeats", higher_is_better=False),
+    Metric("p50_us", "us", "median round trip", higher_is_better=False),
+    Metric("p90_us", "us", "90th percentile round trip", higher_is_better=False),
+    Metric("p99.9_us", "us", "99.9th percentile round trip", higher_is_better=False),
+    Metric("max_us", "us", "slowest round trip", higher_is_better=False),
+    Metric("rate", "requests/s", "answered requests per probe"),
+    Metric("lost_pct", "%", "requests never answered", higher_is_better=False),
+    Metric("load_gbps", "Gbit/s", "the load's throughput beside the probes"),
+    Metric("cores_busy", "cores", "CPU cores busy", higher_is_better=False),
+)
+
+
+def _values(p: LatencyPoint) -> dict[str, float | None]:
+    out: dict[str, float | None] = {f"{k}_us": p.percentiles[k] * 1e6 if k in p.percentiles else None
+                                    for k in ("p99", "p50", "p90", "p99.9", "max")}
+    return {**out, "rate": p.rate, "lost_pct": p.lost_fraction * 100 if p.lost_fraction is not None else None,
+            "load_gbps": p.load_gbps, "cores_busy": p.cores_busy}
+
+
 class LatencyView:
     kind = "latency"
+    metrics = METRICS
+
+    def point_summaries(self, view: RunView) -> list[PointSummary]:
+        return summaries(view, _values)
 
     def analyse(self, run: StoredRun) -> Analysed:
         trials = [trial_result(t, run.samples_of(t)) for t in run.records]

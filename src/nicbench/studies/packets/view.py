@@ -14,14 +14,40 @@ from ...records import HostFacts, Sample, TrialRecord
 from ...report.facts import facts_section
 from ...report.figures import new_figure, save, size_axis
 from ...report.render import cpu_sentence, pinned_tools, rounded, write_exports, write_page
-from ...report.view import Analysed, CompareValues, RunView, StoredRun
+from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import PacketPoint, PacketTrial, packet_points, packet_trial, port_table
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 
 
+METRICS: tuple[Metric, ...] = (
+    Metric("rx_mpps", "Mpps", "10^6 frames/s received, median over repeats"),
+    Metric("rx_min", "Mpps", "lowest repeat"),
+    Metric("rx_max", "Mpps", "highest repeat"),
+    Metric("tx_mpps", "Mpps", "10^6 frames/s sent"),
+    Metric("loss_pct", "%", "frames sent but not received", higher_is_better=False),
+    Metric("gbps_l2", "Gbit/s", "frame bits with FCS"),
+    Metric("gbps_l1", "Gbit/s", "wire bits (+20 B per frame)"),
+    Metric("pct_of_ceiling", "%", "of the line-rate frame rate"),
+    Metric("cores_busy", "cores", "CPU cores busy", higher_is_better=False),
+    Metric("cpu_pct", "%", "CPU of the machine", higher_is_better=False),
+    Metric("mpps_per_core", "Mpps per core", "frames per busy core"),
+)
+
+
+def _values(p: PacketPoint) -> dict[str, float | None]:
+    return {"rx_mpps": p.rx_mpps, "rx_min": p.rx_min, "rx_max": p.rx_max, "tx_mpps": p.tx_mpps,
+            "loss_pct": p.loss * 100 if p.loss is not None else None, "gbps_l2": p.gbps_l2, "gbps_l1": p.gbps_l1,
+            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling is not None else None, "cores_busy": p.cores_busy,
+            "cpu_pct": p.cpu_pct, "mpps_per_core": p.mpps_per_core}
+
+
 class PacketView:
     kind = "packets"
+    metrics = METRICS
+
+    def point_summaries(self, view: RunView) -> list[PointSummary]:
+        return summaries(view, _values)
 
     def analyse(self, run: StoredRun) -> Analysed:
         pts = [packet_trial(t, run.samples_of(t), run.trim) for t in run.records]

@@ -11,7 +11,7 @@ from ...core.units import format_size
 from ...records import Sample, TrialRecord
 from ...report.figures import new_figure, save, size_axis
 from ...report.render import cpu_sentence, pinned_tools, rounded, write_exports, write_page
-from ...report.view import Analysed, CompareValues, RunView, StoredRun
+from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import StoragePoint, StorageTrial, line_rate_from, storage_points, storage_trial
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
@@ -19,8 +19,26 @@ COLS = ["point", "op", "block_size", "bs", "repeats_ok", "repeats_failed", "mb_s
         "pct_of_ceiling", "above_ceiling", "cpu_pct_of_machine", "cores_busy", "max_start_skew_ms"]
 
 
+METRICS: tuple[Metric, ...] = (
+    Metric("mb_s", "MB/s", "10^6 bytes/s, all initiators, median over repeats"),
+    Metric("iops", "IO/s", "I/Os per second, all initiators"),
+    Metric("pct_of_ceiling", "%", "of the line-rate ceiling"),
+    Metric("cpu_pct", "%", "CPU of the machine", higher_is_better=False),
+    Metric("cores_busy", "cores", "CPU cores busy", higher_is_better=False),
+)
+
+
+def _values(p: StoragePoint) -> dict[str, float | None]:
+    return {"mb_s": p.mb_s, "iops": p.iops, "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling else None,
+            "cpu_pct": p.cpu_pct, "cores_busy": p.cores_busy}
+
+
 class StorageView:
     kind = "storage"
+    metrics = METRICS
+
+    def point_summaries(self, view: RunView) -> list[PointSummary]:
+        return summaries(view, _values)
 
     def analyse(self, run: StoredRun) -> Analysed:
         sts = [storage_trial(t, run.samples_of(t)) for t in run.records]

@@ -15,7 +15,7 @@ from ...records import Sample, TrialRecord
 from ...report.facts import facts_section
 from ...report.figures import DIRECTION_TITLES, cpu_axis, new_figure, save, size_axis
 from ...report.render import cpu_sentence, pinned_tools, rounded, write_exports, write_page
-from ...report.view import Analysed, CompareValues, RunView, StoredRun
+from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import PointStats, TrialResult, point_stats, trial_result
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
@@ -31,8 +31,39 @@ _CSV_COLS = ["point", "direction", "connections", "io_size", "io", "engine", "re
 
 
 
+METRICS: tuple[Metric, ...] = (
+    Metric("gbps", "Gbit/s", "receiver payload, median over repeats"),
+    Metric("gbps_min", "Gbit/s", "lowest repeat"),
+    Metric("gbps_max", "Gbit/s", "highest repeat"),
+    Metric("gbps_stdev", "Gbit/s", "standard deviation over repeats", higher_is_better=False),
+    Metric("tx_gbps", "Gbit/s", "tx direction (bidirectional points)"),
+    Metric("rx_gbps", "Gbit/s", "rx direction (bidirectional points)"),
+    Metric("sender_gbps", "Gbit/s", "sender side"),
+    Metric("pct_of_ceiling", "%", "of the line-rate ceiling"),
+    Metric("wire_gbps", "Gbit/s", "on the wire, from interface counters"),
+    Metric("cores_busy", "cores", "CPU cores busy", higher_is_better=False),
+    Metric("cpu_pct", "%", "CPU of the machine", higher_is_better=False),
+    Metric("gbps_per_core", "Gbit/s per core", "throughput per busy core"),
+    Metric("cpu_s_per_gb", "CPU s per GB", "CPU seconds per GB moved", higher_is_better=False),
+    Metric("retransmits", "count", "TCP retransmits reported by the engine", higher_is_better=False),
+    Metric("drops", "count", "interface drops", higher_is_better=False),
+)
+
+
+def _values(p: PointStats) -> dict[str, float | None]:
+    return {"gbps": p.median, "gbps_min": p.low, "gbps_max": p.high, "gbps_stdev": p.stdev,
+            "tx_gbps": p.by_direction.get("tx"), "rx_gbps": p.by_direction.get("rx"), "sender_gbps": p.sender_median,
+            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling is not None else None, "wire_gbps": p.wire_gbps,
+            "cores_busy": p.cores_busy, "cpu_pct": p.cpu_percent, "gbps_per_core": p.gbps_per_core,
+            "cpu_s_per_gb": p.cpu_s_per_gb, "retransmits": float(p.retransmits), "drops": p.drops}
+
+
 class TcpView:
     kind = "tcp"
+    metrics = METRICS
+
+    def point_summaries(self, view: RunView) -> list[PointSummary]:
+        return summaries(view, _values)
 
     def analyse(self, run: StoredRun) -> Analysed:
         results = [trial_result(t, run.samples_of(t), run.trim, run.link) for t in run.records]

@@ -18,7 +18,7 @@ from ...core.linerate import format_speed
 from ...records import HostFacts, Sample, TrialRecord
 from ...report.facts import facts_section
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
-from ...report.view import Analysed, CompareValues, RunView, StoredRun
+from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import SPLIT_STAGES, UdpPoint, UdpTrial, ceiling_gbps, udp_points, udp_trial
 from .figures import cpu_figure, headline_figure, rate_figures
 
@@ -37,8 +37,35 @@ UNITS = {"*_bps": "bit/s of UDP payload (received: at the receivers)", "datagram
          "of_ceiling": "fraction", "cpu_by_host": "cores used by the engine processes on each host"}
 
 
+METRICS: tuple[Metric, ...] = (
+    Metric("gbps", "Gbit/s", "UDP payload received, median over repeats"),
+    Metric("gbps_min", "Gbit/s", "lowest repeat"),
+    Metric("gbps_max", "Gbit/s", "highest repeat"),
+    Metric("datagrams_per_s", "datagrams/s", "datagrams received"),
+    Metric("sent_gbps", "Gbit/s", "UDP payload sent"),
+    Metric("loss_pct", "%", "datagrams the receivers missed (worst direction)", higher_is_better=False),
+    Metric("jitter_ms", "ms", "receivers' jitter, median interval", higher_is_better=False),
+    Metric("pct_of_ceiling", "%", "of the UDP line-rate ceiling"),
+    Metric("rate_found_bps", "bit/s", "the max-rate search's rate per client"),
+    Metric("cores_busy", "cores", "CPU cores busy", higher_is_better=False),
+    Metric("cpu_pct", "%", "CPU of the machine", higher_is_better=False),
+)
+
+
+def _values(p: UdpPoint) -> dict[str, float | None]:
+    return {"gbps": p.gbps, "gbps_min": p.gbps_min, "gbps_max": p.gbps_max, "datagrams_per_s": p.datagrams_per_s,
+            "sent_gbps": p.sent_gbps, "loss_pct": p.loss * 100 if p.loss is not None else None,
+            "jitter_ms": p.jitter_s * 1e3 if p.jitter_s is not None else None,
+            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling is not None else None,
+            "rate_found_bps": p.rate_found_bps, "cores_busy": p.cores_busy, "cpu_pct": p.cpu_percent}
+
+
 class UdpView:
     kind = "udp"
+    metrics = METRICS
+
+    def point_summaries(self, view: RunView) -> list[PointSummary]:
+        return summaries(view, _values)
 
     def analyse(self, run: StoredRun) -> Analysed:
         trials = [udp_trial(t, run.samples_of(t), run.trim, run.link) for t in run.records]
