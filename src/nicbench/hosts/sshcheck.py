@@ -149,7 +149,9 @@ def preflight(transports: dict[str, SshTransport], want: dict[str, dict[str, tup
             problems += res.problems
             # an offset within its own uncertainty is not known to be one: not applied
             off, unc = res.clock_offset_s or 0.0, res.clock_uncertainty_s or 0.0
-            transports[host].clock_offset = off if abs(off) > unc else 0.0
+            applied = off if abs(off) > unc else 0.0
+            transports[host].clock_offset = applied
+            transports[host].clock_uncertainty = unc + abs(off - applied)
         elif hasattr(res, "message"):
             problems.append(f"{host}: {res.message}")
         else:

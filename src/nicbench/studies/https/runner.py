@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
-from ...hosts.transport import Process, Transport, parse_gate_stamp, read_output
+from ...hosts.transport import Process, Transport, gate_time, read_output
 from ...plan.model import Plan
 from ...plan.studies.https import HttpsStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
@@ -354,7 +354,7 @@ def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec,
         try:
             for client, p in procs:
                 res = wrk.parse(read_output(p.stdout_path), read_output(p.stderr_path))
-                t0 = parse_gate_stamp(read_output(p.stderr_path))
+                t0 = gate_time(p)
                 if t0 is None:
                     raise ToolError("the start gate recorded no time", where=client)
                 tags = make_tags(host=client, scheme=scheme, side="receiver", direction="tx")

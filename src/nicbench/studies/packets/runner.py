@@ -26,7 +26,7 @@ from typing import Any
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
 from ...hosts.spec import DirectLink
-from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output, tool_stderr
+from ...hosts.transport import END_MARK, Process, Transport, gate_time, host_clock_offset, read_output, tool_stderr
 from ...plan.model import Plan
 from ...plan.studies.packets import PacketStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
@@ -478,7 +478,8 @@ def _results(
         dev = ctx.dev(ctx.server, i)
         o, e = read_output(pr.stdout_path), read_output(pr.stderr_path)
         rc = pr.poll()
-        t0, t1 = parse_gate_stamp(e), parse_gate_stamp(e, END_MARK)
+        t0, t1 = gate_time(pr), gate_time(pr, END_MARK)
+        off = host_clock_offset(pr)             # nbgen stamps with its host's clock
         tags = make_tags(host=ctx.server, port=dev, side="sender", engine=engine)
         if engine == "nbgen":
             tx = nbgen.parse_tx(o, e, where=ctx.server)
@@ -487,11 +488,11 @@ def _results(
                 "paced_out": tx.paced_out,
                 "per_cpu": list(tx.per_cpu),
                 "threads": list(tx.threads),
-                "span": [tx.t_start, tx.t_end],
+                "span": [tx.t_start - off, tx.t_end - off],
             }
             for (a, na), (b, nb) in pairwise(tx.reads):
                 if b > a:
-                    out.append(Sample(spec.trial_id, "pkt.sent", float(nb - na), "packets", a, b, tags))
+                    out.append(Sample(spec.trial_id, "pkt.sent", float(nb - na), "packets", a - off, b - off, tags))
         else:
             # timeout's 124 is the duration ending it; anything else is trafgen's own failure
             if rc not in (0, 124, 130, -2):
@@ -517,10 +518,12 @@ def _results(
             "mode": rx.mode,
         }
         tags = make_tags(host=ctx.receiver, port=dev, side="receiver", engine=engine)
+        off = host_clock_offset(pr)
         for (a, na, ba), (b, nb, bb) in pairwise(rx.reads):
             if b > a:
-                out.append(Sample(spec.trial_id, "pkt.received", float(nb - na), "packets", a, b, tags))
-                out.append(Sample(spec.trial_id, "pkt.received_bytes", float(bb - ba), "bytes", a, b, tags))
+                out.append(Sample(spec.trial_id, "pkt.received", float(nb - na), "packets", a - off, b - off, tags))
+                out.append(Sample(spec.trial_id, "pkt.received_bytes", float(bb - ba), "bytes", a - off, b - off,
+                                  tags))
         if rx.packets == 0:
             raise ToolError(
                 f"the receiver counted no test frame on {dev} (sent: {meta['tx'].get(dev, {}).get('sent', '?')})",

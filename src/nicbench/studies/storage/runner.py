@@ -20,7 +20,7 @@ from typing import Any
 
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
-from ...hosts.transport import Process, Transport, parse_gate_stamp, read_output
+from ...hosts.transport import Process, Transport, gate_time, read_output
 from ...plan.model import Plan
 from ...plan.studies.storage import StorageStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
@@ -304,7 +304,7 @@ def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
                     why = rep.errors[0] if rep.errors else (f"job {bad[0].name} error {bad[0].error}" if bad
                                                              else f"exit {p.poll()}")
                     raise ToolError(f"fio on {client}: {why}", where=client)
-                t0 = parse_gate_stamp(read_output(p.stderr_path))
+                t0 = gate_time(p)
                 if t0 is None:
                     raise ToolError(f"fio on {client}: its start gate recorded no time", where=client)
                 for what in ("read", "write"):
@@ -398,7 +398,7 @@ def _iscsi_samples(
         ios, n = iscsi_perf.measured(seconds, s.ramp)
         if n <= 0:
             raise ToolError(f"iscsi-perf on {client} ran no whole second after the ramp", where=client)
-        t0 = parse_gate_stamp(read_output(p.stderr_path))
+        t0 = gate_time(p)
         if t0 is None:
             raise ToolError(f"iscsi-perf on {client}: its start gate recorded no time", where=client)
         per.setdefault(client, []).append((t0, ios, n))

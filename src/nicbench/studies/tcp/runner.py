@@ -26,7 +26,15 @@ from typing import Any
 
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
-from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output, tool_stderr
+from ...hosts.transport import (
+    END_MARK,
+    Process,
+    Transport,
+    gate_time,
+    host_clock_offset,
+    read_output,
+    tool_stderr,
+)
 from ...plan.model import Plan
 from ...plan.studies.tcp import TcpStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
@@ -341,9 +349,8 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
     stamps: dict[str, float | None] = {}
     ends: dict[str, float | None] = {}
     for slot, proc in clis:
-        err_text = read_output(proc.stderr_path)
-        stamps[f"{slot.client}:{slot.port}"] = parse_gate_stamp(err_text)
-        ends[f"{slot.client}:{slot.port}"] = parse_gate_stamp(err_text, END_MARK)
+        stamps[f"{slot.client}:{slot.port}"] = gate_time(proc)
+        ends[f"{slot.client}:{slot.port}"] = gate_time(proc, END_MARK)
     good = [v for v in stamps.values() if v is not None]
     meta["launch_stamps"] = stamps
     meta["exit_stamps"] = ends
@@ -468,7 +475,8 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis: Slots, serve
                 continue
             try:
                 rep2 = iperf2.parse(read_output(proc.stdout_path), role="server", omit=ctx.study.omit,
-                                    server_port=slot.port, interval=ctx.study.interval, stamp_lag=lag)
+                                    server_port=slot.port, interval=ctx.study.interval,
+                                    stamp_lag=lag + host_clock_offset(proc))
             except (NicbenchError, ValueError, KeyError, TypeError) as e:
                 lost[key] = f"the iperf2 server on {key}: {e}"
                 continue
@@ -524,7 +532,7 @@ def _parse_client(ctx: TcpContext, spec: TrialSpec, engine: str, slot: ProcSlot,
             raise _tool_error(f"iperf to {key} exited {rc}: "
                               f"{tail(tool_stderr(proc.stderr_path)) or 'no error text'}", ctx.server)
         rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
-                            stamp_lag=lag)
+                            stamp_lag=lag + host_clock_offset(proc))
         samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
         totals[key] = dict(rep2.totals)
         firsts = [i.abs_start for i in rep2.intervals if i.abs_start is not None]
