@@ -103,6 +103,7 @@ class FakeTransport:
     counters: Callable[[], str] | None = None    # what /proc/.../net/dev shows, read after read
     net_dev_fallback_reads: int = 0
     gone: bool = False                           # the host became unreachable
+    os: str = "Linux"                            # uname -s, as preflight would find it
     # a host whose counters are read by a sampler running there (as over SSH):
     # ``host_sampler`` plays that sampler (see FakeSamplerHost)
     samples_on_host: bool = False

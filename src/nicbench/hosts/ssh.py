@@ -299,6 +299,7 @@ class SshTransport:
         self.clock_offset = 0.0  # host clock - this clock, s, applied to every host stamp (set by preflight)
         self.clock_uncertainty = 0.0  # of the measured offset, s (set by preflight)
         self.rtt = 0.0  # a command's round trip, s (set by preflight)
+        self.os: str | None = None  # uname -s (set by preflight): which sources facts and counters come from
         self._connected = False
         self._lock = threading.Lock()
 

@@ -69,6 +69,12 @@ def parse_gate_stamp(stderr_text: str, mark: str = GATE_MARK) -> float | None:
     return None
 
 
+def host_os(t: object) -> str:
+    """The OS preflight found on a host (``uname -s``: an SSH host's); this
+    machine and its namespaces are Linux."""
+    return str(getattr(t, "os", None) or "Linux")
+
+
 def host_clock_offset(p: object) -> float:
     """How far the clock of the host a process runs on is ahead of this
     machine's, s, as preflight measured and applies it (0 on this machine;
