@@ -105,6 +105,8 @@ def audit_rows(profile: Profile, t: Target) -> list[Row]:
                 note = f"loader tunable: loader.conf already sets {wanted}, the running kernel has {cur}: reboot"
             else:
                 note = audit_loader(loader, {s.key: wanted}, host=t.host)[0].removeprefix(f"{t.host}: ")
+                if "does not write" not in note:
+                    note += "; nicbench does not write loader.conf"
             rows.append(Row(t.host, setting_id(s), key, cur, wanted, "ok" if same else "differs", note, "loader",
                             s.optional))
         elif "rw" in state:
