@@ -81,11 +81,18 @@ class SshSettings:
         return summary_of(self.to_meta())
 
 
+# what ssh -G lists when no IdentityFile is configured (OpenSSH 9.x)
+DEFAULT_KEYS = frozenset(f"~/.ssh/id_{k}" for k in ("rsa", "ecdsa", "ecdsa_sk", "ed25519", "ed25519_sk", "xmss",
+                                                      "dsa"))
+
+
 def summary_of(m: Mapping[str, Any]) -> str:
     """:meth:`SshSettings.summary` of settings as a run keeps them (:meth:`SshSettings.to_meta`)."""
     via = f" via {m['proxy_jump']}" if m.get("proxy_jump") else (
         f" via ProxyCommand {m['proxy_command']!r}" if m.get("proxy_command") else "")
-    keys = f", keys {', '.join(m['identity_files'])}" if m.get("identity_files") else ""
+    files = list(m.get("identity_files") or [])
+    keys = (", ssh's default keys" if len(files) > 1 and set(files) <= DEFAULT_KEYS
+            else f", keys {', '.join(files)}" if files else "")
     return f"{m.get('user')}@{m.get('hostname')}:{m.get('port')}{via}{keys}"
 
 
