@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from nicbench.hosts import facts, facts_freebsd, ssh, sshcheck
+from nicbench.lab import sshd
 from nicbench.sampling import sampler
 from nicbench.sampling.hostrecords import script as hostsampler_script
 from nicbench.tuning import audit, freebsd, knobs
@@ -32,6 +33,7 @@ SCRIPTS = {
     "tuning: write a file": knobs._WRITE,
     "tuning: audit (FreeBSD)": freebsd._READ,
     "host sampler": hostsampler_script(),
+    "lab sshd wrapper": sshd._SSHD_WRAP,
 }
 CHECKERS = {"dash": ["dash", "-n"], "posh": ["posh", "-n"],
             "shellcheck": ["shellcheck", "-s", "sh", "-S", "warning", "-"]}
