@@ -414,7 +414,9 @@ def each_host(fn, items: dict) -> dict:
     a run's start-up waits for the slowest, not the sum); {key: result, or the
     exception it raised}."""
     out: dict = {}
-    with ThreadPoolExecutor(max_workers=min(32, max(1, len(items)))) as ex:
+    # one thread per host (up to 256): a host that is down holds its own
+    # thread for its timeout, never a slot the others wait for
+    with ThreadPoolExecutor(max_workers=min(256, max(1, len(items)))) as ex:
         futs = {k: ex.submit(fn, v) for k, v in items.items()}
         for k, f in futs.items():
             try:

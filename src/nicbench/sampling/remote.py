@@ -197,15 +197,20 @@ class HostSampler:
         stamp is the host's whenever it arrives."""
         self._send("read")
 
+    def close(self) -> None:
+        """End of file on its stdin: it reads no more and says goodbye."""
+        p = self._p
+        if p is not None and p.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                p.stdin.close()
+
     def stop(self, by: float) -> None:
-        """End of file on its stdin: it reads no more and says goodbye;
-        killed here if it has not by ``by`` (monotonic)."""
+        """:meth:`close`, then wait for it to end; killed here if it has not by
+        ``by`` (monotonic)."""
         p = self._p
         if p is None:
             return
-        if p.stdin is not None:
-            with contextlib.suppress(OSError, ValueError):
-                p.stdin.close()
+        self.close()
         if not self._done.wait(max(0.0, by - time.monotonic())) or p.poll() is None:
             try:
                 p.wait(timeout=max(0.1, by - time.monotonic()))
@@ -358,6 +363,8 @@ class HostSamplers:
 
     def stop(self, meta: dict) -> list[Sample]:
         by = time.monotonic() + 5.0
+        for s in self.samplers:          # every host told at once, then each waited for
+            s.close()
         for s in self.samplers:
             s.stop(by)
         out: list[Sample] = []
