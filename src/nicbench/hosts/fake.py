@@ -33,6 +33,7 @@ class Script:
     hang: bool = False                  # never exits until stopped
     listen: int | tuple[int, ...] | None = None   # port(s) shown as LISTEN in /proc/PID/net/tcp6
     runtime: float = 0.0                # seconds from release to the exit stamp (gated)
+    render: Callable[[float], str] | None = None   # stdout made from the release time (tools that print times)
 
 
 _pids = itertools.count(40000)
@@ -59,7 +60,8 @@ class FakeProcess:
             self._finish_output()
 
     def _finish_output(self) -> None:
-        self.stdout_path.write_text(self.script.stdout)
+        render = self.script.render
+        self.stdout_path.write_text(render(self.released_at or time.time()) if render else self.script.stdout)
         with open(self.stderr_path, "a") as f:
             f.write(self.script.stderr)
             if self.gated and not self.script.hang:

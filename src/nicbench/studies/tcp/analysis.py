@@ -32,6 +32,8 @@ from ...records import Sample, TrialRecord
 
 @dataclass(frozen=True)
 class TrialResult(TrialHead):
+    # per direction, the aggregate the figure is: the receivers', or (an imported
+    # direction no file has a receiver figure of) the senders' -- its .side says which
     receiver: Mapping[str, DirectionAggregate]
     sender: Mapping[str, DirectionAggregate]
     start_skew_s: float | None
@@ -143,21 +145,26 @@ def _trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
     sender: dict[str, DirectionAggregate] = {}
     problems: list[str] = []
     params = rec.spec.params
+    # imported files with no receiver figure for a direction: its figure is the
+    # senders' (the aggregate's side says so), never a failed point for want of it
+    sender_only = set(rec.meta.get("sender_only") or ())
     lost = rec.meta.get("lost") or {}
     # a partial point is judged on its survivors: the lost pairs are named already
     layout = [x for x in rec.meta.get("layout") or [] if f"{x['client']}:{x['port']}" not in lost]
     if rec.status in ("ok", "partial"):
         wanted = EXPECTED_DIRECTIONS.get(str(params.get("direction")), ())
         for d in wanted or directions_in(samples):
-            have = processes_with_data(samples, direction=d)
+            side = "sender" if d in sender_only else "receiver"
+            have = processes_with_data(samples, direction=d, side=side)
             missing = [f"{x['client']}:{x['port']}" for x in layout
                        if (x["client"], str(x["port"])) not in have]
             if missing:
                 problems.append(f"no {d} receiver data from {', '.join(missing)}")
-            problems += timeline_problems(samples, direction=d)
+            problems += timeline_problems(samples, direction=d, side=side)
         for d in directions_in(samples):
             try:
-                receiver[d] = aggregate(samples, direction=d, side="receiver", trim=trim)
+                receiver[d] = aggregate(samples, direction=d, side="sender" if d in sender_only else "receiver",
+                                        trim=trim)
             except NoSharedWindow as e:
                 problems.append(str(e))
                 continue
