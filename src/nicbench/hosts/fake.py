@@ -274,6 +274,7 @@ class FakeSamplerHost:
         self.counters, self.stat, self.offset, self.delay, self.die_after = counters, stat, offset, delay, die_after
         self.started: list[FakeStream] = []
         self.late: list[float] = []          # how late each record was delivered after it was made, s
+        self._wall_minus_mono = time.time() - time.monotonic()
 
     def __call__(self, argv: list[str]) -> FakeStream:
         i = argv.index("nicbench-sampler")
@@ -285,7 +286,10 @@ class FakeSamplerHost:
 
     def _tick(self, seq: int, items: list[str]) -> str:
         mono = time.monotonic()
-        wall = time.time() + self.offset
+        # the counters' time from the same instant as the stamp: two clock calls
+        # can be a preemption apart on a loaded machine, which a real tick's
+        # stamps (taken around its reads) bound but this one-instant fake would not
+        wall = mono + self._wall_minus_mono + self.offset
         out = [f"@@nbs tick {seq} {int(mono * 1e9)}"]
         if any(x == "net" or x.startswith("net:") for x in items):
             text = self.counters(wall)
