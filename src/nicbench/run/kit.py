@@ -120,6 +120,14 @@ class PointSamplers:
             s.start()
         return self
 
+    def read_at(self, instants: Sequence[float]) -> None:
+        """Hosts sampled on the host also read at these instants (this
+        machine's clock, s): the edges of the window a study will measure
+        (see ``HostSamplers.read_at``).  Reads made from here (the lab's)
+        are not moved: they tick from their first read, just before the release."""
+        if self.hosts is not None:
+            self.hosts.read_at(instants)
+
     def last_read(self) -> None:
         """As the tools finish (a read through the namespace if they are gone).
         Like every periodic read, it never fails the point: a read that cannot

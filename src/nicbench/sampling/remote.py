@@ -348,6 +348,7 @@ class HostSamplers:
 
     def __init__(self, plans: Sequence[HostPlan], *, trial_id: str, interval: float):
         self.samplers = [HostSampler(p, trial_id=trial_id, interval=interval) for p in plans]
+        self._stopping = threading.Event()
 
     def start(self, wait_first: bool) -> None:
         for s in self.samplers:
@@ -361,8 +362,25 @@ class HostSamplers:
         for s in self.samplers:
             s.read_now()
 
+    def read_at(self, instants: Sequence[float]) -> None:
+        """One read on every host at each of ``instants`` (this machine's
+        clock, s), from a thread of its own.  A study whose window edges are
+        known when it releases its tools reads there: a tick that straddles
+        an edge is spread evenly over its span, so when the rate changes in
+        it (the tools starting, a burst) the counts inside the window come out
+        wrong by up to a tick's share -- measured 1-1.6 % at 0.25 s ticks on
+        a 1.5 s window.  Ended with :meth:`stop`."""
+        def run() -> None:
+            for t in sorted(instants):
+                if self._stopping.wait(max(0.0, t - time.time())):
+                    return
+                self.read_now()
+
+        threading.Thread(target=run, name="hostsampler-edges", daemon=True).start()
+
     def stop(self, meta: dict) -> list[Sample]:
         by = time.monotonic() + 5.0
+        self._stopping.set()
         for s in self.samplers:          # every host told at once, then each waited for
             s.close()
         for s in self.samplers:

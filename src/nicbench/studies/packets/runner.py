@@ -46,6 +46,10 @@ INSTALL_ANYWHERE = (INSTALL + "; on a host that does not share this machine's fi
 # capability bits (linux/capability.h)
 CAPS = {"CAP_NET_ADMIN": 12, "CAP_NET_RAW": 13, "CAP_SYS_ADMIN": 21, "CAP_PERFMON": 38, "CAP_BPF": 39}
 DRAIN_S = 0.3            # after the generators end, before the receivers' last count
+# nbgen's own counts, s between reads: the window's edges fall inside a read's
+# span, which the analysis spreads evenly; when the rate moves within it (the
+# start, bursts on shared CPUs) that share is misplaced -- 1 % seen at 0.25 s
+COUNT_INTERVAL = 0.05
 
 
 def port_ifname(i: int) -> str:
@@ -261,7 +265,8 @@ def generator_argv(engine: str, exe: str, dev: str, frames: list[bytes], *, dura
     """One port's generator: argv, trafgen's config text (None for nbgen) and
     the CPUs its threads run on.  ``rate`` is per port."""
     if engine == "nbgen":
-        return nbgen.tx_argv(exe, dev, frames, duration=duration, cpus=pin, rate=rate), None, pin
+        return (nbgen.tx_argv(exe, dev, frames, duration=duration, cpus=pin, rate=rate, interval=COUNT_INTERVAL),
+                None, pin)
     if rate:
         # trafgen paces with one sender process, on CPU 0, whatever --cpus says:
         # frames bound to other CPUs would never leave
@@ -382,7 +387,8 @@ def _measure(
             dev = ctx.dev(ctx.receiver, i)
             out, err = raw_dir / f"rx-{dev}.out", raw_dir / f"rx-{dev}.err"
             argv = nbgen.rx_argv(
-                ctx.exes[ctx.receiver], dev, duration=s.duration + s.timeout_margin, port=s.udp_port, mode=s.xdp_mode
+                ctx.exes[ctx.receiver], dev, duration=s.duration + s.timeout_margin, port=s.udp_port, mode=s.xdp_mode,
+                interval=COUNT_INTERVAL,
             )
             raws += [
                 RawOutput(spec.trial_id, ctx.receiver, "receiver", "nbgen", "stdout", env.rel(out)),
@@ -441,6 +447,8 @@ def _measure(
             net_interval=0.25,
         ).start(first_read=True)
         meta["released"] = release_together([pr for _, pr in txs], engine, ctx.server)
+        # the hosts' own counters (sampled on the host) read at the window's edges
+        samplers.read_at([meta["released"] + s.trim, meta["released"] + s.duration - s.trim])
         end_by = time.monotonic() + s.duration + s.timeout_margin
         for i, pr in txs:
             if pr.wait(end_by - time.monotonic()) is None:
