@@ -60,3 +60,18 @@ def test_the_sampler_fallback_read_is_posix_sh_too():
     import inspect
     src = inspect.getsource(sampler.NetSampler._read_files)
     assert '"sh", "-c", "for f in dev snmp netstat' in src
+
+
+def test_the_preflight_check_names_a_leftover_wrapper_and_not_itself():
+    """The leftover scan, run here for real: a process whose command line
+    says nicbench-wrap is named with its PID; the check itself (whose script
+    holds the pattern) is not."""
+    left = subprocess.Popen(["sh", "-c", "sleep 30", "nicbench-wrap"])
+    try:
+        check = subprocess.Popen(["sh", "-c", sshcheck._CHECK, "nicbench-check"], stdout=subprocess.PIPE, text=True)
+        out, _ = check.communicate(timeout=60)
+        pids = {int(line.split()[1]) for line in out.splitlines() if line.startswith("left ")}
+        assert left.pid in pids and check.pid not in pids, out
+    finally:
+        left.kill()
+        left.wait()
