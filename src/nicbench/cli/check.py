@@ -6,6 +6,10 @@ from pathlib import Path
 
 import click
 
+from ..core.errors import NicbenchError
+from ..hosts.remote import ssh_targets
+from ..hosts.sshconfig import SshSettings, resolve
+from ..hosts.transport import each_host
 from ..plan.load import load_plan
 from ..plan.matrix import trials
 from .options import emit, json_option
@@ -16,10 +20,27 @@ from .options import emit, json_option
 @json_option
 @click.pass_context
 def check(ctx: click.Context, plan: Path) -> None:
-    """Validate PLAN and show the trials it would run, without running anything."""
+    """Validate PLAN and show the trials it would run, without running anything.
+
+    For real hosts, each host's SSH settings as ssh itself resolves them
+    (``ssh -G``: HostName, User, Port, ProxyJump, IdentityFile); nothing is
+    connected to."""
     p, _ = load_plan(plan)
     ts = trials(p)
     secs = len(ts) * p.study.measured_seconds()
-    emit(ctx, {"plan": p.name, "trials": len(ts), "measured_seconds": secs,
-               "points": sorted({t.point for t in ts})},
-         f"{p.name}: valid; {len(ts)} trials, at least {secs:g} s of traffic")
+    data: dict = {"plan": p.name, "trials": len(ts), "measured_seconds": secs,
+                  "points": sorted({t.point for t in ts})}
+    lines = [f"{p.name}: valid; {len(ts)} trials, at least {secs:g} s of traffic"]
+    if p.remote:
+        got = each_host(lambda kv: resolve(kv[1], kv[0]), {n: (n, t) for n, t in ssh_targets(p).items()})
+        data["ssh"] = {}
+        for host, res in got.items():
+            if isinstance(res, SshSettings):
+                data["ssh"][host] = res.to_meta()
+                lines.append(f"ssh {host}: {res.summary()}")
+            elif isinstance(res, NicbenchError):
+                data["ssh"][host] = {"problem": res.message}
+                lines.append(f"ssh {host}: {res.message}")
+            else:
+                raise res
+    emit(ctx, data, "\n".join(lines))

@@ -19,8 +19,22 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ..hosts.sshconfig import summary_of
 from ..records import Sample, TrialRecord, TrialSpec
 from ..report.view import StudyView
+
+
+def preflight_lines(meta: Mapping[str, Any]) -> list[str]:
+    """One line per SSH host: its effective SSH settings (``ssh -G``), OS
+    and measured clock offset, from the run's info."""
+    out = []
+    for host, m in (meta.get("ssh") or {}).items():
+        st = m.get("settings")
+        where = summary_of(st) if st else "ssh settings unknown"
+        off, unc = m.get("clock_offset_s"), m.get("clock_uncertainty_s") or 0.0
+        clock = f"clock {off * 1000:+.1f} ms +-{unc * 1000:.1f}" if off is not None else "clock not read"
+        out.append(f"ssh {host}: {where}; {m.get('os') or 'OS unknown'}; {clock}")
+    return out
 
 
 class TerminalProgress:
@@ -41,6 +55,8 @@ class TerminalProgress:
                            TextColumn("{task.fields[last]}"), console=self.console, transient=False)
         self._p.start()
         self.console.print(f"run {run_id}: {total} points")
+        for line in preflight_lines(meta):
+            self.console.print(line, markup=False, highlight=False)
         self._task = self._p.add_task("starting", total=total, last="")
 
     def trial_start(self, spec: TrialSpec) -> None:

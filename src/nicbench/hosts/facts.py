@@ -22,8 +22,9 @@ from collections.abc import Sequence
 
 from ..core.errors import NicbenchError, ToolError, tail
 from ..records import Fact, HostFacts
+from . import facts_freebsd
 from .factparse import parse_facts
-from .transport import Transport
+from .transport import Transport, host_os
 
 # The sysctls the seeds tune (000, 002), the ones that explain TCP results, and
 # busy polling (busy_poll/busy_read: us a socket spins on the NIC queue instead
@@ -136,9 +137,16 @@ def script(ifnames: Sequence[str], tools: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def script_for(t: Transport, ifnames: Sequence[str], tools: Sequence[str]) -> str:
+    """The collection script for the OS preflight found on ``t`` (Linux or FreeBSD)."""
+    if host_os(t) == "FreeBSD":
+        return facts_freebsd.script(ifnames, [(x, TOOL_VERSION_ARGV.get(x, (x, "--version"))) for x in tools])
+    return script(ifnames, tools)
+
+
 def collect_raw(t: Transport, ifnames: Sequence[str], tools: Sequence[str], timeout: float = 30.0) -> str:
     """Run the script on the host; the raw sectioned text."""
-    r = t.run(["sh", "-c", script(ifnames, tools)], timeout=timeout)
+    r = t.run(["sh", "-c", script_for(t, ifnames, tools)], timeout=timeout)
     if "@@nicbench-section" not in r.stdout:
         raise ToolError(
             f"host facts script printed nothing usable (exit {r.returncode}): {tail(r.stderr) or tail(r.stdout)}",
@@ -151,7 +159,8 @@ def collect_raw(t: Transport, ifnames: Sequence[str], tools: Sequence[str], time
 def collect(t: Transport, role: str, ifnames: Sequence[str], tools: Sequence[str]) -> tuple[HostFacts, str]:
     """Facts of one host and the raw text they were read from."""
     raw = collect_raw(t, ifnames, tools)
-    return parse_facts(raw, host=t.host, role=role, collected=time.time()), raw
+    parse = facts_freebsd.parse_facts if host_os(t) == "FreeBSD" else parse_facts
+    return parse(raw, host=t.host, role=role, collected=time.time()), raw
 
 
 def collect_quietly(t: Transport, role: str, ifnames: Sequence[str], tools: Sequence[str]) -> tuple[HostFacts, str]:

@@ -13,6 +13,7 @@ from ..lab import manager
 from ..lab.sshd import ssh_lab
 from ..lab.topology import LabSpec, make_spec
 from ..plan.model import Plan
+from .preflight import os_problems
 
 
 def lab_spec(plan: Plan) -> LabSpec:
@@ -72,6 +73,7 @@ def open_hosts(plan: Plan) -> OpenedHosts:
         remote = RemoteHosts(plan)         # no root needed here: the hosts are reached as the plan says
         try:
             problems = remote.connect(plan.lab.max_clock_offset)
+            problems += os_problems(plan, {h: c.os for h, c in remote.checks.items()})
         except BaseException:
             remote.close()
             raise

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
-from ..hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output, tool_stderr
+from ..hosts.transport import END_MARK, Process, Transport, gate_time, read_output, tool_stderr
 from ..records import Sample, Tags, make_tags
 from ..sampling.sampler import NetTarget, tool_pid, tool_procs
 from ..tools import iperf2, iperf3
@@ -272,10 +272,9 @@ def gate_stamps(clis: Slots, meta: dict) -> tuple[dict[str, float | None], dict[
     ``meta``, with the launch skew between them."""
     stamps: dict[str, float | None] = {}
     ends: dict[str, float | None] = {}
-    for slot, proc in clis:
-        err_text = read_output(proc.stderr_path)
-        stamps[f"{slot.client}:{slot.port}"] = parse_gate_stamp(err_text)
-        ends[f"{slot.client}:{slot.port}"] = parse_gate_stamp(err_text, END_MARK)
+    for slot, proc in clis:     # on this machine's clock (a host's stamp less its measured offset)
+        stamps[f"{slot.client}:{slot.port}"] = gate_time(proc)
+        ends[f"{slot.client}:{slot.port}"] = gate_time(proc, END_MARK)
     good = [v for v in stamps.values() if v is not None]
     meta["launch_stamps"] = stamps
     meta["exit_stamps"] = ends

@@ -17,6 +17,7 @@ from types import TracebackType
 from ..core.errors import NicbenchError, ToolError, tail
 from ..hosts.transport import Process, Transport, read_output
 from ..records import RawOutput, Sample
+from ..sampling.remote import HostPlan, HostSamplers, samples_on_host
 from ..sampling.sampler import CpuSampler, NetSampler, NetTarget
 
 
@@ -113,6 +114,10 @@ def release_staggered(stages: Sequence[tuple[float, Sequence[Process]]], what: s
 class PointSamplers:
     """The network and CPU samplers of one point.
 
+    Hosts reached over SSH are sampled by a sampler running on each of them
+    (``sampling.remote``: host-stamped reads, no round trip in the rates);
+    the lab's namespaces and this machine are read from here.
+
     ``start(first_read=True)`` reads once before returning, for studies whose
     window starts at the tools' release (HTTPS, storage); the TCP study's
     window starts after the warm-up, so it starts them just after release.
@@ -121,25 +126,50 @@ class PointSamplers:
     def __init__(self, trial_id: str, targets: list[NetTarget], cpu_transport: Transport | None,
                  procs: Callable[[], list[tuple[int, str, str, str]]], *, machine: str,
                  nic_irqs: Mapping[str, str], net_interval: float = 0.5, cpu_interval: float = 0.25):
-        self.net = NetSampler(targets, trial_id=trial_id, interval=net_interval) if targets else None
+        local = [tg for tg in targets if not samples_on_host(tg.transport)]
+        plans: dict[str, HostPlan] = {}
+        for tg in targets:
+            if samples_on_host(tg.transport):
+                plans.setdefault(tg.host, HostPlan(tg.host, tg.transport)).ifnames.append(tg.ifname)  # type: ignore[arg-type]
+        if cpu_transport is not None and samples_on_host(cpu_transport):
+            plan = plans.setdefault(cpu_transport.host, HostPlan(cpu_transport.host, cpu_transport))  # type: ignore[arg-type]
+            plan.cpu_machine, plan.procs, plan.nic_irqs = machine, procs, nic_irqs
+            cpu_transport = None
+        self.net = NetSampler(local, trial_id=trial_id, interval=net_interval) if local else None
         self.cpu = (CpuSampler(cpu_transport, procs, machine=machine, trial_id=trial_id, interval=cpu_interval,
                                nic_irqs=nic_irqs) if cpu_transport is not None else None)
+        self.hosts = (HostSamplers(list(plans.values()), trial_id=trial_id,
+                                   interval=min(net_interval, cpu_interval) if any(
+                                       p.cpu_machine for p in plans.values()) else net_interval)
+                      if plans else None)
 
     def _each(self):
         return [s for s in (self.net, self.cpu) if s is not None]
 
     def start(self, first_read: bool = False) -> PointSamplers:
+        if self.hosts is not None:
+            self.hosts.start(wait_first=first_read)
         for s in self._each():
             if first_read:
                 s.read()
             s.start()
         return self
 
+    def read_at(self, instants: Sequence[float]) -> None:
+        """Hosts sampled on the host also read at these instants (this
+        machine's clock, s): the edges of the window a study will measure
+        (see ``HostSamplers.read_at``).  Reads made from here (the lab's)
+        are not moved: they tick from their first read, just before the release."""
+        if self.hosts is not None:
+            self.hosts.read_at(instants)
+
     def last_read(self) -> None:
         """As the tools finish (a read through the namespace if they are gone).
         Like every periodic read, it never fails the point: a read that cannot
         be made leaves the series short, and the analysis says a series does
         not cover the window rather than counting what it did not see."""
+        if self.hosts is not None:
+            self.hosts.read_now()
         for s in self._each():
             try:
                 s.read()
@@ -147,13 +177,17 @@ class PointSamplers:
                 pass
 
     def stop(self, meta: dict) -> list[Sample]:
-        """Every sample, and into ``meta`` the samplers' own CPU and where each tool ran."""
+        """Every sample, and into ``meta`` the samplers' own CPU, where each
+        tool ran, and what each host sampler said (``host_sampling``; a host
+        whose counters are missing in ``counters_missing`` and a warning)."""
         out: list[Sample] = []
         for s in self._each():
             out += s.stop()
         if self.cpu is not None:
             meta["sampler_cpu_s"] = self.cpu.cpu_seconds
             meta["tool_cpus"] = self.cpu.tool_cpus()
+        if self.hosts is not None:
+            out += self.hosts.stop(meta)
         return out
 
 

@@ -23,12 +23,12 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
-from ..hosts.transport import Process, Transport, read_output
+from ..hosts.transport import Process, Transport, host_clock_offset, read_output
 from ..plan.studies.tcp import TcpStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, tool_procs
@@ -299,9 +299,12 @@ def run_trial(ctx: NbperfContext, env: PointEnv, spec: TrialSpec,
         started_in = time.monotonic() - t_spawn
         lead = min(MAX_LEAD_S, LEAD_S + LEAD_PER_CONN_S * max(x.conns for x in ps) + 2 * started_in)
         start = time.time() + lead
+        # the engine starts on the study server's own clock: a real host's
+        # clock runs host_clock_offset ahead of this machine's (0 in the lab)
+        on_server = start + host_clock_offset(ctx.transports[ctx.server])
         for pair in ps:
             argv = nbperf.client_argv(
-                ctx.exes[ctx.server], server=ctx.addresses[pair.client], port=pair.port, start=start,
+                ctx.exes[ctx.server], server=ctx.addresses[pair.client], port=pair.port, start=on_server,
                 duration=seconds, conns=pair.conns, direction=DIRECTION[str(p["direction"])],  # type: ignore[arg-type]
                 io_size=io, interval=s.interval, grace=grace, sndbuf=s.window, rcvbuf=s.window,
                 congestion=s.congestion, nodelay=s.no_delay, send=ctx.send, recv=ctx.recv, test=spec.trial_id)
@@ -354,6 +357,9 @@ def _parse_all(ctx: NbperfContext, spec: TrialSpec, clis: Slots, servers: Slots,
     samples: list[Sample] = []
     firsts: dict[str, list[float]] = {}
     meta["totals"], meta["clock_offsets"], meta["rt_start"] = {}, {}, {}
+    # every stamp is the study server's (the server's are moved there by the
+    # engine's own offset): onto this machine's clock, as the samplers' are
+    off = host_clock_offset(ctx.transports[ctx.server])
     srv_of = {pair.key: proc for pair, proc in servers}
     for pair, proc in clis:
         if pair.key in lost:
@@ -370,8 +376,8 @@ def _parse_all(ctx: NbperfContext, spec: TrialSpec, clis: Slots, servers: Slots,
         except (ValueError, KeyError, TypeError) as e:    # a parser bug must lose the pair, not the run
             lost[pair.key] = f"nbperf to {pair.key}: output not understood: {type(e).__name__}: {e}"
             continue
-        samples += got
-        firsts[pair.key] = first_sends(cr, sr)
+        samples += [replace(x, t_start=x.t_start - off, t_end=x.t_end - off) for x in got] if off else got
+        firsts[pair.key] = [t - off for t in first_sends(cr, sr)]
         meta["totals"][pair.key] = {"tx_bytes": cr.summary.tx_bytes, "rx_bytes": cr.summary.rx_bytes,
                                     "peer_tx_bytes": cr.summary.peer_tx_bytes,
                                     "peer_rx_bytes": cr.summary.peer_rx_bytes}

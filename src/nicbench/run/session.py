@@ -368,8 +368,7 @@ def _run_info(r: _Run, pre: Preflight, plan_text: str, facts: list[tuple[HostFac
             "shared_by": "nothing: the study server's own CPUs, read over SSH"}, "tuning": tuning,
         "lab_reused": r.opened.lab is not None and not r.opened.owned, "pid": os.getpid(),
         "host_transport": plan.lab.transport,
-        "ssh": {h: {"clock_offset_s": c.clock_offset_s, "clock_uncertainty_s": c.clock_uncertainty_s,
-                    "root": c.root} for h, c in hosts.checks.items()}})
+        "ssh": {h: c.meta() for h, c in hosts.checks.items()}})
 
 
 def _point_env(r: _Run, writer: RunWriter, facts: list[tuple[HostFacts, str]],

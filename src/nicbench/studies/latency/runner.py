@@ -49,7 +49,7 @@ from typing import Any
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...core.histogram import LatencyHistogram
 from ...hosts.base import Hosts
-from ...hosts.transport import Process, Transport, parse_gate_stamp, read_output
+from ...hosts.transport import Process, Transport, gate_time, host_clock_offset, read_output
 from ...plan.model import Plan
 from ...plan.studies.latency import IRTT_WAIT, TAIL, LatencyStudy, TcpLoad, probe_timing
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
@@ -442,7 +442,7 @@ def _parse_probes(ctx: LatencyContext, spec: TrialSpec, engine: str, probes: lis
         assert pr.client_proc is not None
         out = read_output(pr.client_proc.stdout_path)
         err = read_output(pr.client_proc.stderr_path)
-        launched = parse_gate_stamp(err)
+        launched = gate_time(pr.client_proc)       # on this machine's clock (a real host's, less its offset)
         if launched is None:
             raise ToolError(f"the {engine} probe never passed its start gate", where=pr.client)
         tags = make_tags(host=pr.client, engine=engine, protocol=proto)
@@ -470,7 +470,9 @@ def _parse_probes(ctx: LatencyContext, spec: TrialSpec, engine: str, probes: lis
                 meta.setdefault("warnings", []).append(
                     f"{pr.client}: irtt's timer missed {irtt.timer_misses(ir)} of {ir.expected} sends (a busy host): "
                     f"{ir.sent} requests in {ir.duration:g} s instead of {ir.expected}")
-            rs = RttSamples(ir.client_rtt, ir.samples.sent, "epoch")
+            off = host_clock_offset(pr.client_proc)         # irtt stamps with its host's clock
+            sent = ir.samples.sent
+            rs = RttSamples(ir.client_rtt, tuple(t - off for t in sent) if off and sent else sent, "epoch")
             assert rs.sent is not None
             rec = _exact(rs.rtt, rs.sent, _stated(ir.summary), sent=ir.sent, lost=len(ir.lost), clock="wall clock")
             rec["irtt_rtt_p50_no_turnaround"] = LatencyHistogram.of(ir.samples.rtt).percentile(50)

@@ -26,7 +26,7 @@ from typing import Any
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
 from ...hosts.spec import DirectLink
-from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output, tool_stderr
+from ...hosts.transport import END_MARK, Process, Transport, gate_time, host_clock_offset, read_output, tool_stderr
 from ...plan.model import Plan
 from ...plan.studies.packets import PacketStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
@@ -46,6 +46,10 @@ INSTALL_ANYWHERE = (INSTALL + "; on a host that does not share this machine's fi
 # capability bits (linux/capability.h)
 CAPS = {"CAP_NET_ADMIN": 12, "CAP_NET_RAW": 13, "CAP_SYS_ADMIN": 21, "CAP_PERFMON": 38, "CAP_BPF": 39}
 DRAIN_S = 0.3            # after the generators end, before the receivers' last count
+# nbgen's own counts, s between reads: the window's edges fall inside a read's
+# span, which the analysis spreads evenly; when the rate moves within it (the
+# start, bursts on shared CPUs) that share is misplaced -- 1 % seen at 0.25 s
+COUNT_INTERVAL = 0.05
 
 
 def port_ifname(i: int) -> str:
@@ -261,7 +265,8 @@ def generator_argv(engine: str, exe: str, dev: str, frames: list[bytes], *, dura
     """One port's generator: argv, trafgen's config text (None for nbgen) and
     the CPUs its threads run on.  ``rate`` is per port."""
     if engine == "nbgen":
-        return nbgen.tx_argv(exe, dev, frames, duration=duration, cpus=pin, rate=rate), None, pin
+        return (nbgen.tx_argv(exe, dev, frames, duration=duration, cpus=pin, rate=rate, interval=COUNT_INTERVAL),
+                None, pin)
     if rate:
         # trafgen paces with one sender process, on CPU 0, whatever --cpus says:
         # frames bound to other CPUs would never leave
@@ -388,7 +393,8 @@ def _measure(
             dev = ctx.dev(ctx.receiver, i)
             out, err = raw_dir / f"rx-{dev}.out", raw_dir / f"rx-{dev}.err"
             argv = nbgen.rx_argv(
-                ctx.exes[ctx.receiver], dev, duration=s.duration + s.timeout_margin, port=s.udp_port, mode=s.xdp_mode
+                ctx.exes[ctx.receiver], dev, duration=s.duration + s.timeout_margin, port=s.udp_port, mode=s.xdp_mode,
+                interval=COUNT_INTERVAL,
             )
             raws += [
                 RawOutput(spec.trial_id, ctx.receiver, "receiver", "nbgen", "stdout", env.rel(out)),
@@ -447,6 +453,8 @@ def _measure(
             net_interval=0.25,
         ).start(first_read=True)
         meta["released"] = release_together([pr for _, pr in txs], engine, ctx.server)
+        # the hosts' own counters (sampled on the host) read at the window's edges
+        samplers.read_at([meta["released"] + s.trim, meta["released"] + s.duration - s.trim])
         end_by = time.monotonic() + s.duration + s.timeout_margin
         for i, pr in txs:
             if pr.wait(end_by - time.monotonic()) is None:
@@ -484,7 +492,8 @@ def _results(
         dev = ctx.dev(ctx.server, i)
         o, e = read_output(pr.stdout_path), read_output(pr.stderr_path)
         rc = pr.poll()
-        t0, t1 = parse_gate_stamp(e), parse_gate_stamp(e, END_MARK)
+        t0, t1 = gate_time(pr), gate_time(pr, END_MARK)
+        off = host_clock_offset(pr)             # nbgen stamps with its host's clock
         tags = make_tags(host=ctx.server, port=dev, side="sender", engine=engine)
         if engine == "nbgen":
             tx = nbgen.parse_tx(o, e, where=ctx.server)
@@ -493,11 +502,11 @@ def _results(
                 "paced_out": tx.paced_out,
                 "per_cpu": list(tx.per_cpu),
                 "threads": list(tx.threads),
-                "span": [tx.t_start, tx.t_end],
+                "span": [tx.t_start - off, tx.t_end - off],
             }
             for (a, na), (b, nb) in pairwise(tx.reads):
                 if b > a:
-                    out.append(Sample(spec.trial_id, "pkt.sent", float(nb - na), "packets", a, b, tags))
+                    out.append(Sample(spec.trial_id, "pkt.sent", float(nb - na), "packets", a - off, b - off, tags))
         else:
             # timeout's 124 is the duration ending it; anything else is trafgen's own failure
             if rc not in (0, 124, 130, -2):
@@ -523,10 +532,12 @@ def _results(
             "mode": rx.mode,
         }
         tags = make_tags(host=ctx.receiver, port=dev, side="receiver", engine=engine)
+        off = host_clock_offset(pr)
         for (a, na, ba), (b, nb, bb) in pairwise(rx.reads):
             if b > a:
-                out.append(Sample(spec.trial_id, "pkt.received", float(nb - na), "packets", a, b, tags))
-                out.append(Sample(spec.trial_id, "pkt.received_bytes", float(bb - ba), "bytes", a, b, tags))
+                out.append(Sample(spec.trial_id, "pkt.received", float(nb - na), "packets", a - off, b - off, tags))
+                out.append(Sample(spec.trial_id, "pkt.received_bytes", float(bb - ba), "bytes", a - off, b - off,
+                                  tags))
         if rx.packets == 0:
             raise ToolError(
                 f"the receiver counted no test frame on {dev} (sent: {meta['tx'].get(dev, {}).get('sent', '?')})",

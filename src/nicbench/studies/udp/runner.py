@@ -34,7 +34,7 @@ from typing import Any
 from ...core import linerate
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
-from ...hosts.transport import Process, Transport, read_output, tool_stderr
+from ...hosts.transport import Process, Transport, host_clock_offset, read_output, tool_stderr
 from ...plan.model import Plan
 from ...plan.studies.udp import UdpStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec
@@ -500,7 +500,7 @@ def _parse_all(ctx: UdpContext, spec: TrialSpec, clis: Slots, servers: Slots, st
         else:
             iperf.check_iperf2(text, proc, key, ctx.server)
             rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
-                                stamp_lag=lag)
+                                stamp_lag=lag + host_clock_offset(proc))
             _all_streams_reported(rep2.intervals, slot, ctx.server)
             samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             _tally(tallies, key, rep2.intervals)
@@ -510,7 +510,7 @@ def _parse_all(ctx: UdpContext, spec: TrialSpec, clis: Slots, servers: Slots, st
         for slot, proc in servers:
             key = f"{slot.client}:{slot.port}"
             rep2 = iperf2.parse(read_output(proc.stdout_path), role="server", omit=s.omit, server_port=slot.port,
-                                interval=s.interval, stamp_lag=lag)
+                                interval=s.interval, stamp_lag=lag + host_clock_offset(proc))
             _all_streams_reported(rep2.intervals, slot, slot.client)
             samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             _tally(tallies, key, rep2.intervals)
