@@ -114,7 +114,7 @@ def test_https_plans_are_checked():
     assert "h.toml: study.io_sizes: unknown key" in line and "file_size" in line
     with pytest.raises(InputError) as e:
         parse_plan(HTTPS.replace('"https"', '"quic"'), "h.toml")
-    assert 'must be "tcp", "https", "storage" or "packets"' in e.value.one_line()
+    assert "study.kind: 'quic' is not allowed: use 'tcp', 'https', 'storage' or 'packets'" in e.value.one_line()
 
 
 def test_threads_can_be_swept():

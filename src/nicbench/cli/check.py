@@ -8,6 +8,7 @@ import click
 
 from ..plan.load import load_plan
 from ..plan.matrix import trials
+from ..plan.model import Plan
 from .options import emit, json_option
 
 
@@ -16,10 +17,22 @@ from .options import emit, json_option
 @json_option
 @click.pass_context
 def check(ctx: click.Context, plan: Path) -> None:
-    """Validate PLAN and show the trials it would run, without running anything."""
+    """Validate PLAN and list the points it would run, without running anything."""
     p, _ = load_plan(plan)
     ts = trials(p)
     secs = len(ts) * p.study.measured_seconds()
-    emit(ctx, {"plan": p.name, "trials": len(ts), "measured_seconds": secs,
-               "points": sorted({t.point for t in ts})},
-         f"{p.name}: valid; {len(ts)} trials, at least {secs:g} s of traffic")
+    points = [key for key, _params in p.study.points()]
+    emit(ctx, {"plan": p.name, "trials": len(ts), "measured_seconds": secs, "points": points,
+               "repeats": p.study.repeats, "study": p.study.kind, "hosts": where(p)},
+         "\n".join([f"{p.name}: valid; {p.study.kind} study on {where(p)}",
+                    f"{len(points)} point(s) x {p.study.repeats} repeat(s) = {len(ts)} trials, "
+                    f"at least {secs:g} s of traffic ({p.study.order} order):",
+                    *(f"  {k}" for k in points)]))
+
+
+def where(p: Plan) -> str:
+    """Which hosts, and how they are reached: the embedded lab or real hosts over SSH."""
+    clients = ", ".join(p.clients)
+    if p.remote:
+        return f"real hosts over SSH: server {p.server} ({p.hosts[p.server].ssh}), clients {clients}"
+    return f"the embedded lab {p.lab.name!r}: server {p.server}, clients {clients}"

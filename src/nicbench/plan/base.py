@@ -110,3 +110,14 @@ class StudySchema(Strict):
     def measured_seconds(self) -> float:
         """Seconds of traffic one trial asks for, warm-up included (for ``nicbench check``)."""
         raise NotImplementedError
+
+
+def trim_problem(duration: float, trim: float, trim_given: bool) -> str:
+    """Why ``duration`` is too short for ``trim`` seconds cut at both ends, and
+    what to change -- saying so when the trim is a default the plan never wrote."""
+    if trim_given:
+        return (f"study.duration: {duration:g} s leaves nothing after trimming study.trim = {trim:g} s at both "
+                f"ends: make the duration longer than {2 * trim:g} s or the trim shorter")
+    return (f"study.duration: {duration:g} s leaves nothing after the default study.trim = {trim:g} s is cut at "
+            f"both ends: set a longer duration (more than {2 * trim:g} s), or a shorter trim, e.g. trim = "
+            f"{duration / 4:g}")

@@ -16,11 +16,30 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise InputError(f"not valid TOML: {e}", where=source,
-                         hint="strings need quotes, e.g. io_sizes = [\"4K\", \"64K\"]") from None
+        raise InputError(f"not valid TOML: {e}", where=source, hint=toml_hint(str(e))) from None
     if isinstance(data, dict) and data.get("inventory"):
         data = _with_inventory(data, source)
     return validate(Plan, data, source)
+
+
+# tomllib's messages (Python 3.11) -> what usually causes them
+_TOML_HINTS = (
+    ("Cannot overwrite a value", "a key is given twice, or a key and a table share a name: keep one"),
+    ("Cannot declare", "this table appears twice: merge its keys under one [table] header"),
+    ("Cannot mutate immutable namespace", "a table was already given inline ({...}): write its keys there"),
+    ("Invalid value", "strings need quotes, e.g. io_sizes = [\"4K\", \"64K\"]"),
+    ("Expected newline or end of document", "one key = value per line; strings need quotes, e.g. io = \"4K\""),
+    ("Invalid statement", "write key = value, or a [table] header"),
+    ("Unclosed array", "close the list with ]; strings in it need quotes, e.g. [\"4K\", \"64K\"]"),
+)
+
+
+def toml_hint(message: str) -> str:
+    """A hint for a TOML syntax error, from tomllib's message."""
+    for start, hint in _TOML_HINTS:
+        if message.startswith(start):
+            return hint
+    return "see https://toml.io: key = value, strings in quotes, [table] headers"
 
 
 def _with_inventory(data: dict, source: str) -> dict:

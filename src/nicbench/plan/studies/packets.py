@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ...tools.frames import min_frame
-from ..base import PlanLike, Speed, StudySchema
+from ..base import PlanLike, Speed, StudySchema, trim_problem
 
 # live frames: a page less XDP headroom, skb_shared_info and the page head (measured: 3409 B is EINVAL), + FCS
 NBGEN_MAX_FRAME = 3408 + 4
@@ -76,7 +76,7 @@ class PacketStudy(StudySchema):
                                  f"at most {NBGEN_MAX_FRAME} with the FCS); use engines = [\"trafgen\"] for jumbo "
                                  "frames")
         if self.duration <= 2 * self.trim:
-            raise ValueError(f"study.duration {self.duration}s leaves nothing after trimming {self.trim}s at both ends")
+            raise ValueError(trim_problem(self.duration, self.trim, "trim" in self.model_fields_set))
         if self.search == "ndr" and self.rate:
             raise ValueError("study.rate: the no-drop-rate search chooses the rate itself; leave rate out")
         return self

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from ...core.units import format_size
-from ..base import Size, StudySchema
+from ..base import Size, StudySchema, trim_problem
 
 
 def point_key(direction: str, connections: int, io_size: int) -> str:
@@ -56,7 +56,7 @@ class TcpStudy(StudySchema):
                 if v != int(v):
                     raise ValueError(f"study.{key} = {v}: iperf3 takes whole seconds for -t and -O")
         if self.duration <= 2 * self.trim:
-            raise ValueError(f"duration {self.duration}s leaves nothing after trimming {self.trim}s at both ends")
+            raise ValueError(trim_problem(self.duration, self.trim, "trim" in self.model_fields_set))
         return self
 
     def points(self) -> list[tuple[str, dict[str, Any]]]:
