@@ -30,6 +30,7 @@ COMMANDS = {
     "report": ("nicbench.cli.report", "report"),
     "runs": ("nicbench.cli.report", "runs"),
     "check": ("nicbench.cli.check", "check"),
+    "schema": ("nicbench.cli.schema", "schema"),
     "compare": ("nicbench.cli.compare", "compare_cmd"),
     "import": ("nicbench.cli.imports", "import_"),
     "facts": ("nicbench.cli.facts", "facts_cmd"),

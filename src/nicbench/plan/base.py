@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
 
 from ..core.linerate import ModelError, parse_speed
 from ..core.units import UnitError, parse_size
@@ -31,8 +31,26 @@ def as_field(parse: Callable[[Any], Any], errors: tuple[type[Exception], ...]) -
     return BeforeValidator(validate)
 
 
-Size = Annotated[int, as_field(parse_size, (UnitError,))]
-Speed = Annotated[float, as_field(parse_speed, (ModelError,))]
+# What a plan may write, for the JSON Schema editors check plans against (``nicbench schema``):
+# the parsers above accept more spellings than JSON Schema can say, never fewer.
+SIZE_SCHEMA: dict[str, Any] = {
+    "anyOf": [{"type": "integer", "minimum": 1},
+              {"type": "string", "pattern": r"^\s*[0-9]+\s*([KMGkmg](iB)?|B)?\s*$"}],
+    "description": "bytes: 512, or a binary multiple: \"4K\" = \"4KiB\" = 4096 (\"4kB\" is refused as ambiguous)"}
+SPEED_SCHEMA: dict[str, Any] = {
+    "type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*[kKmMgGtT]\s*(b|b/s|bps|[bB][iI][tT][sS]?(/[sS])?)?\s*$",
+    "description": "bit/s with a decimal prefix: \"100M\", \"2.5G\", \"10G\""}
+
+Size = Annotated[int, as_field(parse_size, (UnitError,)), WithJsonSchema(SIZE_SCHEMA)]
+Speed = Annotated[float, as_field(parse_speed, (ModelError,)), WithJsonSchema(SPEED_SCHEMA)]
+
+
+def one_or_many(schema: dict[str, Any]) -> None:
+    """JSON Schema of a swept list whose validator also takes one value (``threads = 2``)."""
+    items = schema.get("items")
+    if isinstance(items, dict):
+        many = {k: schema.pop(k) for k in ("type", "items", "minItems", "maxItems") if k in schema}
+        schema["anyOf"] = [items, many]
 
 
 class HostLike(Protocol):
