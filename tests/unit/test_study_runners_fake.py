@@ -283,3 +283,14 @@ def test_packet_preflight_names_an_attached_xdp_program_and_missing_privileges(m
     msg = e.value.message
     assert "sink: pk0 already has an XDP program attached, id 7 (xdp_other" in msg
     assert "sink: nbgen needs CAP_NET_ADMIN, CAP_BPF, CAP_PERFMON" in msg
+
+
+def test_a_preflight_error_says_preflight_once_and_names_the_study():
+    """It printed "nicbench: preflight: preflight: ..." (the kind, then a where that repeated it)."""
+    plan = parse_plan(HTTPS_PLAN)
+    missing = lambda argv: Script(returncode=127) if argv[0] in ("nginx", "wrk") else Script()  # noqa: E731
+    with pytest.raises(PreflightError) as e:
+        HttpsRunner(plan, fake_hosts(plan, {"srv": missing, "c1": missing, "c2": missing})).preflight()
+    line = e.value.one_line()
+    assert line.startswith("nicbench: preflight: https study: srv: nginx is not installed")
+    assert line.count("preflight") == 1

@@ -18,7 +18,7 @@ from ..records import RawOutput, RunInfo, Sample, TrialRecord, TrialSpec, make_t
 from ..store.runs import RunWriter, new_run_id
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval
-from .options import emit, json_option, store_dir, store_option
+from .options import emit, json_option, refuse_unused, store_dir, store_option
 
 DIR = {"fwd": "tx", "rev": "rx"}
 
@@ -123,6 +123,9 @@ def import_(ctx: click.Context, tool: str, files: tuple[Path, ...], store: Path 
             role: str | None, io_size: str | None, connections: int | None, together: bool,
             port: int | None) -> None:
     """Ingest iperf3 -J JSON or iperf2 -y C CSV files run by hand into a new run."""
+    for opt in ("role", "port"):
+        refuse_unused(ctx, opt, tool == "iperf2", "applies to iperf2 CSV only: iperf3's JSON says which end "
+                      "wrote it and its port", "leave it out for iperf3")
     io = None
     if io_size is not None:
         try:

@@ -12,7 +12,7 @@ from ..lab import manager
 from ..lab.topology import make_spec
 from ..plan.load import load_plan
 from ..run.hosts import lab_spec
-from .options import emit, json_option
+from .options import emit, json_option, refuse_unused
 
 
 @click.group()
@@ -32,6 +32,8 @@ def lab_up(ctx: click.Context, plan: Path | None, name: str | None, clients: int
     if name is not None and not re.fullmatch(r"[a-z0-9]{1,8}", name):
         raise InputError(f"{name!r} is not a lab name", where="--name",
                          hint="1-8 lower-case letters or digits (namespaces are nb-<name>-<host>)")
+    refuse_unused(ctx, "clients", plan is None, "sets the clients of a lab built without a plan; with PLAN its "
+                  "[hosts] are the lab's hosts", "add [hosts.<name>] tables to the plan, or leave PLAN out")
     if mtu is not None and not 576 <= mtu <= 9216:
         raise InputError(f"--mtu {mtu} is out of range", where="--mtu", hint="use 576..9216")
     if plan is not None:

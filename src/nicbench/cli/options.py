@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
+from ..core.errors import InputError
 from ..store.runs import default_store
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -46,3 +48,21 @@ def plan_store(store: Path | None, plan_dir: str) -> Path:
     """--store, then $NICBENCH_STORE, then the plan's [output] dir."""
     env_store = os.environ.get("NICBENCH_STORE")
     return store or (Path(env_store) if env_store else Path(plan_dir))
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the user gave option ``name`` (on the command line or in the environment)."""
+    return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def flag_of(ctx: click.Context, name: str) -> str:
+    opt = next((p for p in ctx.command.params if p.name == name), None)
+    return opt.opts[0] if opt is not None and opt.opts else name
+
+
+def refuse_unused(ctx: click.Context, name: str, applies: bool, message: str, hint: str) -> None:
+    """An option the user gave that what they asked for would silently ignore is
+    an error: ``message`` says what it applies to, ``hint`` the option that does."""
+    if not applies and given(ctx, name):
+        flag = flag_of(ctx, name)
+        raise InputError(message, where=flag, hint=hint)

@@ -6,6 +6,7 @@ import datetime as dt
 from pathlib import Path
 
 import click
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -45,11 +46,18 @@ def runs(ctx: click.Context, store: Path | None) -> None:
     if not rows:
         click.echo(f"no runs in {store_dir(store)}")
         return
-    t = Table("run id", "name", "study", "created", "status", "ok", "failed")
+    # the run id is what 'compare' and 'report' take: it is never cut or wrapped; a terminal too
+    # narrow for the whole table gets its lines long rather than an id it cannot copy
+    t = Table("run id", "name", "study", "created", "status", "ok", "failed", box=box.SIMPLE_HEAD, show_edge=False,
+              header_style="bold")
     for r in rows:
         c = r.get("created")
         created = dt.datetime.fromtimestamp(float(c)).strftime("%Y-%m-%d %H:%M") if isinstance(c, (int, float)) \
             else "?"
         t.add_row(str(r["run_id"]), str(r.get("name", "")), str(r.get("study", "")), created,
                   str(r.get("status", "")), str(r.get("trials_ok", "")), str(r.get("trials_failed", "")))
-    Console().print(t)
+    con = Console()
+    need = con.measure(t, options=con.options.update_width(10_000)).maximum
+    if need > con.width or not con.is_terminal:
+        con = Console(width=need, force_terminal=con.is_terminal)
+    con.print(t)

@@ -26,12 +26,15 @@ from .progress import TerminalProgress
 @click.pass_context
 def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_report: bool,
         host_wide: bool) -> None:
-    """Run PLAN (a .toml file) on the embedded lab and write its report.
+    """Run PLAN (a .toml file) and write its report.
 
-    The lab is built for the run and removed afterwards, unless one with the
-    plan's [lab] name already exists (made by 'nicbench lab up'), which is
-    reused and left alone.  Every finished point is stored at once; Ctrl-C stops
-    cleanly and keeps them.
+    Where it runs is the plan's: real hosts over SSH when its [hosts] give
+    ssh (and test_ip), or an inventory names them -- nicbench checks every
+    host first (login, sudo, tools, clocks) -- else the embedded lab on this
+    machine (needs root), built for the run and removed afterwards, unless
+    one with the plan's [lab] name already exists (made by 'nicbench lab
+    up'), which is reused and left alone.  Every finished point is stored at
+    once; Ctrl-C stops cleanly and keeps them.
     """
     p, text = load_plan(plan)
     s = study(p.study.kind)

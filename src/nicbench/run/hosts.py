@@ -71,7 +71,7 @@ def open_hosts(plan: Plan) -> OpenedHosts:
             raise
         if problems:
             remote.close()
-            raise PreflightError("; ".join(problems), where="ssh preflight",
+            raise PreflightError("; ".join(problems), where="ssh to the hosts",
                                  hint="fix every item listed, then run again")
         return OpenedHosts(remote)
     manager.require_root()

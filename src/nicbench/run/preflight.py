@@ -44,3 +44,10 @@ def reach_problems(t: Transport, peers: dict[str, str]) -> list[str]:
         if r.returncode != 0:
             out.append(f"{t.host} cannot reach {name} ({addr}): {tail(r.stdout + r.stderr) or 'no reply'}")
     return out
+
+
+def problems_found(problems: list[str], study: str) -> PreflightError:
+    """Every problem a study's preflight found, as one error.  ``where`` names the
+    study (the error's kind already says "preflight"; each problem names its host)."""
+    return PreflightError("; ".join(problems), where=f"{study} study",
+                          hint="fix every item listed, then run again")

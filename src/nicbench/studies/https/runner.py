@@ -29,7 +29,7 @@ from ...plan.model import Plan
 from ...plan.studies.https import HttpsStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together
-from ...run.preflight import busy_ports, reach_problems, tool_version
+from ...run.preflight import busy_ports, problems_found, reach_problems, tool_version
 from ...run.procnet import listening
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, child_pids, tool_procs
@@ -115,7 +115,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
         if port in busy:
             problems.append(f"{plan.server}: port {port} already in use")
     if problems:
-        raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
+        raise problems_found(problems, "https")
     has_tls, why = kernel_tls(srv, load=s.ktls and "https" in s.schemes)
     if s.ktls and "https" in s.schemes and not has_tls:
         warnings.append(f"kTLS asked for, but this kernel has no TLS ({why}): OpenSSL falls back to userspace "

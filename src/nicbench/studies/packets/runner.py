@@ -31,7 +31,7 @@ from ...plan.model import Plan
 from ...plan.studies.packets import PacketStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together
-from ...run.preflight import tool_version
+from ...run.preflight import problems_found, tool_version
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, child_pids, tool_procs
 from ...tools import frames as fr
@@ -229,7 +229,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
                         f"{max(s.threads) * max(s.ports)} threads need {max(s.threads) * max(s.ports)} CPUs, "
                         f"the host has {cpus}")
     if problems:
-        raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
+        raise problems_found(problems, "packets")
     return PacketContext(s, gen, rx, dict(transports), versions, exe, macs, online, kernel, devs, exes,
                          ), warnings
 

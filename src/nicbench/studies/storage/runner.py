@@ -25,7 +25,7 @@ from ...plan.model import Plan
 from ...plan.studies.storage import StorageStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together
-from ...run.preflight import busy_ports, tool_version
+from ...run.preflight import busy_ports, problems_found, tool_version
 from ...run.procnet import listening
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
@@ -138,7 +138,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
     if taken:
         problems.append(f"{plan.server}: port(s) {', '.join(map(str, taken))} already in use")
     if problems:
-        raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
+        raise problems_found(problems, "storage")
     return StorageContext(s, plan.server, list(plan.clients), dict(transports), addresses, versions), []
 
 

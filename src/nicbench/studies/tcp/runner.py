@@ -30,7 +30,7 @@ from ...plan.model import Plan
 from ...plan.studies.tcp import TcpStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together
-from ...run.preflight import busy_ports, reach_problems
+from ...run.preflight import busy_ports, problems_found, reach_problems
 from ...run.procnet import listening, socket_inodes
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
@@ -160,8 +160,7 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
             warnings.append(f"iperf3 {tool.version_str} is single-threaded: all streams of one process "
                             "share one core; more client hosts or processes spread the load")
     if problems:
-        raise PreflightError("; ".join(problems), where="preflight",
-                             hint="fix every item listed, then run again")
+        raise problems_found(problems, "tcp")
     assert tool is not None
     return TcpContext(s, server, clients, dict(transports), addresses, tool, skip), warnings
 
