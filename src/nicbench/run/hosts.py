@@ -31,7 +31,7 @@ def acquire_lab(spec: LabSpec) -> tuple[manager.Lab, bool]:
     """An existing matching lab (reused, not ours to remove) or a new one."""
     existing = manager.load(spec.name)
     if existing is None:
-        return manager.up(spec), True
+        return manager.up(spec, purpose="run"), True
     st = manager.status(spec.name)
     if existing.spec != spec or not st["healthy"]:
         raise LabError(f"lab {spec.name!r} exists but does not match this plan (hosts/MTU/health)",
