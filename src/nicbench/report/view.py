@@ -17,6 +17,7 @@ from ..analysis.trials import LinkInfo, TrialHead, float_meta
 from ..core.errors import StoreError
 from ..records import HostFacts, RunInfo, Sample, TrialRecord
 from ..store.runs import RunReader
+from .tables import Col
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,12 @@ class StudyView(Protocol):
     """The results side of one study (``studies/<kind>/view.py``)."""
 
     kind: str
+
+    @property
+    def headline(self) -> Sequence[Col]:
+        """The columns a reader compares first, over ``rows``: the report's headline
+        table and the results table at the end of a run."""
+        ...
 
     def analyse(self, run: StoredRun) -> Analysed:
         """Stored trials and samples -> per-trial results and per-point statistics."""

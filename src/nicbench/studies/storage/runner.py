@@ -318,6 +318,8 @@ def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
                                 Sample(spec.trial_id, "storage.ios", float(tot.ios), "count", a, b, tags)]
                 results[client] = {"jobs": {f"{j.name}#{i}": {"read_iops": j.read.iops, "write_iops": j.write.iops,
                                                      "read_bw": j.read.bw_bytes, "write_bw": j.write.bw_bytes,
+                                                     "read_p50_ns": j.read.percentiles_ns.get("50"),
+                                                     "write_p50_ns": j.write.percentiles_ns.get("50"),
                                                      "read_p99_ns": j.read.percentiles_ns.get("99"),
                                                      "write_p99_ns": j.write.percentiles_ns.get("99")}
                                             for i, j in enumerate(rep.jobs)},
