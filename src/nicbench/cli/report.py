@@ -7,13 +7,13 @@ from pathlib import Path
 
 import click
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from ..report.view import load_run
 from ..store.runs import list_runs, resolve
 from ..studies.registry import VIEWS
 from .options import emit, json_option, store_dir, store_option
+from .tables import echo_table
 
 
 @click.command()
@@ -56,8 +56,4 @@ def runs(ctx: click.Context, store: Path | None) -> None:
             else "?"
         t.add_row(str(r["run_id"]), str(r.get("name", "")), str(r.get("study", "")), created,
                   str(r.get("status", "")), str(r.get("trials_ok", "")), str(r.get("trials_failed", "")))
-    con = Console()
-    need = con.measure(t, options=con.options.update_width(10_000)).maximum
-    if need > con.width or not con.is_terminal:
-        con = Console(width=need, force_terminal=con.is_terminal)
-    con.print(t)
+    echo_table(t)

@@ -13,6 +13,7 @@ from ..run.session import execute
 from ..studies.registry import VIEWS, study
 from .options import emit, json_option, plan_store, store_option
 from .progress import TerminalProgress
+from .tables import echo_table, points_table
 
 
 @click.command()
@@ -51,6 +52,8 @@ def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_r
     data = {"run_id": outcome.run_id, "run_dir": str(outcome.run_dir), "status": outcome.status,
             "points_ok": ok, "points_failed": failed, "rejected_by_analysis": len(rejected),
             "report": str(report) if report else None, "warnings": list(outcome.warnings)}
+    if not ctx.obj.get("json"):
+        echo_table(points_table(s.view.rows(view), s.view.headline, title=f"{p.name}: results"))
     lines = [f"run {outcome.run_id}: {ok} points ok, {failed} failed"
              + (f" ({len(rejected)} rejected by the analysis)" if rejected else "")]
     lines += [f"rejected: {t.point}: {t.error}" for t in rejected]
