@@ -2,6 +2,7 @@
 
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -46,8 +47,6 @@ def test_compare_command_on_two_imported_runs(tmp_path):
 
 
 def test_compare_html_overlays_both_runs_and_lists_each_differing_fact_once(tmp_path):
-    import sqlite3
-
     store = tmp_path / "store"
     for name in ("a", "b"):
         shutil.copytree(FIXTURES / "runs" / "tcp", store / name)

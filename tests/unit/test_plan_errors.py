@@ -101,3 +101,9 @@ def test_check_lists_every_point_and_says_where_it_runs(tmp_path):
     data = json.loads(subprocess.run(run + ["--json"], capture_output=True, text=True, cwd=ROOT,
                                      timeout=60).stdout)
     assert data["points"] == ["tx/c1/io4K", "tx/c1/io64K", "rx/c1/io4K", "rx/c1/io64K"] and data["trials"] == 8
+
+
+def test_a_top_level_key_written_after_a_table_is_explained():
+    msg = err(PLAN + 'tuning = "throughput"\n')
+    assert "study.tuning: unknown key 'tuning'" in msg
+    assert "hint: 'tuning' is a top-level key: move it above the first [table] header" in msg

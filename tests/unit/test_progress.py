@@ -1,10 +1,13 @@
 import io
+import json
 
 from rich.console import Console
 
+from conftest import FIXTURES
 from nicbench.cli.progress import TerminalProgress
+from nicbench.cli.tables import points_table
 from nicbench.records import Sample, TrialRecord, TrialSpec, make_tags
-from nicbench.studies.tcp.view import TcpView
+from nicbench.studies.tcp.view import HEADLINE, TcpView
 
 
 def _trial(status="ok"):
@@ -52,12 +55,6 @@ def test_not_a_terminal_gets_one_plain_line_per_point():
 
 
 def test_the_results_table_has_the_reports_headline_columns():
-    import json
-
-    from conftest import FIXTURES
-    from nicbench.cli.tables import points_table
-    from nicbench.studies.tcp.view import HEADLINE
-
     rows = json.loads((FIXTURES / "runs" / "tcp" / "golden.json").read_text())["points"]
     out = io.StringIO()
     Console(file=out, width=200, force_terminal=False).print(points_table(rows, HEADLINE, title="golden: results"))

@@ -16,6 +16,7 @@ from conftest import FIXTURES
 from nicbench.api import load_run, render
 from nicbench.report.numbers import count, num, whole
 from nicbench.report.tables import Col, table
+from nicbench.studies.packets.analysis import PacketPoint
 from nicbench.studies.packets.view import packet_axes, packet_rows
 from nicbench.studies.registry import VIEWS
 
@@ -93,7 +94,6 @@ def test_latency_percentiles_are_shown(reports):
 
 
 def test_a_single_point_packet_figure_has_plain_labels_and_a_ceiling_line():
-    from nicbench.studies.packets.analysis import PacketPoint
     p = PacketPoint("nbgen/ipv4/p1/t1/64B", "nbgen", 4, 1, 1, 64, 1, 0, 6.02, 6.02, 6.02, 6.1, 0.001, 14.88,
                     1.9, 95.0, 0.9, 6.1, 6.0, 0.0, ("native",), None, (), ())
     fig, ax = packet_axes(packet_rows([p]), "one point", "10G")

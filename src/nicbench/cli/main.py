@@ -31,6 +31,8 @@ COMMANDS = {
     "runs": ("nicbench.cli.report", "runs"),
     "check": ("nicbench.cli.check", "check"),
     "schema": ("nicbench.cli.schema", "schema"),
+    "init": ("nicbench.cli.init", "init"),
+    "setup": ("nicbench.cli.setup", "setup"),
     "compare": ("nicbench.cli.compare", "compare_cmd"),
     "import": ("nicbench.cli.imports", "import_"),
     "facts": ("nicbench.cli.facts", "facts_cmd"),

@@ -152,6 +152,10 @@ def _format(err: dict[str, Any], root: type[BaseModel]) -> tuple[str, str, str |
         mean = (f" (did you mean [{_loc_text((*loc[:-1], guess))}]?)" if table else f" (did you mean {guess!r}?)") \
             if guess else ""
         msg = f"{what}{mean}; allowed here: {', '.join(allowed) or '?'}"
+        if len(loc) > 1 and not guess and str(loc[-1]) in root.model_fields:
+            # TOML puts every key after a [table] header into that table
+            hint = (f"{loc[-1]!r} is a top-level key: move it above the first [table] header "
+                    "(TOML puts keys after a header into that table)")
     elif typ == "literal_error" or "expected_tags" in (err.get("ctx") or {}):
         choices = _choices(err)
         inp = err.get("input")

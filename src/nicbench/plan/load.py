@@ -68,7 +68,7 @@ def load_plan(path: str | Path) -> tuple[Plan, str]:
         text = p.read_text()
     except FileNotFoundError:
         raise InputError("plan file not found", where=str(p),
-                         hint="give a path to a .toml plan, e.g. examples/seed000-tcp-multiclient.toml") from None
+                         hint="give a path to a .toml plan; 'nicbench init' writes one") from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read plan: {e}", where=str(p)) from None
     return parse_plan(text, str(p)), text
