@@ -109,3 +109,9 @@ def test_shell_completion_is_click_s():
     assert "_nicbench_completion()" in script
     p = nb(env={"_NICBENCH_COMPLETE": "bash_complete", "COMP_WORDS": "nicbench linerate --pr", "COMP_CWORD": "2"})
     assert "--proto" in p.stdout
+
+
+@pytest.mark.parametrize("cmd", [["init"], ["setup"], ["schema"], ["compare"], ["runs"], ["lab", "down"]])
+def test_help_of_the_new_and_changed_commands(cmd):
+    p = nb(*cmd, "--help")
+    assert p.returncode == 0 and p.stdout.startswith("Usage: nicbench " + " ".join(cmd))
