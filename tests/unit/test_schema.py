@@ -84,3 +84,18 @@ def test_schema_out_writes_a_file(tmp_path):
                        text=True, cwd=ROOT, timeout=60)
     assert p.returncode == 0 and str(out) in p.stderr
     assert json.loads(out.read_text())["title"] == "nicbench plan"
+
+
+@pytest.mark.parametrize("study, needle", [
+    ('[study]\nkind = "tcp"\ndurration = 3\n', "'durration' was unexpected"),
+    ('[study]\ndurration = 3\n', "'durration' was unexpected"),                    # kind left to its default
+    ('[study]\nkind = "packets"\nengines = ["pktgen"]\n', "'pktgen' is not one of"),
+    ('[study]\nkind = "tpc"\n', "'tpc' is not one of"),
+    ('[study]\nkind = "tcp"\nio_sizes = ["8kB"]\n', "'8kB' does not match"),
+])
+def test_an_editor_is_told_the_actual_mistake_not_none_of_the_union(validator, study, needle):
+    """kind picks the study's schema (if/then), so the error is about the key or value, not 'oneOf'."""
+    errors = list(validator.iter_errors(tomllib.loads(BASE + study)))
+    messages = [e.message for e in errors]
+    assert any(needle in m for m in messages), messages
+    assert not any("oneOf" in m or "anyOf" in m for m in messages), messages

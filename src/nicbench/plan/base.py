@@ -34,8 +34,9 @@ def as_field(parse: Callable[[Any], Any], errors: tuple[type[Exception], ...]) -
 # What a plan may write, for the JSON Schema editors check plans against (``nicbench schema``):
 # the parsers above accept more spellings than JSON Schema can say, never fewer.
 SIZE_SCHEMA: dict[str, Any] = {
-    "anyOf": [{"type": "integer", "minimum": 1},
-              {"type": "string", "pattern": r"^\s*[0-9]+\s*([KMGkmg](iB)?|B)?\s*$"}],
+    # one schema for both forms (minimum applies to numbers, pattern to strings), so a validator's
+    # error names the pattern rather than "valid under none of anyOf"
+    "type": ["integer", "string"], "minimum": 1, "pattern": r"^\s*[0-9]+\s*([KMGkmg](iB)?|B)?\s*$",
     "description": "bytes: 512, or a binary multiple: \"4K\" = \"4KiB\" = 4096 (\"4kB\" is refused as ambiguous)"}
 SPEED_SCHEMA: dict[str, Any] = {
     "type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*[kKmMgGtT]\s*(b|b/s|bps|[bB][iI][tT][sS]?(/[sS])?)?\s*$",
@@ -46,11 +47,12 @@ Speed = Annotated[float, as_field(parse_speed, (ModelError,)), WithJsonSchema(SP
 
 
 def one_or_many(schema: dict[str, Any]) -> None:
-    """JSON Schema of a swept list whose validator also takes one value (``threads = 2``)."""
+    """JSON Schema of a swept list whose validator also takes one value (``threads = 2``):
+    if/then/else on the type rather than anyOf, so a validator names the wrong value."""
     items = schema.get("items")
     if isinstance(items, dict):
         many = {k: schema.pop(k) for k in ("type", "items", "minItems", "maxItems") if k in schema}
-        schema["anyOf"] = [items, many]
+        schema.update({"if": {"type": "array"}, "then": many, "else": items})
 
 
 class HostLike(Protocol):
