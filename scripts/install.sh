@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS="openssh-client openssh-server iperf3 iperf iproute2 iputils-ping ethtool procps util-linux mount numactl nginx-light wrk openssl nbdkit fio tgt libiscsi-bin python3-venv sqlite3 netsniff-ng clang libbpf-dev bpftool gcc make libc6-dev"
+PKGS="openssh-client openssh-server iperf3 iperf sockperf irtt qperf iproute2 iputils-ping ethtool procps util-linux mount numactl nginx-light wrk openssl nbdkit fio tgt libiscsi-bin python3-venv sqlite3 netsniff-ng clang libbpf-dev bpftool gcc make libc6-dev ansible-core shellcheck posh"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

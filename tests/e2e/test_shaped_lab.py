@@ -73,3 +73,27 @@ def test_iperf2_timeline_is_placed_inside_the_sampled_span(tmp_path):
         assert not any("past the process's exit" in w for w in t.warnings)
     for p in view.points:
         assert 0.95 <= p.of_ceiling <= 1.005 and p.wire_gbps / p.link_gbps == pytest.approx(1.0, abs=0.03)
+
+
+def test_a_reused_lab_that_no_longer_matches_its_plan_is_refused_naming_what_changed(tmp_path):
+    """The audit's case: a reused lab whose interface MTU differed from the plan
+    said 'healthy' and the report's Link line showed the plan's MTU."""
+    from nicbench.core.errors import LabError
+    text = plan_text("reuse", "e2ez", clients=1, speed="1G", duration=1, omit=0)
+    plan = parse_plan(text)
+    manager.up(lab_spec(plan))
+    try:
+        assert manager.status("e2ez")["problems"] == [] and manager.status("e2ez")["healthy"]
+        subprocess.run(["ip", "-n", "nb-e2ez-c1", "link", "set", "eth0", "mtu", "1400"], check=True)
+        subprocess.run(["tc", "-n", "nb-e2ez-srv", "qdisc", "del", "dev", "eth0", "root"], check=True)
+        st = manager.status("e2ez")
+        assert not st["healthy"]
+        assert "c1: eth0 has MTU 1400, the plan wants 1500" in st["problems"]
+        assert any(p.startswith("srv: eth0 is not shaped") for p in st["problems"])
+        with pytest.raises(LabError) as e:
+            execute(plan, text, store=tmp_path)
+        assert "no longer matches this plan" in e.value.one_line() and "MTU 1400" in e.value.one_line()
+        assert not (tmp_path / "store").exists() or not list(tmp_path.iterdir())
+    finally:
+        manager.down("e2ez")
+    assert namespaces("e2ez") == []

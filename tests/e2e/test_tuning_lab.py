@@ -40,6 +40,7 @@ value = 524288
 kind = "sysctl"
 key = "net.ipv4.tcp_no_such_knob"
 value = 1
+optional = true
 [[profiles.t.settings]]
 kind = "ethtool"
 feature = "offload"
@@ -238,6 +239,100 @@ def test_ctrl_c_mid_run_restores_host_wide_tuning(tmp_path):
     assert p.returncode == 130, err
     assert Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() == orig
     assert not list(env_dir.glob("*.json"))
+
+
+def test_more_signals_during_clean_up_do_not_cut_it_short(tmp_path):
+    """Ctrl-C, then a volley of SIGTERM and SIGINT while the run cleans up
+    (the audit's case: a second signal landed in the restore): the tuning is
+    restored all the same, the lab is gone, the run says it was interrupted."""
+    from helpers import namespaces, nicbench
+
+    from nicbench.store.runs import RunReader
+    orig = Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip()
+    plan = tmp_path / "long.toml"
+    plan.write_text('tuning = "t"\n' + plan_text("long", "e2ew", clients=2, duration=30, omit=0)
+                    + '[profiles.t]\n[[profiles.t.settings]]\nkind = "sysctl"\n'
+                      'key = "net.core.netdev_max_backlog"\nvalue = 3457\n'
+                      '[[profiles.t.settings]]\nkind = "sysctl"\nkey = "net.ipv4.tcp_timestamps"\nvalue = 0\n')
+    env = {**os.environ, "NICBENCH_RESTORE_DIR": str(tmp_path / "restore")}
+    p = nicbench("run", plan, "--store", tmp_path / "store", "--host-wide", env=env)
+    deadline = time.time() + 30
+    while Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() != "3457":
+        assert time.time() < deadline and p.poll() is None
+        time.sleep(0.05)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    for i in range(40):                     # 0.8 s of signals: they land in the clean-up
+        time.sleep(0.02)
+        if p.poll() is not None:
+            break
+        p.send_signal(signal.SIGTERM if i % 2 else signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    # clean-up finished and the run said so; a signal after that may end the process
+    # before it exits by itself (nothing is left to undo then)
+    assert p.returncode in (130, -signal.SIGINT, -signal.SIGTERM), err
+    assert "interrupted:" in err and "finished points are stored" in err, err
+    assert "during clean-up: finishing it first" in err, err      # the volley did reach the clean-up
+    assert "Traceback" not in err and "nicbench: clean-up:" not in err, err       # no step failed
+    assert Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() == orig
+    assert not list((tmp_path / "restore").glob("*.json"))
+    assert namespaces("e2ew") == []
+    [run_dir] = (tmp_path / "store").iterdir()
+    assert RunReader(run_dir).meta()["status"] == "interrupted"
+
+
+def test_tuning_is_all_or_nothing_a_missing_setting_stops_the_run_and_undoes_the_rest(tmp_path, monkeypatch):
+    """The audit's case: one setting that does not exist, the others applied,
+    and the run went on with partial tuning (exit 0).  Now nothing runs and
+    what was applied is put back."""
+    from nicbench.core.errors import PreflightError
+    monkeypatch.setenv("NICBENCH_RESTORE_DIR", str(tmp_path / "restore"))
+    text = ('tuning = "t"\n' + plan_text("partial", "e2ex", clients=1, duration=2, omit=0)
+            + '[profiles.t]\n[[profiles.t.settings]]\nkind = "sysctl"\nkey = "net.ipv4.tcp_timestamps"\nvalue = 0\n'
+              '[[profiles.t.settings]]\nkind = "sysctl"\nkey = "net.ipv4.tcp_no_such_knob"\nvalue = 1\n')
+    plan = parse_plan(text)
+    lab = manager.up(lab_spec(plan))
+    try:
+        srv = lab.transport("srv")
+        before = srv.read_text(WATCHED[0]).strip()
+        with pytest.raises(PreflightError) as e:
+            execute(plan, text, store=tmp_path / "store")
+        line = e.value.one_line()
+        assert "tcp_no_such_knob: unsupported" in line and "optional = true" in line, line
+        assert srv.read_text(WATCHED[0]).strip() == before          # the applied one went back
+        assert not list((tmp_path / "restore").glob("*.json"))
+        assert not (tmp_path / "store").exists() or not any((tmp_path / "store").iterdir())   # no point ran
+    finally:
+        manager.down("e2ex")
+
+
+def test_a_setting_changed_during_the_run_fails_the_point_and_is_not_clobbered(tmp_path, monkeypatch):
+    """Someone else changes a tuned sysctl mid-run: the point it is found
+    after fails naming it, and the restore leaves their value alone, saying so."""
+    from helpers import namespaces, nicbench
+    monkeypatch.setenv("NICBENCH_RESTORE_DIR", str(tmp_path / "restore"))
+    plan = tmp_path / "drift.toml"
+    plan.write_text('tuning = "t"\n' + plan_text("drift", "e2ey", clients=1, duration=4, omit=0)
+                    + '[profiles.t]\n[[profiles.t.settings]]\nkind = "sysctl"\n'
+                      'key = "net.ipv4.tcp_fin_timeout"\nvalue = 33\n')
+    p = nicbench("run", plan, "--store", tmp_path / "store", "--no-report", env=dict(os.environ))
+    knob = ["ip", "netns", "exec", "nb-e2ey-srv", "sysctl", "-n", "net.ipv4.tcp_fin_timeout"]
+    deadline = time.time() + 30
+    while subprocess.run(knob, capture_output=True, text=True).stdout.strip() != "33":
+        assert time.time() < deadline and p.poll() is None
+        time.sleep(0.05)
+    subprocess.run(["ip", "netns", "exec", "nb-e2ey-srv", "sysctl", "-qw", "net.ipv4.tcp_fin_timeout=44"], check=True)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 7, err                                   # a failed point
+    assert "left as it is, not overwritten" in err and "tcp_fin_timeout" in err, err
+    assert namespaces("e2ey") == []
+    [run_dir] = (tmp_path / "store").iterdir()
+    from nicbench.store.runs import RunReader
+    r = RunReader(run_dir)
+    [t] = r.trials()
+    assert t.status == "failed" and t.meta["tuning_drift"][0]["current"] == "44"
+    assert "tuning drifted during the point" in t.error and "tcp_fin_timeout" in t.error
+    assert "tcp_fin_timeout" in r.meta()["untune_left"][0]
 
 
 def test_a_run_refuses_to_stack_on_tuning_already_in_force(lab, tmp_path):

@@ -108,3 +108,39 @@ def test_efficiency_figures():
     assert e.gbps_per_core == pytest.approx(8.0) and e.cpu_s_per_gb == pytest.approx(1.0)
     assert e.cycles_per_byte == pytest.approx(2 * 2000e6 / 2e9)
     assert efficiency(u, 16.0, None).cycles_per_byte is None  # unknown, never invented
+
+
+def test_a_cpu_offline_for_part_of_the_window_is_a_marked_gap_and_counts_for_its_time_only():
+    """The audit's case: a CPU hot-unplugged mid-point left an unmarked gap,
+    and its busy share counted as a whole core for the whole window."""
+    from nicbench.hosts.fake import FakeTransport
+    from nicbench.sampling.sampler import CpuSampler
+    reads = iter([
+        "cpu0 0 0 0 100 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\n",
+        "cpu0 50 0 0 150 0 0 0 0\ncpu1 100 0 0 100 0 0 0 0\n",      # 1 s: cpu0 50 % busy, cpu1 100 %
+        "cpu0 100 0 0 200 0 0 0 0\n",                                 # cpu1 hot-unplugged
+        "cpu0 150 0 0 250 0 0 0 0\n",
+    ])
+    t = FakeTransport("m")
+    s = CpuSampler(t, lambda: [], machine="m", trial_id="t", interval=1.0)
+    clock = iter([100.0, 100.0, 101.0, 101.0, 102.0, 102.0, 103.0, 103.0])
+    import nicbench.sampling.sampler as sampler_mod
+    real_time = sampler_mod.time.time
+    sampler_mod.time.time = lambda: next(clock)
+    try:
+        for _ in range(4):
+            t.files["/proc/stat"] = next(reads)
+            s.read()
+    finally:
+        sampler_mod.time.time = real_time
+    samples = s.samples()
+    gaps = [x for x in samples if x.metric == "cpu.gap"]
+    # marked where it went away (after that it is in no read at all)
+    assert [(x.tag("cpu"), x.tag("reason"), x.t_start, x.t_end) for x in gaps] == [("1", "offline", 101.0, 102.0)]
+    u = cpu_usage(samples, (100.0, 103.0))
+    assert u.gaps["1"] == (pytest.approx(1 / 3), "offline")
+    # cpu0 half busy for 3 s, cpu1 fully busy for 1 s: 1.5 + 1 = 2.5 core-seconds over 3 s
+    assert u.cores_busy == pytest.approx(0.5 + 1 / 3)
+    # of the CPU time there was (3 s + 1 s = 4/3 CPUs): 62.5 %, not 41.7 % (2 CPUs) nor 83 % (1 CPU)
+    assert u.cpus_present == pytest.approx(4 / 3) and u.percent_of_machine == pytest.approx(62.5)
+    assert any("CPU 1 was sampled over 33% of the window (offline)" in w for w in cpu_warnings(u))

@@ -122,3 +122,26 @@ def test_threads_can_be_swept():
     p = parse_plan(HTTPS + "connections = [8]\nthreads = [1, 4]\n", "h.toml")
     assert [(t.point, t.params["threads"]) for t in trials(p)] == [("https/c8/t1", 1), ("https/c8/t4", 4)]
     assert [t.point for t in trials(parse_plan(HTTPS + "threads = 3\nconnections = [4]\n", "h.toml"))] == ["https/c4"]
+
+
+def _wrk_trial(requests: int, errors: int, budget: float | None = None):
+    from nicbench.records import Sample, TrialRecord, TrialSpec, make_tags
+    spec = TrialSpec("t0001", 0, "https", "https/c8", 0, {"scheme": "https", "connections": 8})
+    tags = make_tags(host="c1", scheme="https", side="receiver", direction="tx")
+    samples = [Sample("t0001", "http.bytes", 5e8, "bytes", 100.0, 105.0, tags),
+               Sample("t0001", "http.requests", float(requests), "count", 100.0, 105.0, tags),
+               Sample("t0001", "http.socket_errors", float(errors), "count", 100.0, 105.0, tags)]
+    meta = {"server": "srv"} | ({"error_budget": budget} if budget is not None else {})
+    return TrialRecord(spec, "ok", 100.0, 106.0, None, meta), samples
+
+
+def test_socket_errors_beyond_the_budget_fail_the_point():
+    # the audit's case: connections reset by a firewall mid-run, recorded as ok before
+    from nicbench.studies.https.analysis import https_trial
+    t = https_trial(*_wrk_trial(4558, 40380, 0.01), None)
+    assert t.status == "failed" and t.app_gbps is None
+    assert "40380 socket errors against 4558 requests" in t.error and "study.error_budget" in t.error
+    ok = https_trial(*_wrk_trial(4558, 40, 0.01), None)            # 0.9 %: within the budget
+    assert ok.status == "ok" and ok.socket_errors == 40 and ok.app_gbps == pytest.approx(0.8)
+    assert https_trial(*_wrk_trial(4558, 400, 0.1), None).status == "ok"        # the plan may allow more
+    assert https_trial(*_wrk_trial(4558, 400), None).status == "failed"          # older runs: 1 % by default

@@ -138,3 +138,46 @@ def test_link_speed_strings():
     msg = err(BASE + '\n[link]\nspeed = "10GB"\n')
     assert "link.speed" in msg and "'B' means bytes" in msg
     assert "has no unit" in err(BASE + '\n[link]\nspeed = 10\n')
+
+
+PLAN_SSH = """
+name = "x"
+[hosts.a]
+role = "server"
+ssh = "{a}"
+test_ip = "192.0.2.1"
+[hosts.b]
+role = "client"
+ssh = "b"
+test_ip = "192.0.2.2"
+[study]
+kind = "tcp"
+"""
+
+
+@pytest.mark.parametrize("dest", ["-oProxyCommand=id", "-Jevil", "-F/tmp/cfg"])
+def test_ssh_destinations_that_ssh_would_take_as_options_are_refused(dest):
+    with pytest.raises(InputError) as e:
+        parse_plan(PLAN_SSH.format(a=dest))
+    assert "hosts.a.ssh" in e.value.one_line() and "ssh_args" in e.value.one_line()
+
+
+def test_a_toml_nesting_bomb_is_one_line_in_no_time():
+    import time
+    t0 = time.monotonic()
+    for bomb in ("a = " + "[" * 100000 + "]" * 100000, "a = " + "{b=" * 5000 + "1" + "}" * 5000):
+        with pytest.raises(InputError, match="nested too deeply"):
+            parse_plan(bomb)
+    with pytest.raises(InputError, match="more than any plan needs"):
+        parse_plan("# " + "x" * (2 << 20))
+    assert time.monotonic() - t0 < 1.0
+
+
+def test_passwords_in_an_inventory_are_said_to_be_ignored(tmp_path):
+    (tmp_path / "lab.ini").write_text("[nicbench_server]\nsrv ansible_host=192.0.2.1 nicbench_test_ip=192.0.2.1 "
+                                      "ansible_password=hunter2\n[nicbench_clients]\nc1 ansible_host=192.0.2.2 "
+                                      "nicbench_test_ip=192.0.2.2\n")
+    (tmp_path / "p.toml").write_text('name = "inv"\ninventory = "lab.ini"\n[study]\nkind = "tcp"\n')
+    plan, _ = load_plan(tmp_path / "p.toml")
+    assert [w for w in plan.warnings if "srv" in w and "ansible_password" in w]
+    assert "hunter2" not in " ".join(plan.warnings)

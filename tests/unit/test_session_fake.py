@@ -126,3 +126,27 @@ def test_ctrl_c_keeps_finished_points_and_closes_everything(tmp_path):
     r.close()
     assert hosts.closed
     assert all(p.poll() is not None for t in ts.values() for p in t.spawned)     # no process outlives the run
+
+
+def test_a_bug_in_one_point_fails_that_point_and_the_run_goes_on(tmp_path):
+    """The audit's case: a parser exception (Infinity, deep nesting ...) gave
+    'internal error' and lost every later point."""
+    class Broken(TcpRunner):
+        calls = 0
+
+        def trial(self, env, spec, raw_dir):
+            Broken.calls += 1
+            if Broken.calls == 1:
+                (raw_dir / "c1-client-5201.out").write_text('{"start": {"x": Infinity}')
+                raise ValueError("could not convert string to float: 'Infinity'")
+            return super().trial(env, spec, raw_dir)
+    ts = {h: FakeTransport(h, responder) for h in ("srv", "c1", "c2")}
+    hosts, open_fake = opener(ts)
+    out = execute(parse_plan(PLAN), PLAN, runner=Broken, store=tmp_path, hosts_for=open_fake)
+    assert (out.ok, out.failed) == (1, 1) and out.status == "done-with-failures"
+    r = RunReader(out.run_dir)
+    first, second = r.trials()
+    assert first.status == "failed" and "internal error while running or reading the point: ValueError" in first.error
+    assert "Traceback" in first.meta["internal_error"]
+    assert [x.path for x in r.raw_outputs() if x.trial_id == "t0001"] == ["raw/t0001/c1-client-5201.out"]
+    assert second.status == "ok"

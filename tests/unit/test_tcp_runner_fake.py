@@ -180,3 +180,59 @@ def test_a_late_server_clock_is_placed_by_its_end(tmp_path):
             for d in ("tx", "rx")
         }
         assert ends["tx"] == pytest.approx(ends["rx"], abs=0.05)
+
+
+def test_a_damaged_report_fails_the_point_naming_the_damage(tmp_path):
+    # a C "-nan" in one figure (derived from tx_p2.json, see capture.sh): the client's
+    # own report must not be trusted, and its nested server output is not a fallback
+    plan, ctx, *_ = make_ctx(tmp_path, lambda argv: Script(stdout=fixture_text("iperf3", "3.12", "tx_p2_nan.json"),
+                                                           runtime=3.01))
+    rec, samples, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
+    assert rec.status == "failed" and "c1:5201: its report is damaged" in rec.error and "-nan" in rec.error
+    assert not [s for s in samples if s.metric == "tcp.bytes"]
+
+
+def test_a_missing_report_names_the_pair(tmp_path):
+    plan, ctx, *_ = make_ctx(tmp_path, lambda argv: Script(stdout="", runtime=3.01))
+    rec, _, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
+    assert rec.status == "failed" and "iperf3 to c1:5201: no JSON in iperf3 output (empty)" in rec.error
+
+
+def test_a_non_zero_exit_fails_the_point_even_with_a_clean_report(tmp_path):
+    plan, ctx, *_ = make_ctx(tmp_path, lambda argv: Script(stdout=fixture_text("iperf3", "3.12", "tx_p2.json"),
+                                                           stderr="iperf3: interrupt - the client has terminated\n",
+                                                           returncode=1, runtime=3.01))
+    rec, _, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
+    assert rec.status == "failed" and "exited 1" in rec.error and "client has terminated" in rec.error
+
+
+def test_zero_bytes_received_is_a_failed_point_not_0_gbps(tmp_path):
+    from nicbench.studies.tcp.analysis import trial_result
+    plan, ctx, *_ = make_ctx(tmp_path, lambda argv: Script(
+        stdout=fixture_text("iperf3", "3.12", "tx_p2_zero_bytes.json"), runtime=3.01))
+    rec, samples, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
+    assert rec.status == "ok"                      # the tools said nothing was wrong ...
+    r = trial_result(rec, samples, plan.study.trim)
+    assert r.status == "failed" and "no tx bytes reached the receivers" in r.error and r.gbps is None
+
+
+def test_an_engine_older_than_nicbench_runs_is_refused_at_preflight_with_the_reason():
+    from nicbench.studies.tcp.runner import preflight
+
+    def old(version):
+        def respond(argv):
+            if argv[:2] == ["iperf3", "--version"]:
+                return Script(f"iperf {version} (cJSON 1.7.13)\n")
+            if argv[:2] == ["iperf3", "--help"]:
+                return Script("--zerocopy --bidir --get-server-output\n")
+            return Script("1 received\n")
+        return respond
+    plan = parse_plan(PLAN.replace("[study]", '[study]\ndirections = ["tx", "bidir"]'))
+    ts = {"srv": FakeTransport("srv", old("3.12")), "c1": FakeTransport("c1", old("3.9")),
+          "c2": FakeTransport("c2", old("3.10.1"))}
+    with pytest.raises(PreflightError) as e:
+        preflight(plan.study, "srv", plan.clients, ts, {"c1": "198.18.0.2", "c2": "198.18.0.3"})
+    msg = e.value.message
+    assert "c1: iperf3 3.9 is older than 3.10" in msg and "garbled JSON" in msg
+    assert "c2: iperf3 3.10.1 is older than 3.11" in msg and "#952" in msg      # bidir asked
+    assert "srv:" not in msg

@@ -147,3 +147,30 @@ def test_tuning_lock_refuses_a_second_holder_and_names_the_first(tmp_path, monke
     assert "in use by another nicbench" in e.value.one_line() and "run of demo" in e.value.one_line()
     first.release()
     TuningLock().acquire("tune restore").release()       # free again
+
+
+def test_drift_reads_the_applied_settings_back_in_one_command_per_host():
+    from nicbench.tuning.audit import drift
+    from nicbench.tuning.types import Row
+    now = {"/proc/sys/net/ipv4/tcp_timestamps": "1", "/proc/sys/net/core/optmem_max": "524288"}
+
+    def states(argv):
+        if argv[:2] == ["sh", "-c"]:
+            return Script("".join(f"{p}\trw\t{now[p]}\n" for p in argv[4:] if p in now))
+        return Script()
+    t = FakeTransport("srv", states)
+    rows = [Row("srv", "sysctl net.ipv4.tcp_timestamps", "sysctl:net.ipv4.tcp_timestamps", "0", "0", "applied"),
+            Row("srv", "sysctl net.core.optmem_max", "sysctl:net.core.optmem_max", "524288", "524288", "applied"),
+            Row("srv", "sysctl net.core.rmem_max", "sysctl:net.core.rmem_max", None, "1", "host-wide")]
+    [moved] = drift(rows, [Target("srv", "server", t, "r-srv", "eth0")])
+    assert moved.setting == "sysctl net.ipv4.tcp_timestamps" and moved.current == "1" and moved.status == "drifted"
+    assert "the profile set '0'" in moved.note
+    assert len([c for c in t.commands if c[:2] == ["sh", "-c"]]) == 1          # one read for the host
+
+
+def test_a_profile_setting_may_be_marked_optional():
+    p = prof('[[settings]]\nkind = "sysctl"\nkey = "net.ipv4.nosuch"\nvalue = 1\noptional = true\n'
+             '[[settings]]\nkind = "tuned"\nprofile = "network-throughput"\n')
+    assert [s.optional for s in p.settings] == [True, False]
+    thr = load("throughput")
+    assert {s.kind for s in thr.settings if s.optional} == {"service", "governor", "tuned", "irq_affinity"}

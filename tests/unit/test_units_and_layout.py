@@ -58,3 +58,19 @@ def test_listening_socket_belongs_to_the_server_process():
     assert 5201 in table and table[5201] & mine            # iperf3's own socket, recorded for real
     assert listening_ports(fixture_text("proc", "net_tcp_empty.txt")) == set()
     assert not (table[5201] & socket_inodes(["socket:[1]", "pipe:[2]"]))  # someone else's listener
+
+
+def test_a_live_lab_is_compared_with_its_plan_mtu_addresses_and_shaping():
+    from nicbench.lab.topology import make_spec, tbf_rate, topology_problems
+    spec = make_spec("t", [("srv", "server"), ("c1", "client")], 1500, speed_bps=2e9)
+    good = {"srv": {"mtu": 1500, "up": True, "addrs": ["198.18.0.1/24"], "tbf_bps": float(tbf_rate(2e9, 1500)),
+                    "port_tbf_bps": float(tbf_rate(2e9, 1500)), "direct": {}},
+            "c1": {"mtu": 1500, "up": True, "addrs": ["198.18.0.2/24"], "tbf_bps": None, "port_tbf_bps": None,
+                   "direct": {}}}
+    assert topology_problems(spec, good) == []
+    bad = {"srv": {**good["srv"], "tbf_bps": None}, "c1": {**good["c1"], "mtu": 1400, "addrs": []}}
+    problems = topology_problems(spec, bad)
+    assert "c1: eth0 has MTU 1400, the plan wants 1500" in problems
+    assert any(p.startswith("c1: eth0 does not have 198.18.0.2/24") for p in problems)
+    assert any(p.startswith("srv: eth0 is not shaped, the plan wants a tbf of 1969 Mbit/s") for p in problems)
+    assert topology_problems(spec, {"srv": good["srv"]}) == ["c1: its namespace nb-t-c1 is gone"]

@@ -34,10 +34,17 @@ class CpuUsage:
     busiest: float                            # fraction of that CPU's time busy
     busiest_state: str                        # the busy state it spends most time in
     tools: dict[str, float] = field(default_factory=dict)   # "role host proc" -> cores (user+system)
+    # cpu -> (fraction of the window it was sampled, why not the rest): CPUs
+    # offline for part of the window, or whose counters went backwards
+    gaps: dict[str, tuple[float, str]] = field(default_factory=dict)
+    cpus_present: float | None = None         # CPUs x fraction of the window each was sampled
 
     @property
     def percent_of_machine(self) -> float:
-        return 100.0 * self.cores_busy / self.cpus if self.cpus else 0.0
+        """Busy share of the CPU time that was there: a CPU offline for half the
+        window counts half, one absent all along not at all."""
+        present = self.cpus_present if self.cpus_present is not None else self.cpus
+        return 100.0 * self.cores_busy / present if present else 0.0
 
 
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
@@ -73,6 +80,18 @@ def cpu_usage(samples: Iterable[Sample], window: tuple[float, float], host: str 
             per[c] = {k: v / total for k, v in st.items()}
     if not per:
         return None
+    # how much of the window each CPU was sampled: its busy share counts for
+    # that time only, and the gaps are said (never silently one whole core)
+    covered: dict[str, float] = defaultdict(float)
+    for c0, c1, c in {(x.t_start, x.t_end, x.tag("cpu") or "?") for x in cpu_s}:
+        covered[c] += _overlap(c0, c1, w0, w1) / secs
+    reasons: dict[str, str] = {}
+    for x in samples:
+        if x.metric == "cpu.gap" and (host is None or x.tag("host") == host) and _overlap(x.t_start, x.t_end, w0, w1):
+            reasons.setdefault(x.tag("cpu") or "?", x.tag("reason") or "not sampled")
+    share = {c: min(1.0, covered.get(c, 0.0)) for c in per}
+    gaps = {c: (share.get(c, 0.0), reasons.get(c, "not sampled")) for c in set(per) | set(reasons)
+            if share.get(c, 0.0) < 0.99}
     busy = {c: sum(st.get(s, 0.0) for s in BUSY) for c, st in per.items()}
     busiest = max(busy, key=lambda c: busy[c])
     top = max(BUSY, key=lambda s: per[busiest].get(s, 0.0))
@@ -81,9 +100,9 @@ def cpu_usage(samples: Iterable[Sample], window: tuple[float, float], host: str 
         if x.metric == "proc.cpu" and x.t_end > x.t_start:
             key = f"{x.tag('role')} {x.tag('host')} {x.tag('proc')}"
             tools[key] += x.value * _overlap(x.t_start, x.t_end, w0, w1) / (x.t_end - x.t_start) / secs
-    return CpuUsage(cpu_s[0].tag("host") or "?", window, len(per),
-                    {c: dict(v) for c, v in per.items()}, sum(busy.values()), busiest, busy[busiest], top,
-                    dict(tools))
+    return CpuUsage(cpu_s[0].tag("host") or "?", window, len(set(per) | set(reasons)),
+                    {c: dict(v) for c, v in per.items()}, sum(busy[c] * share[c] for c in busy), busiest,
+                    busy[busiest], top, dict(tools), gaps, sum(share.values()))
 
 
 def cpu_warnings(u: CpuUsage) -> list[str]:
@@ -98,6 +117,9 @@ def cpu_warnings(u: CpuUsage) -> list[str]:
         else:
             out.append(f"CPU {u.busiest_cpu} {u.busiest * 100:.0f}% busy, mostly {u.busiest_state}: "
                        "the host is CPU-bound at this point")
+    for c, (frac, why) in sorted(u.gaps.items()):
+        out.append(f"CPU {c} was sampled over {frac * 100:.0f}% of the window ({why}): its share counts for that "
+                   "time only")
     for tool, cores in sorted(u.tools.items()):
         if cores >= SATURATED:
             out.append(f"{tool} used {cores * 100:.0f}% of one core: the engine is single-threaded here; "

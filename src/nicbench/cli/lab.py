@@ -111,3 +111,5 @@ def lab_status(ctx: click.Context, name: str | None) -> None:
         for h in s["hosts"]:
             click.echo(f"  {h['name']:<8} {h['role']:<7} {h['ip']:<15} {h['netns']:<18} "
                        f"{'up' if h['link_up'] else 'DOWN'} mtu {h['mtu']}")
+        for p in s.get("problems", []):
+            click.echo(f"  problem: {p}")

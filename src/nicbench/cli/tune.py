@@ -16,7 +16,7 @@ from ..hosts.facts import collect
 from ..hosts.transport import LocalTransport
 from ..lab import manager
 from ..plan.load import load_plan
-from ..tuning.apply import apply, restore
+from ..tuning.apply import apply, restore, restore_targets
 from ..tuning.audit import audit
 from ..tuning.lock import TuningLock
 from ..tuning.profile import load, shipped
@@ -146,23 +146,30 @@ def apply_cmd(ctx, profile_name, step_delay, hosts, lab_name, ifname, plan, host
     prof = _profile(profile_name, plan)
     lock = TuningLock().acquire("tune apply")
     try:
+        ts = targets_for(hosts, lab_name, ifname)
         result = apply(
             prof,
-            targets_for(hosts, lab_name, ifname),
+            ts,
             host_wide=host_wide,
             step=(lambda: time.sleep(step_delay)) if step_delay else None,
         )
     finally:
         lock.release()
-    failed = [r for r in result.rows if r.status == "failed"]
+    missing = [r for r in result.rows if r.not_in_force and not r.optional]
+    if missing:
+        # all or nothing, as a run's tuning: what was applied goes back at once
+        restore_targets(ts, host_wide)
     if json_ or (ctx.obj or {}).get("json"):
-        click.echo(json.dumps({"profile": profile_name, "rows": [r.to_dict() for r in result.rows]}, indent=1))
+        click.echo(json.dumps({"profile": profile_name, "rows": [r.to_dict() for r in result.rows],
+                               "restored": bool(missing)}, indent=1))
     else:
-        show(result.rows, f"tuning applied: profile {profile_name}")
-    if failed:
+        show(result.rows, f"tuning {'NOT ' if missing else ''}applied: profile {profile_name}")
+    if missing:
         raise ToolError(
-            f"{len(failed)} setting(s) did not take: " + "; ".join(f"{r.host} {r.setting}: {r.note}" for r in failed),
-            hint="'nicbench tune restore' puts back what was changed",
+            f"{len(missing)} setting(s) not in force, so the profile was not applied (what was changed is "
+            "restored): " + "; ".join(f"{r.host} {r.setting}: {r.status}{f' ({r.note})' if r.note else ''}"
+                                      for r in missing),
+            hint="mark a setting optional = true in the profile if it may be missing on a host",
         )
 
 

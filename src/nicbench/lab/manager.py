@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import LabError, PreflightError, tail
 from ..hosts.sshcheck import HostCheck
@@ -25,7 +26,7 @@ from ..hosts.tracker import ProcessTracker, state_root
 from ..hosts.transport import NetnsTransport, Transport, existing_namespaces
 from .owner import Ownership, record
 from .sshkeys import remove as remove_ssh
-from .topology import LabSpec, build_commands
+from .topology import LabSpec, build_commands, topology_problems
 
 _NS_RE = re.compile(r"^nb-([a-z0-9]{1,8})-([a-z][a-z0-9]{0,7})$")
 
@@ -200,6 +201,41 @@ def all_labs() -> list[str]:
     return sorted(names)
 
 
+def _json(args: list[str]) -> list[dict[str, Any]]:
+    r = _ip(args)
+    try:
+        got = json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip() else []
+    except ValueError:
+        return []
+    return got if isinstance(got, list) else []
+
+
+def _tbf_bps(ns: str, dev: str) -> float | None:
+    """The rate of the root tbf on ``dev``, bit/s (tc's JSON says bytes/s), or None."""
+    for q in _json(["tc", "-n", ns, "-j", "qdisc", "show", "dev", dev]):
+        if q.get("kind") == "tbf" and q.get("root"):
+            return float(q.get("options", {}).get("rate", 0)) * 8
+    return None
+
+
+def live_topology(spec: LabSpec, present: set[str]) -> dict[str, dict[str, Any]]:
+    """What each host's links look like now (see :func:`topology.topology_problems`)."""
+    out: dict[str, dict[str, Any]] = {}
+    for h in spec.hosts:
+        if h.netns not in present:
+            continue
+        info = (_json(["ip", "-n", h.netns, "-j", "addr", "show", "dev", h.ifname]) or [{}])[0]
+        out[h.name] = {
+            "mtu": info.get("mtu"), "up": "UP" in info.get("flags", []),
+            "addrs": [f"{a.get('local')}/{a.get('prefixlen')}" for a in info.get("addr_info", [])
+                      if a.get("family") == "inet"],
+            "tbf_bps": _tbf_bps(h.netns, h.ifname),
+            "port_tbf_bps": _tbf_bps(spec.switch_ns, f"p-{h.name}") if spec.switch_ns in present else None,
+            "direct": {d.ifname: (_json(["ip", "-n", h.netns, "-j", "link", "show", "dev", d.ifname]) or [{}])[0]
+                       .get("mtu") for d in spec.direct if h.name in (d.a, d.b)}}
+    return out
+
+
 def status(name: str) -> dict:
     """What exists of lab ``name``: namespaces, links and tracked live processes."""
     lab = load(name)
@@ -209,22 +245,18 @@ def status(name: str) -> dict:
                  "processes": [], "owner": ownership(name).owner}
     if lab:
         out["mtu"] = lab.spec.mtu
+        live = live_topology(lab.spec, present)
         for h in lab.spec.hosts:
-            up_ = False
-            mtu = None
-            if h.netns in present:
-                r = _ip(["ip", "-n", h.netns, "-j", "link", "show", h.ifname])
-                try:
-                    info = json.loads(r.stdout)[0]
-                    up_ = "UP" in info.get("flags", [])
-                    mtu = info.get("mtu")
-                except (ValueError, IndexError):
-                    pass
+            got = live.get(h.name, {})
             out["hosts"].append({"name": h.name, "role": h.role, "netns": h.netns, "ip": h.ip,
-                                 "present": h.netns in present, "link_up": up_, "mtu": mtu})
+                                 "present": h.netns in present, "link_up": bool(got.get("up")),
+                                 "mtu": got.get("mtu")})
         out["processes"] = [{"host": host, "pid": pid} for host, pid in lab.tracker.alive()]
         missing = [ns for ns in lab.spec.namespaces if ns not in present]
-        out["healthy"] = not missing and all(h["link_up"] for h in out["hosts"])
+        out["problems"] = [f"namespace {ns} is gone" for ns in missing if ns == lab.spec.switch_ns] \
+            + topology_problems(lab.spec, live)
+        out["healthy"] = not out["problems"]
     else:
         out["healthy"] = False
+        out["problems"] = ["no state file: not a lab nicbench knows (nicbench lab down NAME removes its remains)"]
     return out

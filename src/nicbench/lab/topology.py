@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import Any
 
 from ..hosts.spec import HOST_IF, DirectLink, HostsSpec
 from ..hosts.spec import HostSpec as LabHost
 
 __all__ = ["HOST_IF", "DirectLink", "LabHost", "LabSpec", "build_commands", "make_spec", "netns_name",
-           "shaping_commands", "tbf_burst", "tbf_rate"]
+           "shaping_commands", "tbf_burst", "tbf_rate", "topology_problems"]
 
 SWITCH = "sw"
 
@@ -134,3 +135,40 @@ def build_commands(spec: LabSpec) -> list[list[str]]:
                      ["ip", "-n", ns, "addr", "add", f"{ip4}/24", "dev", d.ifname],
                      ["ip", "-n", ns, "addr", "add", f"{ip6}/64", "dev", d.ifname, "nodad"]]
     return cmds + shaping_commands(spec)
+
+
+def topology_problems(spec: LabSpec, live: dict[str, dict[str, Any]]) -> list[str]:
+    """How the live lab departs from ``spec`` (pure).  ``live[host]`` holds its
+    test interface's ``mtu``, ``addrs`` ("ip/prefix"), ``up``, the tbf rate on
+    it and on its switch port in bit/s (``tbf_bps``, ``port_tbf_bps``; None: no
+    tbf) and its back-to-back ports' MTUs (``direct``: ifname -> mtu)."""
+    out: list[str] = []
+    for h in spec.hosts:
+        got = live.get(h.name)
+        if got is None:
+            out.append(f"{h.name}: its namespace {h.netns} is gone")
+            continue
+        if got.get("mtu") != spec.mtu:
+            out.append(f"{h.name}: {h.ifname} has MTU {got.get('mtu')}, the plan wants {spec.mtu}")
+        if f"{h.ip}/{h.prefix}" not in got.get("addrs", []):
+            out.append(f"{h.name}: {h.ifname} does not have {h.ip}/{h.prefix} "
+                       f"(it has {', '.join(got.get('addrs', [])) or 'no address'})")
+        if not got.get("up"):
+            out.append(f"{h.name}: {h.ifname} is down")
+        speed = spec.speed_bps if h.role == "server" else spec.client_speed_bps
+        want = tbf_rate(speed, spec.mtu) if speed else None
+        for where, rate in ((h.ifname, got.get("tbf_bps")), (f"switch port p-{h.name}", got.get("port_tbf_bps"))):
+            if want is None and rate is not None:
+                out.append(f"{h.name}: {where} is shaped to {rate / 1e6:.0f} Mbit/s, the plan shapes nothing there")
+            elif want is not None and (rate is None or abs(rate - want) > 0.001 * want):
+                out.append(f"{h.name}: {where} is " + ("not shaped" if rate is None else
+                                                       f"shaped to {rate / 1e6:.0f} Mbit/s")
+                           + f", the plan wants a tbf of {want / 1e6:.0f} Mbit/s")
+        for d in spec.direct:
+            if h.name in (d.a, d.b):
+                mtu = got.get("direct", {}).get(d.ifname)
+                if mtu is None:
+                    out.append(f"{h.name}: its back-to-back port {d.ifname} is gone")
+                elif mtu != spec.mtu:
+                    out.append(f"{h.name}: {d.ifname} has MTU {mtu}, the plan wants {spec.mtu}")
+    return out

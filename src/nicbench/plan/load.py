@@ -7,19 +7,32 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.validation import validate
-from .inventory import InventoryError, parse, plan_hosts
+from .inventory import InventoryError, ignored_credentials, load_inventory, plan_hosts
 from .model import Plan
+
+MAX_PLAN_BYTES = 1 << 20      # a plan is a page of settings; a megabyte is not one
 
 
 def parse_plan(text: str, source: str = "<plan>") -> Plan:
-    """Validate plan text; raise :class:`InputError` naming ``source`` and the key."""
+    """Validate plan text; raise :class:`InputError` naming ``source`` and the key.
+    What the plan's inventory said that nicbench ignores is in ``plan.warnings``."""
+    if len(text) > MAX_PLAN_BYTES:
+        raise InputError(f"the plan is {len(text)} bytes: more than any plan needs ({MAX_PLAN_BYTES})", where=source,
+                         hint="is this the right file?")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"not valid TOML: {e}", where=source, hint=toml_hint(str(e))) from None
+    except RecursionError:
+        # a nesting bomb ([[[[...]]]] or {a={a=...}}): tomllib recurses per level
+        raise InputError("nested too deeply to be a plan", where=source,
+                         hint="a plan's tables and lists nest a few levels at most") from None
+    warnings: list[str] = []
     if isinstance(data, dict) and data.get("inventory"):
-        data = _with_inventory(data, source)
-    return validate(Plan, data, source)
+        data, warnings = _with_inventory(data, source)
+    plan = validate(Plan, data, source)
+    plan.warnings.extend(warnings)
+    return plan
 
 
 # tomllib's messages (Python 3.11) -> what usually causes them
@@ -42,23 +55,25 @@ def toml_hint(message: str) -> str:
     return "see https://toml.io: key = value, strings in quotes, [table] headers"
 
 
-def _with_inventory(data: dict, source: str) -> dict:
-    """[hosts] filled from the plan's Ansible inventory (a path relative to the plan)."""
+def _with_inventory(data: dict, source: str) -> tuple[dict, list[str]]:
+    """[hosts] filled from the plan's Ansible inventory (a path relative to the
+    plan), read as Ansible reads it (``ansible-inventory --list`` when it is
+    installed, else nicbench's own parser); and a warning per host variable
+    nicbench ignores (passwords: keys and ``sudo -n`` only)."""
     base = Path(source).parent if source and not source.startswith("<") else Path.cwd()
     path = base / str(data["inventory"])
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise InputError(f"cannot read the inventory: {e.strerror or e}", where=f"{source}: inventory",
-                         hint="give a path relative to the plan file") from None
+    if not path.exists():
+        raise InputError("cannot read the inventory: no such file", where=f"{source}: inventory ({path})",
+                         hint="give a path relative to the plan file")
     wanted = data.get("hosts") if isinstance(data.get("hosts"), dict) else None
     try:
-        hosts = plan_hosts(parse(text, path.name), wanted)
+        inv = load_inventory(path)
+        hosts = plan_hosts(inv, wanted)
     except (InventoryError, ValueError, TypeError, AttributeError, RecursionError) as e:
         # a malformed inventory (a YAML list where a mapping belongs, a cycle of children ...)
         raise InputError(f"not an inventory nicbench can read: {e}", where=str(path),
                          hint="see README, 'Hosts over SSH'") from None
-    return {**data, "hosts": hosts}
+    return {**data, "hosts": hosts}, ignored_credentials(inv, list(hosts))
 
 
 def load_plan(path: str | Path) -> tuple[Plan, str]:

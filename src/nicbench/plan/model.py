@@ -11,9 +11,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from ..core.linerate import ModelError, check_mtu
+from ..hosts.sshconfig import ssh_destination_problem
 from ..tuning.profile import Profile, shipped
 from .base import HOST_NAME, LAB_NAME, Speed, Strict
 from .studies import Study
@@ -35,6 +36,15 @@ class Host(Strict):
     sudo: bool = Field(False, description="run the tools through sudo -n")
     interface: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:@-]{1,15}$", description="the test NIC (ssh hosts)")
     test_ip: str | None = Field(None, description="the address the study's traffic uses (ssh hosts)")
+
+    @field_validator("ssh", mode="before")
+    @classmethod
+    def _destination(cls, v: object) -> object:
+        why = ssh_destination_problem(v) if isinstance(v, str) else None
+        if why:
+            raise ValueError(f"not an SSH destination: {why} (extra ssh options go in ssh_args, which runs what "
+                             "it says)")
+        return v
 
     @field_validator("test_ip")
     @classmethod
@@ -114,9 +124,20 @@ class Plan(Strict):
     output: Output = Field(default_factory=Output)
     tuning: str | None = Field(None, description="a tuning profile applied before the first point, "
                                                  "restored after the last")
+    on_tuning_drift: Literal["fail", "flag"] = Field(
+        "fail", description="a setting of the applied profile that someone else changes during the run: fail the "
+                            "point it is found after, or flag it (a warning with the point)")
     profiles: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")], Profile] = Field(default_factory=dict)
     inventory: str | None = Field(None, description="an Ansible inventory (INI or YAML) the hosts come from, "
                                                     "relative to the plan")
+
+    # what loading the plan noticed and let pass (ignored inventory variables):
+    # not part of the plan's data, said with the run
+    _warnings: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        return self._warnings
 
     @property
     def remote(self) -> bool:

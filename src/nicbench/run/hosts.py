@@ -32,11 +32,17 @@ def acquire_lab(spec: LabSpec) -> tuple[manager.Lab, bool]:
     existing = manager.load(spec.name)
     if existing is None:
         return manager.up(spec, purpose="run"), True
-    st = manager.status(spec.name)
-    if existing.spec != spec or not st["healthy"]:
-        raise LabError(f"lab {spec.name!r} exists but does not match this plan (hosts/MTU/health)",
+    if existing.spec != spec:
+        raise LabError(f"lab {spec.name!r} exists but was built for other hosts or another link "
+                       f"(MTU {existing.spec.mtu}, hosts {', '.join(h.name for h in existing.spec.hosts)})",
                        where=f"lab {spec.name}",
                        hint=f"nicbench lab down {spec.name}, or give the plan another [lab] name")
+    # what it was built as is not enough: what it is now must match too
+    problems = manager.status(spec.name)["problems"]
+    if problems:
+        raise LabError(f"lab {spec.name!r} no longer matches this plan: " + "; ".join(problems),
+                       where=f"lab {spec.name}",
+                       hint=f"nicbench lab down {spec.name} (a run then builds it afresh)")
     return existing, False
 
 

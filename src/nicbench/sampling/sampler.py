@@ -274,7 +274,14 @@ class CpuSampler(PeriodicSampler):
         for (t0, a), (t1, b) in pairwise(reads):
             if t1 <= t0:
                 continue
-            for cpu, per_state in cpu_deltas(a, b).items():
+            deltas = cpu_deltas(a, b)
+            # a CPU seen in either read but without a span here is a gap, said as
+            # such: offline (hot-unplugged) or its counters went backwards
+            for cpu in sorted((a.keys() | b.keys()) - deltas.keys() - {"all"}):
+                why = "counters went backwards" if cpu in a and cpu in b else "offline"
+                out.append(Sample(self.trial_id, "cpu.gap", t1 - t0, "s", t0, t1,
+                                  make_tags(host=self.machine, cpu=cpu, reason=why)))
+            for cpu, per_state in deltas.items():
                 if cpu == "all":
                     continue
                 for state, secs in per_state.items():

@@ -55,3 +55,21 @@ def parse_version(text: str) -> tuple[int, ...]:
     if not m:
         return ()
     return tuple(int(g) for g in m.groups() if g is not None)
+
+
+@dataclass(frozen=True)
+class MinVersion:
+    """The oldest version of a tool nicbench runs, and why (checked at preflight)."""
+
+    tool: str
+    version: tuple[int, ...]
+    reason: str
+
+    def problem(self, found: tuple[int, ...], host: str) -> str | None:
+        """A preflight problem naming the host, or None when ``found`` is new enough."""
+        if found >= self.version:
+            return None
+        have = ".".join(map(str, found)) or "an unknown version"
+        want = ".".join(map(str, self.version))
+        return f"{host}: {self.tool} {have} is older than {want}, the oldest nicbench runs: {self.reason}"
+

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..core.errors import ToolError, tail
+from .base import MinVersion
+
+MIN_NBD = MinVersion("fio", (3, 19), "the nbd ioengine the lab's NBD LUNs are driven with came in fio 3.19")
 
 Op = Literal["read", "write", "readwrite"]
 RW = {("read", "sequential"): "read", ("write", "sequential"): "write", ("readwrite", "sequential"): "rw",

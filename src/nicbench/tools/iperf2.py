@@ -30,10 +30,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..core.errors import ToolError
-from .base import FlowInterval, ToolInfo, parse_version
+from .base import FlowInterval, MinVersion, ToolInfo, parse_version
 
 NAME = "iperf"
 MAX_STREAMS = 4096
+
+
+MIN_VERSION = MinVersion("iperf 2", (2, 1), "nicbench's iperf 2 runs (-e -y C with wall-clock stamps, -R, "
+                                           "--full-duplex) and their CSV are tested on 2.1 (Debian 12: 2.1.8)")
 
 
 def info_from(version_out: str) -> ToolInfo:

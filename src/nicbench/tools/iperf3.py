@@ -21,13 +21,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ToolError
-from .base import FlowInterval, ToolInfo, parse_version
+from .base import FlowInterval, MinVersion, ToolInfo, parse_version
 
 NAME = "iperf3"
 MAX_STREAMS = 128
 
 _FEATURES = {"--skip-rx-copy": "skip_rx_copy", "--bidir": "bidir", "--zerocopy": "zerocopy",
              "--get-server-output": "server_output", "--json-stream": "json_stream"}
+
+
+# From iperf3's release notes: 3.10 fixed garbled JSON output (#1086, #1118,
+# #1143) and --reverse tests that did not terminate (#982); 3.11 renamed the
+# --bidir reverse channel's JSON objects (#952) to the names nicbench reads.
+MIN_VERSION = MinVersion("iperf3", (3, 10), "older releases can print garbled JSON and hang in --reverse tests "
+                                            "(fixed in 3.10: iperf3 issues #1086, #1118, #1143, #982)")
+MIN_BIDIR = MinVersion("iperf3", (3, 11), "--bidir reports name their reverse channel as nicbench reads it only "
+                                          "from 3.11 on (iperf3 issue #952)")
 
 
 def info_from(version_out: str, help_out: str) -> ToolInfo:
@@ -92,6 +101,7 @@ class Iperf3Report:
     totals: dict[str, int]           # "fwd.sender" -> bytes, from per-stream end entries
     last_end: float = 0.0            # end of this process's own last interval, on its clock
     peer_last_end: float = 0.0       # the same for the server's intervals, on the server's clock
+    damage: tuple[str, ...] = ()     # what was repaired to read the report (see load_json)
 
 
 _NON_NUMBER = re.compile(r"(?<=[:\[,])(\s*)(-?nan|-?inf(?:inity)?)\b", re.IGNORECASE)
@@ -253,7 +263,7 @@ def end_entries(end: dict, is_server: bool, default_sender: bool | None = None) 
 
 def parse(text: str) -> Iperf3Report:
     """Parse the client's ``-J --get-server-output`` (or a server's ``-J``) output."""
-    d = extract_json(text)
+    d, damage = load_json(text)
     start = d.get("start", {}) or {}
     ts = start.get("test_start", {}) or {}
     server = d.get("server_output_json")
@@ -287,4 +297,4 @@ def parse(text: str) -> Iperf3Report:
         duration=ts.get("duration"), omit=ts.get("omit"), reverse=bool(ts.get("reverse")),
         bidir=bidir, timesecs=int(tstamp) if tstamp is not None else None,
         intervals=tuple(intervals), has_server_output=isinstance(server, dict), totals=totals,
-        last_end=last_end, peer_last_end=peer_last_end)
+        last_end=last_end, peer_last_end=peer_last_end, damage=damage)

@@ -12,6 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .base import MinVersion
+
+MIN_KTLS = MinVersion("nginx", (1, 19, 4), "asking OpenSSL for kernel TLS takes ssl_conf_command, new in nginx "
+                                           "1.19.4 (or set ktls = false)")
+
 # nginx's names for the TLS versions a plan gives as "1.2" / "1.3"
 TLS_PROTOCOLS = {"1.2": "TLSv1.2", "1.3": "TLSv1.3"}
 

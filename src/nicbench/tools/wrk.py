@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from importlib import resources
 
 from ..core.errors import ToolError, tail
+from .base import MinVersion
+
+MIN_VERSION = MinVersion("wrk", (4, 0), "nicbench reads wrk's totals through the Lua done(summary, latency, "
+                                        "requests) hook of wrk 4 (tested with 4.1)")
 
 BEGIN, END = "nicbench-wrk-begin", "nicbench-wrk-end"
 

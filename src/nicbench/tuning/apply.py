@@ -56,7 +56,8 @@ def apply(profile: Profile, targets: Sequence[Target], *, machine: Transport | N
         doc = read_restore(g.transport, g.restore_id) or {
             "version": 1, "created": time.time(), "transport": transport_doc(g.transport), "items": {}}
         for r in g.rows:
-            doc["items"].setdefault(r.key, {"prior": r.current, "setting": r.setting})
+            item = doc["items"].setdefault(r.key, {"prior": r.current, "setting": r.setting})
+            item["applied"] = r.wanted          # what nicbench leaves: the restore puts back only that
         write_restore(g.transport, g.restore_id, doc)          # before the first change
         # tuned and services first: a tuned profile rewrites sysctls and governors itself
         for r in sorted(g.rows, key=lambda r: 0 if r.key == "tuned" or r.key.startswith("service:") else 1):
@@ -98,6 +99,13 @@ def restore(t: Transport, restore_id: str) -> list[Row]:
             if gone:
                 rows.append(Row(t.host, setting, key, None, prior, "gone", gone))
                 continue
+            mine = item.get("applied")
+            if (mine is not None and prior is not None and not knobs.same(key, now, mine)
+                    and not knobs.same(key, now, prior)):
+                rows.append(Row(t.host, setting, key, now, prior, "left",
+                                f"changed by someone else since nicbench set it to {mine!r} (before nicbench: "
+                                f"{prior!r}): left as it is, not overwritten"))
+                continue
             if prior is not None and not knobs.same(key, now, prior):
                 knobs.write(t, key, str(prior))
             back = knobs.read(t, key)
@@ -133,3 +141,22 @@ def _vanished(t: Transport, key: str, setting: str, now: str | None) -> str | No
         if m.group(2) not in line.split():
             return f"IRQ {m.group(1)} is no longer {m.group(2)} (renumbered after a reboot or reload): left alone"
     return None
+
+
+def restore_targets(targets: Sequence[Target], host_wide: bool) -> list[str]:
+    """Restore every target (and the machine, if host-wide settings were
+    applied); what was left alone because someone else changed it since."""
+    groups = [(t.transport, t.restore_id) for t in targets]
+    if host_wide:
+        groups.append((LocalTransport("machine"), "machine"))
+    errors: list[str] = []
+    left: list[str] = []
+    for tr, rid in groups:
+        try:
+            left += [f"{r.host} {r.setting}: {r.note}" for r in restore(tr, rid) if r.status == "left"]
+        except NicbenchError as e:
+            errors.append(e.one_line())
+    if errors:
+        raise ToolError("tuning not fully restored: " + "; ".join(errors), where="tuning",
+                       hint="run 'nicbench tune restore' (the restore files are kept)")
+    return left

@@ -191,7 +191,7 @@ def audit(profile: Profile, targets: Sequence[Target], *, machine: Transport | N
                 rows += _ethtool_rows(t, s)
             elif isinstance(s, Pinning):
                 rows.append(_pin_row(t, s, out))
-            out.rows += rows
+            out.rows += [replace(r, optional=s.optional) for r in rows]
         out.rows += _checks(t, out.pin_cpus.get(t.host))
     return out
 
@@ -363,3 +363,24 @@ def _checks(t: Target, tool_cpus: str | None) -> list[Row]:
                 )
             )
     return rows
+
+
+def drift(rows: Sequence[Row], targets: Sequence[Target], *, machine: Transport | None = None) -> list[Row]:
+    """The settings an apply put in force that no longer read as it left them
+    (someone else changed them during the run): each with its value now.
+    One command per host for the sysctls (as the audit reads them), one read
+    per other setting."""
+    machine = machine or LocalTransport("machine")
+    by_host = {t.host: t.transport for t in targets}
+    applied = [r for r in rows if r.status == "applied" and r.wanted is not None]
+    out: list[Row] = []
+    for host in dict.fromkeys(r.host for r in applied):
+        t = by_host.get(host, machine)
+        mine = [r for r in applied if r.host == host]
+        states = sysctl_states(t, [r.key for r in mine if r.key.startswith("sysctl:")])
+        for r in mine:
+            now = states.get(r.key, ("missing", None))[1] if r.key.startswith("sysctl:") else knobs.read(t, r.key)
+            if not knobs.same(r.key, now, r.wanted):
+                out.append(replace(r, current=now, status="drifted",
+                                   note=f"reads {now!r}, the profile set {r.wanted!r}: changed during the run"))
+    return out

@@ -39,7 +39,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Sysctl(_Strict):
+class _Setting(_Strict):
+    """Every setting: applied on every host, all or nothing, unless it says
+    it is optional (a host without it, or refusing it, is then reported and
+    the run goes on)."""
+
+    optional: bool = Field(False, description="a host that lacks or refuses this setting does not stop the run")
+
+
+class Sysctl(_Setting):
     kind: Literal["sysctl"]
     key: str = Field(pattern=SYSCTL_KEY)
     value: int | str
@@ -52,28 +60,28 @@ class Sysctl(_Strict):
         return v
 
 
-class Governor(_Strict):
+class Governor(_Setting):
     kind: Literal["governor"]
     value: Literal["performance", "powersave", "ondemand", "schedutil", "conservative", "userspace"]
 
 
-class Service(_Strict):
+class Service(_Setting):
     kind: Literal["service"]
     name: str = Field(pattern=r"^[A-Za-z0-9@._-]{1,64}$")
     state: Literal["stopped", "running"]
 
 
-class Tuned(_Strict):
+class Tuned(_Setting):
     kind: Literal["tuned"]
     profile: str = Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")
 
 
-class IrqAffinity(_Strict):
+class IrqAffinity(_Setting):
     kind: Literal["irq_affinity"]
     policy: Literal["nic-node"] = "nic-node"
 
 
-class Pinning(_Strict):
+class Pinning(_Setting):
     kind: Literal["pinning"]
     policy: Literal["nic-node", "cpus"] = "nic-node"
     cpus: str | None = Field(None, pattern=CPU_LIST)
@@ -107,7 +115,7 @@ ETHTOOL_PARAMS = {
 }
 
 
-class Ethtool(_Strict):
+class Ethtool(_Setting):
     kind: Literal["ethtool"]
     feature: Literal["ring", "channels", "coalesce", "offload"]
     params: dict[str, StrictInt | str]      # strict: TOML true is not 1

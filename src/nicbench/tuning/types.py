@@ -9,7 +9,8 @@ from typing import Any
 from ..hosts.transport import Transport
 from ..records import HostFacts
 
-Status = str   # ok | differs | unsupported | unknown | host-wide | applied | failed | restored | note | warn
+# ok | differs | unsupported | unknown | host-wide | applied | failed | restored | left | drifted | note | warn
+Status = str
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,14 @@ class Row:
     status: Status
     note: str = ""
     scope: str = "host"                 # host | machine | process | check
+    optional: bool = False              # its setting may be missing or refused without stopping a run
+
+    @property
+    def not_in_force(self) -> bool:
+        """A setting of the profile that is not in force on its host after an
+        apply: failed, missing on the host, or unknown (checks are not settings;
+        a host-wide setting the lab leaves to the machine is in force by design)."""
+        return self.scope != "check" and self.status in ("failed", "unsupported", "unknown")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -37,6 +37,8 @@ class HttpsStudy(StudySchema):
     ciphersuites: str | None = Field(None, pattern=r"^[A-Z0-9_:]{1,200}$")
     ktls: bool = Field(True, description="ask OpenSSL for kernel TLS (ssl_conf_command Options KTLS)")
     workers: Literal["auto"] | Annotated[int, Field(ge=1, le=256)] = "auto"
+    error_budget: float = Field(0.01, ge=0, le=1, description="wrk socket errors (connect, read, write, timeout) "
+                                                                "allowed per request before a point fails")
     https_port: int = Field(443, ge=1, le=65535)
     http_port: int = Field(80, ge=1, le=65535)
 

@@ -17,9 +17,13 @@ from dataclasses import dataclass, field
 from ...analysis.aggregate import WireRate, wire_rate
 from ...analysis.counters import Counters, counter_warnings, counters
 from ...analysis.cpu import CpuUsage, cpu_usage, cpu_warnings
-from ...analysis.trials import LinkInfo, TrialHead, by_point, head, int_param, median_of
+from ...analysis.trials import LinkInfo, TrialHead, by_point, float_meta, head, int_param, median_of
 from ...core import linerate
 from ...records import Sample, TrialRecord
+
+# socket errors allowed per request before a point fails: the plan's study.error_budget, recorded with
+# each trial; this default reads runs recorded before there was one
+DEFAULT_ERROR_BUDGET = 0.01
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,14 @@ def https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | No
     if link is not None and link.counters_count_frames:
         wire = wire_rate(samples, direction="tx", window=window, uncounted_per_frame=linerate.per_frame_uncounted(),
                          host=str(meta.get("server")))
+    requests, socket_errors = total("http.requests"), total("http.socket_errors")
+    budget = float_meta(meta, "error_budget", DEFAULT_ERROR_BUDGET)
+    if socket_errors > budget * max(requests, 1):
+        # a firewall resetting connections mid-run: wrk still counts what it got
+        return HttpsTrial(status="failed", app_gbps=None, window=None, requests=requests, socket_errors=socket_errors,
+                          error=f"wrk counted {socket_errors} socket errors against {requests} requests "
+                                f"({socket_errors / max(requests, 1):.1%}): more than the point's error budget "
+                                f"({budget:.1%}; study.error_budget)", **common)
     u = cpu_usage(samples, window)
     c = counters(samples, window)
     warns = (
@@ -88,8 +100,8 @@ def https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | No
         error=None,
         app_gbps=app,
         window=window,
-        requests=total("http.requests"),
-        socket_errors=total("http.socket_errors"),
+        requests=requests,
+        socket_errors=socket_errors,
         bad_status=total("http.bad_status"),
         wire=wire,
         cpu=u,

@@ -34,6 +34,7 @@ from ...run.procnet import listening
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, child_pids, tool_procs
 from ...tools import ktls, nginx, wrk
+from ...tools.base import parse_version
 
 PAYLOAD = "payload.bin"
 
@@ -104,9 +105,12 @@ def preflight(plan: Plan, transports: dict[str, Transport],
             versions[name] = tool_version(srv, argv, name, install)
         except PreflightError as e:
             problems.append(f"{plan.server}: {e.message}")
+    if s.ktls and "https" in s.schemes and "nginx" in versions:
+        problems += [p for p in [nginx.MIN_KTLS.problem(parse_version(versions["nginx"]), plan.server)] if p]
     for c in plan.clients:
         try:
             versions["wrk"] = tool_version(transports[c], ["wrk", "-v"], "wrk", install)
+            problems += [p for p in [wrk.MIN_VERSION.problem(parse_version(versions["wrk"]), c)] if p]
         except PreflightError as e:
             problems.append(f"{c}: {e.message}")
     problems += reach_problems(srv, {c: addresses[c] for c in plan.clients})
@@ -270,7 +274,8 @@ def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec,
     port = s.https_port if scheme == "https" else s.http_port
     url = f"{scheme}://{ctx.addresses[ctx.server]}:{port}/{PAYLOAD}"
     started = time.time()
-    meta: dict = {"url": url, "engine": "wrk", "server": ctx.server, "argv": {}, "layout": []}
+    meta: dict = {"url": url, "engine": "wrk", "server": ctx.server, "argv": {}, "layout": [],
+                  "error_budget": s.error_budget}
     raws: list[RawOutput] = []
     procs: list[tuple[str, Process]] = []
     guard = PointGuard(meta, lambda: [p for _, p in procs], grace=0.5)

@@ -30,6 +30,7 @@ from ...run.procnet import listening
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
 from ...tools import fio, iscsi_perf
+from ...tools.base import parse_version
 
 
 @dataclass
@@ -123,6 +124,8 @@ def preflight(plan: Plan, transports: dict[str, Transport],
                 versions["iscsi-perf"] = "0.1"
                 continue
             versions["fio"] = tool_version(transports[c], ["fio", "--version"], "fio", INSTALL)
+            if s.target == "nbd":
+                problems += [p for p in [fio.MIN_NBD.problem(parse_version(versions["fio"]), c)] if p]
             eng = transports[c].run(["fio", "--enghelp"], timeout=10)
             need = "nbd" if s.target == "nbd" else s.engine
             if need not in (eng.stdout + eng.stderr).split():

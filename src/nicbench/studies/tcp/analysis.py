@@ -167,6 +167,10 @@ def _trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
                 if receiver[d].seconds < 0.6 * expected:
                     problems.append(f"{d} window is {receiver[d].seconds:.2f}s, expected about {expected:.2f}s "
                                     "(start skew or misplaced intervals)")
+        for d, agg in receiver.items():
+            if agg.bytes <= 0:
+                problems.append(f"no {d} bytes reached the receivers in the window: the point asked for traffic "
+                                "and none arrived (a stalled or firewalled path?)")
         if not receiver and not problems:
             problems.append("no receiver-side samples")
     retr = int(sum(s.value for s in samples if s.metric == "tcp.retransmits" and s.tag("omitted") != "1"))

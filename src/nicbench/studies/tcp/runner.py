@@ -127,11 +127,15 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
     problems: list[str] = []
     warnings: list[str] = []
     tool = None
+    floor = [iperf3.MIN_VERSION] if s.engine == "iperf3" else [iperf2.MIN_VERSION]
+    if s.engine == "iperf3" and "bidir" in s.directions:
+        floor.append(iperf3.MIN_BIDIR)
     for host in [server, *clients]:
         try:
             info = detect_tool(transports[host], s.engine)
             if host == server:
                 tool = info
+            problems += [p for m in floor if (p := m.problem(info.version, host))][:1]
         except PreflightError as e:
             problems.append(f"{host}: {e.message}")
     problems += reach_problems(transports[server], {c: addresses[c] for c in clients})
@@ -412,12 +416,22 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
     for slot, proc in clis:
         text = read_output(proc.stdout_path)
         key = f"{slot.client}:{slot.port}"
+        rc = proc.poll()
         if engine == "iperf3":
-            rep = iperf3.parse(text)
+            try:
+                rep = iperf3.parse(text)
+            except ToolError as e:     # the pair goes into the message: "no JSON" alone says not which
+                raise ToolError(f"iperf3 to {key}: {e.message}", where=ctx.server, hint=e.hint) from None
             if rep.error:
-                raise _tool_error(f"iperf3 to {slot.client}:{slot.port}: {rep.error}", ctx.server)
+                raise _tool_error(f"iperf3 to {key}: {rep.error}", ctx.server)
+            if rep.damage:
+                raise ToolError(f"iperf3 to {key}: its report is damaged ({'; '.join(rep.damage)}): its figures "
+                                "cannot be trusted", where=ctx.server, hint="the raw report is kept with the run")
+            if rc not in (0, None):
+                raise ToolError(f"iperf3 to {key} exited {rc} after printing a report without an error: "
+                                f"{tail(read_output(proc.stderr_path)) or 'no error text'}", where=ctx.server)
             if not rep.has_server_output and not rep.intervals:
-                raise ToolError(f"iperf3 to {slot.client}:{slot.port} reported no intervals", where=ctx.server)
+                raise ToolError(f"iperf3 to {key} reported no intervals", where=ctx.server)
             anchor, how = iperf3_anchor(stamps.get(key), ends.get(key), rep.last_end)
             if anchor is None:
                 raise ToolError("the start gate recorded no time", where=ctx.server)
@@ -433,7 +447,10 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, sta
             totals[key] = rep.totals
         else:
             if not text.strip():
-                raise _tool_error(f"iperf to {slot.client}:{slot.port} printed nothing: "
+                raise _tool_error(f"iperf to {key} printed nothing: "
+                                  f"{tail(read_output(proc.stderr_path)) or 'no error text'}", ctx.server)
+            if rc not in (0, None):
+                raise _tool_error(f"iperf to {key} exited {rc}: "
                                   f"{tail(read_output(proc.stderr_path)) or 'no error text'}", ctx.server)
             rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
                                 stamp_lag=lag)
