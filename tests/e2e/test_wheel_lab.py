@@ -86,7 +86,8 @@ def _lab_plan(work: Path, env: dict[str, str], example: str, lab: str, edits: tu
 
 
 def _ran(p: subprocess.CompletedProcess[str], points: int) -> dict:
-    assert p.returncode == 0, p.stderr[-3000:]
+    failed = [ln for ln in p.stderr.splitlines() if "FAILED" in ln or ln.startswith("nicbench:")]
+    assert p.returncode == 0, "\n".join(failed) or p.stderr[-3000:]
     doc = json.loads(p.stdout)
     assert doc["points_ok"] == points and doc["points_failed"] == 0 and Path(doc["report"]).exists()
     return doc
