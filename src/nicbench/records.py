@@ -16,7 +16,9 @@ from typing import Any, Literal
 Unit = Literal["bytes", "bit/s", "s", "count", "percent", "packets"]
 UNITS: frozenset[str] = frozenset(Unit.__args__)  # type: ignore[attr-defined]
 
-TrialStatus = Literal["ok", "failed", "interrupted"]
+# partial: some of the point's hosts or processes were lost (killed, unreachable),
+# the survivors' data is kept and said to be survivors-only, never as a whole point
+TrialStatus = Literal["ok", "partial", "failed", "interrupted"]
 
 # /proc/stat's per-CPU states, as the CPU sampler names its samples (cpu.<state>),
 # and the ones that count as busy: work done here (steal is another guest's)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 
 import pytest
-from helpers import namespaces
+from helpers import namespaces, nicbench
 
 from nicbench.analysis.aggregate import wire_rate
 from nicbench.api import execute, load_run, render
@@ -170,3 +171,22 @@ def test_a_stalled_server_fails_the_point_in_bounded_time_and_nothing_is_left(tm
         th.join()
         manager.down("e2el")
     assert namespaces("e2el") == []
+
+
+def test_a_low_open_files_limit_is_caught_at_preflight_not_mid_point(tmp_path):
+    """The audit's case: ``ulimit -n 150`` and 200 wrk connections ran into
+    nginx's "Too many open files" mid-point.  Now preflight names the limit,
+    what each tool needs, and nothing runs or is left behind."""
+    p = tmp_path / "plan.toml"
+    p.write_text(plan("e2el").replace("connections = [4]", "connections = [200]"))
+    proc = nicbench("run", p, "--store", tmp_path / "store", preexec_fn=lambda: resource.setrlimit(
+        resource.RLIMIT_NOFILE, (150, 150)))
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 3, (out, err)            # a preflight error
+    [line] = [ln for ln in err.splitlines() if ln.strip()]
+    assert line.startswith("nicbench: preflight: ") and "open-files limit is 150" in line, line
+    assert "wrk needs 164 for 100 connections" in line and "nginx needs 464 for 200 connections" in line, line
+    assert "hint: raise the open-files limit" in line
+    assert namespaces("e2el") == []
+    runs = list((tmp_path / "store").glob("*/results.sqlite"))
+    assert all(not RunReader(r.parent).trials() for r in runs)   # no point ran

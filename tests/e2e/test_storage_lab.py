@@ -54,8 +54,10 @@ def test_two_initiators_aggregate_is_the_sum_of_each(tmp_path):
     assert all(t.status == "ok" for t in view.trials), [t.error for t in view.trials]
     for t in view.trials:
         assert set(t.per_initiator_mb_s) == {"c1", "c2"}
-        # started by one barrier: the spans agree, so the aggregate equals the sum of the initiators'
-        assert t.start_skew_s < 0.05
+        # one barrier starts the initiators, but each fio's jobs connect to their LUNs one
+        # after another (seen: 77 ms between the first and last job under load): the window
+        # all jobs share, trimmed by a report interval, is what is counted
+        assert t.start_skew_s is not None and t.trim_s is not None and t.start_skew_s < 0.5
         assert t.mb_s == pytest.approx(sum(t.per_initiator_mb_s.values()), rel=0.03)
         assert t.cpu is not None
     for p in view.points:

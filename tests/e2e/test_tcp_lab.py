@@ -184,3 +184,50 @@ def test_lab_cli_up_status_down():
         d = nicbench("lab", "down", "e2eh")
         d.communicate(timeout=30)
     assert namespaces("e2eh") == []
+
+
+def _kill_iperf3_in(netns: str, after: float, seen: list[int]) -> None:
+    """Kill (by PID) the iperf3 server found in ``netns``, ``after`` s after it appears."""
+    import subprocess
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        pids = [int(p) for p in subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
+                                               text=True).stdout.split()]
+        mine = [p for p in pids if Path(f"/proc/{p}/comm").exists()
+                and Path(f"/proc/{p}/comm").read_text().strip() == "iperf3"]
+        if mine:
+            time.sleep(after)
+            for p in mine:
+                seen.append(p)
+                try:
+                    import os
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            return
+        time.sleep(0.05)
+
+
+def test_a_client_lost_mid_point_leaves_a_partial_point_with_the_survivors_data(tmp_path):
+    """The audit's case: one client's engine server killed mid-point; the other
+    client's complete results stayed only in raw files and the point had 0
+    samples.  Now the point is partial, names the lost pair, and reports the
+    survivors' aggregate as such."""
+    import threading
+    text = plan_text("lost", "e2ep", clients=2, connections=(2,), duration=4, omit=0, speed="1G")
+    killed: list[int] = []
+    k = threading.Thread(target=_kill_iperf3_in, args=("nb-e2ep-c2", 1.5, killed), daemon=True)
+    k.start()
+    out = execute(parse_plan(text), text, store=tmp_path)
+    k.join(5)
+    assert killed, f"no iperf3 seen in nb-e2ep-c2 (run {out.status}, {out.run_dir})"
+    assert out.status == "done-with-partial-points" and out.partial == 1, (out.status, out.run_dir)
+    view = load_run(out.run_dir)
+    [t] = view.trials
+    assert t.status == "partial" and "c2:5201 lost" in t.error, t.error
+    assert set(t.receiver["tx"].per_host) == {"c1"} and t.gbps > 0.3        # c1 alone on a 1G link
+    [p] = view.points
+    assert p.survivors_only and p.median == pytest.approx(t.gbps)
+    page = render(view).read_text()
+    assert "survivors only" in page and "c2:5201 lost" in page
+    assert namespaces("e2ep") == []

@@ -25,13 +25,18 @@ def test_verdicts_need_repeats_significance_and_a_real_change():
 
 
 def test_compare_command_on_two_imported_runs(tmp_path):
-    f = FIXTURES / "iperf3" / "3.12" / "tx_p2.json"
-    copies = [tmp_path / f"r{i}.json" for i in range(2)]
-    for c in copies:
-        shutil.copyfile(f, c)
+    """The same report as four repeats, ten minutes apart (an import tells
+    repeats from their clocks; the same bytes twice would be one measurement
+    counted twice), two per run."""
+    d = json.loads((FIXTURES / "iperf3" / "3.12" / "tx_p2.json").read_text())
+    copies = []
+    for i in range(4):
+        d["start"]["timestamp"]["timesecs"] += 600
+        copies.append(tmp_path / f"r{i}.json")
+        copies[-1].write_text(json.dumps(d))
     ids = []
-    for name in ("a", "b"):
-        r = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "--json", "import", "iperf3", *map(str, copies),
+    for name, files in (("a", copies[:2]), ("b", copies[2:])):
+        r = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "--json", "import", "iperf3", *map(str, files),
                             "--store", str(tmp_path / "store"), "--name", name], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         ids.append(json.loads(r.stdout)["run_id"])

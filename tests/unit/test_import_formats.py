@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from nicbench.core.errors import InputError
-from nicbench.importers import detect, parse_file
-from nicbench.importers.group import group
+from nicbench.importers import detect, parse_file, points
+from nicbench.importers.group import engine_direction, group
 from nicbench.importers.headline import headline
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "import"
@@ -34,7 +34,6 @@ CASES = [
      (102 + 111 + 110 + 111 + 112 + 114 + 111 + 113 + 112) * 2**20 * 8 / 9.0, 1e-9, "bit/s"),
     ("iperf2-text/local/client_udp_e.txt", "iperf2-text", 2.51 * 2**20 * 8 / 2.002, 1e-9, "bit/s"),
     ("iperf2/local/server_udp_e.csv", "iperf2-csv", 2626890 * 8 / 2.0, 1e-9, "bit/s"),
-    ("fio/ext/pkb_pkb-7fb0c9d8-0_fio.json", "fio-json", None, 1e-9, "B/s"),
     ("fio/local/client_server_2hosts.json", "fio-json", 198836224 / 1.001, 1e-9, "B/s"),
     ("fio/local/write_64k_json_normal.txt", "fio-json", (2130575360 + 1917845504) / 1.003, 1e-9, "B/s"),
     ("wrk/ext/pkb_wrk_result.txt", "wrk-text", 9605.69, 0, "req/s"),
@@ -60,10 +59,26 @@ def test_headline_figure(rel, fmt, value, tol, unit):
     assert p.format == fmt
     label, got, u = headline(p)
     assert u == unit
-    if value is None:   # fio 2.17: io_bytes in KiB, two jobs
-        # (read 1294256 KiB / 10.003 s + write 393280 KiB / 10.004 s)
-        value = 1294256 * 1024 / 10.003 + 393280 * 1024 / 10.004
     assert got == pytest.approx(value, rel=tol, abs=1e-9)
+
+
+def test_fio_job_groups_ran_one_after_another_are_one_point_each():
+    # fio 2.17, io_bytes in KiB: group 0 read 1294256 KiB in 10.003 s, group 1 write 393280 KiB in 10.004 s;
+    # summing them would add two rates that never ran at the same time
+    p = load("fio/ext/pkb_pkb-7fb0c9d8-0_fio.json")
+    with pytest.raises(InputError, match="2 points"):
+        headline(p)
+    read, write = points(p)
+    assert (read.params["op"], read.params["block_size"]) == ("read", 16384)
+    assert (write.params["op"], write.params["block_size"]) == ("write", 16384)
+    assert headline(read)[1] == pytest.approx(1294256 * 1024 / 10.003)
+    assert headline(write)[1] == pytest.approx(393280 * 1024 / 10.004)
+    # placed back to back, the write group ending at the document's timestamp (1506559552)
+    assert max(s.t_end for s in write.samples) == 1506559552
+    assert max(s.t_end for s in read.samples) == pytest.approx(1506559552 - 10.004)
+    assert len(group([read, write])) == 2
+    one = load("fio/local/randread_4k.json")
+    assert points(one) == [one]
 
 
 def test_iperf2_csv_needs_a_role_and_then_reads_bytes_not_the_bps_field():
@@ -132,7 +147,8 @@ def test_all_zero_bytes_is_an_error():
 
 
 @pytest.mark.parametrize("rel, fmt", [(c[0], c[1]) for c in CASES] + [
-    ("iperf2/local/client_dual.csv", "iperf2-csv"), ("fio/local/randrw_in_log.txt", "fio-json")])
+    ("iperf2/local/client_dual.csv", "iperf2-csv"), ("fio/local/randrw_in_log.txt", "fio-json"),
+    ("fio/ext/pkb_pkb-7fb0c9d8-0_fio.json", "fio-json")])
 def test_detection(rel, fmt):
     assert detect((ROOT / rel).read_text(errors="replace"), rel) == fmt
 
@@ -146,3 +162,48 @@ def test_grouping_parallel_ports_and_repeats():
     assert len(group([a, b], together=True)) == 1
     label, value, unit = headline(group([c, c], together=True)[0].files)
     assert value == pytest.approx(2 * headline(c)[1]) and "summed" in label
+
+
+def test_both_ends_of_one_test_name_the_same_connections_and_point():
+    c = load("iperf3/local/client_tx_p2_noserver.json")
+    s = load("iperf3/local/server_tx_p2.json")
+    assert c.extra["pairs"] == s.extra["pairs"] and len(c.extra["pairs"]) == 2
+    # the server received the client's tx: one point, keyed by the engine client's direction
+    assert s.params["direction"] == "rx" and engine_direction(s) == "tx"
+    assert len(group([c, s])) == 1
+    t = load("iperf2-text/local/server_tx_e.txt")
+    assert t.extra["pairs"] == [(5001, 53020), (5001, 53036)]
+    assert load("iperf2-text/local/client_tx_p2_e.txt").extra["pairs"] == t.extra["pairs"]
+
+
+def test_a_total_over_zero_seconds_has_no_rate():
+    # iperf 2.1.8 server in -n mode (tests/fixtures/iperf2/2.1.8/server_n.csv): 104857600 B "0.0-0.0"
+    text = (ROOT.parent / "iperf2" / "2.1.8" / "server_n.csv").read_text()
+    with pytest.raises(InputError, match="over 0 s") as e:
+        parse_file(text, "server_n.csv", role="server")
+    assert "client's file" in e.value.hint
+    # the client's file of the same test: 104857600 B in 0.0-0.1 s, sender-side
+    c = parse_file((ROOT.parent / "iperf2" / "2.1.8" / "client_n.csv").read_text(), "client_n.csv", role="client")
+    assert headline(c)[1] == pytest.approx(104857600 * 8 / 0.1)
+
+
+def test_pktgen_frame_size_from_its_own_bits_and_packets():
+    # 435.946 Mbps / 907.878 Kpps / 8 = 60 B without FCS -> 64 with it
+    assert load("pktgen/ext/pktgen_netmap368_tx.txt").params["frame_size"] == 64
+    # 369.6 Kbps / 33 pps / 8 = 1400 B -> 1404
+    assert load("pktgen/ext/pktgen_netmap102_rx.txt").params["frame_size"] == 1404
+    # Speed line: 6.867 Gbps / 14.307 Mpps / 8 = 60 B -> 64
+    assert load("pktgen/ext/pktgen_netmap536_summary.txt").params["frame_size"] == 64
+
+
+def test_trafgen_frame_size_counts_the_fcs():
+    # 3104472460 bytes / 42527020 packets = 73 B handed to the NIC, 77 on the wire with the FCS
+    p = load("trafgen/ext/trafgen_netdev_mab.txt")
+    assert p.params["frame_size"] == 77 and p.params["cpus"] == 8
+    assert headline(p)[1] == pytest.approx(42527020 / 330.005228)
+
+
+def test_wrk_scheme_from_the_url_it_printed():
+    assert load("wrk/ext/pkb_wrk2_output.txt").params["scheme"] == "https"
+    assert load("wrk/ext/wrk_readme.txt").params["scheme"] == "http"
+    assert "scheme" not in load("wrk/ext/wrk_issue371.txt").params      # no "Running ... @ URL" line

@@ -5,8 +5,9 @@ import pytest
 from conftest import fixture_text
 from nicbench.core.errors import InputError, ToolError
 from nicbench.plan import parse_plan
-from nicbench.studies.storage.analysis import StoragePoint, line_rate_from
-from nicbench.studies.storage.runner import assignment, target_argv
+from nicbench.records import Sample, TrialRecord, TrialSpec, make_tags
+from nicbench.studies.storage.analysis import StoragePoint, line_rate_from, storage_trial
+from nicbench.studies.storage.runner import assignment, interval_samples, target_argv
 from nicbench.tools import fio
 
 
@@ -148,3 +149,83 @@ def test_devices_need_their_transport_and_every_initiator():
 
 def test_a_point_above_its_ceiling_is_flagged():
     assert _pt(4096, 1.03).above_ceiling and not _pt(4096, 1.004).above_ceiling and not _pt(4096, 0.5).above_ceiling
+
+
+def test_status_reports_give_each_job_its_measured_readings():
+    # recorded: two NBD LUNs, ramp 1 s, runtime 3 s, --status-interval=1: the first
+    # report falls in the ramp (counts from the job's start), the last is the final document
+    prog = fio.progress(fixture_text("fio", "3.33", "nbd_read_status_interval.json"))
+    assert sorted(prog) == [("lun0#0", "read"), ("lun1#1", "read")]
+    lun0 = prog[("lun0#0", "read")]
+    assert [r.runtime_ms for r in lun0] == [998, 1999, 2999, 3001]
+    assert lun0[-1].bytes == 487436288 == load("nbd_read_status_interval.json").jobs[0].read.bytes
+    assert {r.anchor_ms for r in lun0[:3]} <= {1795406170658, 1795406170659}
+
+
+def test_numjobs_clones_are_told_apart_and_mixed_ops_kept_apart():
+    prog = fio.progress(fixture_text("fio", "3.33", "nbd_randrw_numjobs2_status_interval.json"))
+    assert sorted(prog) == [("lun0#0", "read"), ("lun0#0", "write"), ("lun0#1", "read"), ("lun0#1", "write")]
+    assert prog[("lun0#1", "write")][-1].bytes == 918487040
+
+
+def test_interval_samples_add_up_to_each_jobs_total_on_its_own_timeline():
+    text = fixture_text("fio", "3.33", "nbd_read_status_interval.json")
+    out = interval_samples(fio.progress(text), "t1", "c1")
+    for i, job in enumerate(load("nbd_read_status_interval.json").jobs):
+        mine = sorted((x for x in out if x.tag("proc") == f"{job.name}#{i}"), key=lambda x: x.t_start)
+        by = [x for x in mine if x.metric == "storage.bytes"]
+        assert sum(x.value for x in by) == job.read.bytes
+        assert sum(x.value for x in mine if x.metric == "storage.ios") == job.read.ios
+        assert all(a.t_end == b.t_start for a, b in zip(by, by[1:], strict=False))       # no gap, no overlap
+        assert by[-1].t_end - by[0].t_start == pytest.approx(job.read.runtime_s, abs=1e-6)
+    # the earliest anchor: a report's time is taken after its counts
+    assert min(x.t_start for x in out if x.tag("proc") == "lun0#0") == pytest.approx(1795406170.658)
+
+
+def _job(proc: str, start: float, rates: list[float], step: float, host: str = "c1") -> list[Sample]:
+    """A job's per-interval samples: ``rates`` MB/s over consecutive ``step`` s intervals."""
+    out = []
+    for k, r in enumerate(rates):
+        a = start + k * step
+        for metric, v in (("storage.bytes", r * 1e6 * step), ("storage.ios", r * 1e6 * step / 4096)):
+            out.append(Sample("t1", metric, v, "bytes" if metric == "storage.bytes" else "count", a, a + step,
+                              make_tags(host=host, op="read", side="initiator", proc=proc)))
+    return out
+
+
+def test_staggered_jobs_sharing_a_link_read_at_the_link_not_above_it():
+    """The audit's 103 %: two jobs on a 100 MB/s link, the second starting
+    0.05 s late.  The first runs alone (100 MB/s) until the second starts,
+    then each gets 50 MB/s; the first ends 0.05 s early and the second has
+    the link alone.  Summing each job's average over its own span says
+    101.7 MB/s; the window they share, less one report interval at each end,
+    says the link's 100."""
+    step, d = 0.25, 0.05
+    # job A: [0, 3]; its first interval holds 0.05 s alone (100) and 0.2 s shared (50)
+    a = _job("lun0#0", 0.0, [(100 * d + 50 * (step - d)) / step] + [50.0] * 11, step)
+    b = _job("lun1#1", d, [50.0] * 11 + [(50 * (step - d) + 100 * d) / step], step, host="c2")
+    rec = TrialRecord(TrialSpec("t1", 0, "storage", "read/4096", 0, {"op": "read", "block_size": 4096}),
+                      "ok", 0.0, 3.1, None, {})
+    t = storage_trial(rec, a + b)
+    sum_of_averages = sum(x.value for x in a + b if x.metric == "storage.bytes") / 1e6 / 3.0
+    assert sum_of_averages == pytest.approx(101.67, abs=0.01)
+    assert t.status == "ok" and t.mb_s == pytest.approx(100.0, rel=1e-9)
+    assert t.per_initiator_mb_s == pytest.approx({"c1": 50.0, "c2": 50.0})
+    assert t.window == pytest.approx((d + step, 3.0 - step))
+    assert t.start_skew_s == pytest.approx(d)
+
+
+def test_jobs_that_never_overlap_fail_the_point_rather_than_invent_a_window():
+    a = _job("lun0#0", 0.0, [100.0] * 4, 0.25)
+    b = _job("lun1#1", 1.2, [100.0] * 4, 0.25)
+    rec = TrialRecord(TrialSpec("t1", 0, "storage", "read/4096", 0, {"op": "read", "block_size": 4096}),
+                      "ok", 0.0, 3.1, None, {})
+    t = storage_trial(rec, a + b)
+    assert t.status == "failed" and "share no measured window" in t.error
+
+
+def test_status_interval_is_an_eighth_of_the_run_between_100_ms_and_1_s():
+    assert [fio.status_ms(d) for d in (1, 2, 3, 5, 8, 60)] == [100, 250, 400, 600, 1000, 1000]
+    a = fio.argv([("lun0", "nbd://h:1")], op="read", pattern="random", block_size=4096, iodepth=1, numjobs=1,
+                 runtime=5, ramp=1, status_ms=600)
+    assert "--status-interval=600ms" in a

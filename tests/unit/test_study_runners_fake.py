@@ -5,6 +5,7 @@ module, test_tcp_runner_fake.py)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from nicbench.run.kit import PointEnv
 from nicbench.studies.https.runner import HttpsRunner
 from nicbench.studies.packets.runner import PacketRunner
 from nicbench.studies.storage.runner import StorageRunner
+from nicbench.tools import fio
 
 HOSTS = """
 [hosts.srv]
@@ -134,9 +136,9 @@ kind = "storage"
 target = "nbd"
 luns = 2
 lun_size = "64M"
-ops = ["write"]
-block_sizes = ["32K"]
-duration = 2
+ops = ["read"]
+block_sizes = ["4K"]
+duration = 3
 ramp = 1
 timeout_margin = 2
 """
@@ -156,8 +158,20 @@ def storage_initiator(argv: list[str]) -> Script:
     if argv[:2] == ["fio", "--enghelp"]:
         return Script("Available IO engines:\n\tnbd\n\tlibaio\n")
     if argv[0] == "fio":
-        return Script(stdout=fixture_text("fio", "3.33", "nbd_write_32k.json"), runtime=3.1)
+        return Script(render=fio_released_at(fixture_text("fio", "3.33", "nbd_read_status_interval.json")),
+                      runtime=4.1)
     return Script()
+
+
+def fio_released_at(text: str, connect: float = 0.004):
+    """The recorded fio output as if released at ``t``: its report times
+    moved so its jobs start measuring ``connect`` s after the 1 s ramp."""
+    first = min(r.anchor_ms for rs in fio.progress(text).values() for r in rs)
+
+    def render(t: float) -> str:
+        shift = round((t + 1 + connect) * 1000) - first
+        return re.sub(r'"timestamp_ms" : (\d+)', lambda m: f'"timestamp_ms" : {int(m[1]) + shift}', text)
+    return render
 
 
 def test_storage_point_runs_one_fio_per_initiator_over_its_own_luns(tmp_path):
@@ -179,10 +193,15 @@ def test_storage_point_runs_one_fio_per_initiator_over_its_own_luns(tmp_path):
     assert "nbd://198.18.0.1:10810" in " ".join(fios["c2"][0].argv)
     written = {s.tag("host"): s.value for s in out.samples if s.metric == "storage.bytes"}
     assert set(written) == {"c1", "c2"} and all(v > 0 for v in written.values())
-    # the samples start at the ramp's end, after each initiator's start stamp
-    starts = {s.tag("host"): s.t_start for s in out.samples if s.metric == "storage.bytes"}
+    assert "--status-interval=400ms" in fios["c1"][0].argv            # a 3 s point: an eighth of it, rounded
+    # each job on its own timeline, from the ramp's end after its host's start stamp
+    starts: dict[str, float] = {}
+    for x in out.samples:
+        if x.metric == "storage.bytes":
+            starts[x.tag("host")] = min(starts.get(x.tag("host"), x.t_start), x.t_start)
     for c, ps in fios.items():
-        assert starts[c] == pytest.approx(ps[0].released_at + 1, abs=0.01)
+        assert starts[c] == pytest.approx(ps[0].released_at + 1.004, abs=0.002)
+    assert {x.tag("proc") for x in out.samples} >= {"lun0#0", "lun1#1"}
     r.stop(e, tmp_path / "storage")
     assert all(p.poll() is not None for p in targets)
 
@@ -294,3 +313,44 @@ def test_a_preflight_error_says_preflight_once_and_names_the_study():
     line = e.value.one_line()
     assert line.startswith("nicbench: preflight: https study: srv: nginx is not installed")
     assert line.count("preflight") == 1
+
+
+def test_https_preflight_catches_an_open_files_limit_too_low_for_the_connections():
+    """The audit's case: ulimit -n 150 with 200 wrk connections surfaced as
+    nginx's 'Too many open files' mid-point."""
+    plan = parse_plan(HTTPS_PLAN.replace("connections = [4]", "connections = [4, 400]"))
+
+    def limited(n):
+        def respond(argv):
+            if argv[:2] == ["sh", "-c"] and argv[2].startswith("ulimit"):
+                return Script(f"{n}\n")
+            return https_client(argv) if argv[0] in ("wrk", "ping") else https_server(argv)
+        return respond
+    hosts = fake_hosts(plan, {"srv": limited(150), "c1": limited(150), "c2": limited(100000)})
+    with pytest.raises(PreflightError) as e:
+        HttpsRunner(plan, hosts).preflight()
+    msg = e.value.message
+    assert "c1: open-files limit is 150, wrk needs 264 for 200 connections" in msg and "c2:" not in msg
+    assert "srv: open-files limit is 150, nginx needs 864 for 400 connections" in msg
+    assert "ulimit -n" in e.value.hint
+
+
+def test_fio_reports_on_another_clock_than_the_start_stamp_fail_the_point(tmp_path):
+    """Both are the host's clock; if they disagree by seconds, the bytes
+    would land in the wrong window, so the point fails and says so."""
+    plan = parse_plan(STORAGE_PLAN)
+    text = fixture_text("fio", "3.33", "nbd_read_status_interval.json")
+
+    def initiator(argv: list[str]) -> Script:
+        if argv[0] == "fio" and argv[1] != "--enghelp" and argv[1] != "--version":
+            return Script(render=fio_released_at(text, connect=7.0), runtime=4.1)
+        return storage_initiator(argv)
+    hosts = fake_hosts(plan, {"srv": storage_target, "c1": initiator, "c2": initiator})
+    r = StorageRunner(plan, hosts)
+    r.preflight()
+    e = env(tmp_path)
+    r.start(e, tmp_path / "storage")
+    out = r.trial(e, trials(plan)[0], tmp_path / "t")
+    r.stop(e, tmp_path / "storage")
+    assert out.record.status == "failed" and "outside the 4 s it was given" in out.record.error
+    assert "timestamp_ms" in out.record.error

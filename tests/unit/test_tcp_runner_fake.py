@@ -236,3 +236,65 @@ def test_an_engine_older_than_nicbench_runs_is_refused_at_preflight_with_the_rea
     assert "c1: iperf3 3.9 is older than 3.10" in msg and "garbled JSON" in msg
     assert "c2: iperf3 3.10.1 is older than 3.11" in msg and "#952" in msg      # bidir asked
     assert "srv:" not in msg
+
+
+def test_established_peers_from_a_recorded_tcp_table():
+    from nicbench.run.procnet import established_peers
+    text = fixture_text("proc", "net_tcp_established.txt")
+    assert established_peers(text, 5201) == [("198.18.7.1", 40123)]
+    assert established_peers(text, 40123) == [("127.0.0.1", 5201)]
+    assert established_peers("garbage\n 0: zz:zz yy:yy 01\n", 5201) == []
+
+
+def test_a_server_held_by_another_peer_is_named_when_the_point_hangs(tmp_path):
+    """The audit's case: an idle peer holding the one-off iperf3 server failed
+    points with 'the path may be stalled'."""
+    plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(hang=True))
+    ctx = TcpContext(ctx.study, "srv", ctx.clients, ctx.transports, {**ctx.addresses, "srv": "198.18.0.1"}, INFO)
+    table = fixture_text("proc", "net_tcp_established.txt")
+    real_read = servers["c1"].read_text
+
+    def read(path):
+        first = servers["c1"].spawned[0].pid if servers["c1"].spawned else None
+        if path == f"/proc/{first}/net/tcp":
+            return real_read(path).rstrip("\n") + "\n" + table.splitlines()[3] + "\n"   # 198.18.7.1 -> :5201
+        return real_read(path)
+    servers["c1"].read_text = read
+    rec, _, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
+    assert rec.status == "failed"
+    assert "the engine server on c1:5201 is busy with another peer, 198.18.7.1:40123" in rec.error
+
+
+def test_a_host_that_is_gone_is_named_when_the_point_hangs(tmp_path):
+    plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(hang=True))
+    servers["c1"].gone = True
+    rec, _, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
+    assert rec.status == "failed" and "c1 is unreachable" in rec.error and "path may be stalled" not in rec.error
+
+
+def test_a_lost_client_makes_the_point_partial_and_keeps_the_survivors(tmp_path):
+    """The audit's case: one client's engine server killed mid-point failed the
+    point with 0 samples, the other client's complete data left in raw files."""
+    from nicbench.studies.tcp.analysis import point_stats, trial_result
+
+    def per_client(argv):
+        target = argv[argv.index("-c") + 1]
+        if target == "198.18.0.3":        # c2's engine server was killed: iperf3 says so and exits 1
+            return Script(stdout=fixture_text("iperf3", "3.12", "err_killed.json"), returncode=1, runtime=1.0)
+        return Script(stdout=fixture_text("iperf3", "3.12", "tx_p2.json"), runtime=3.01)
+    plan, ctx, *_ = make_ctx(tmp_path, per_client)
+    rec, samples, raws = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
+    assert rec.status == "partial" and rec.error.startswith("partial: c2:5201 lost: iperf3 to c2:5201 exited 1")
+    assert set(rec.meta["lost"]) == {"c2:5201"}
+    assert {s.tag("host") for s in samples if s.metric == "tcp.bytes"} == {"c1"}      # the survivor's data
+    r = trial_result(rec, samples, plan.study.trim)
+    assert r.status == "partial" and r.gbps is not None and r.clients_used == 1
+    [p] = point_stats([r])
+    assert p.survivors_only and p.n_partial == 1 and p.n_ok == 0 and p.median == pytest.approx(r.gbps)
+
+
+def test_every_client_lost_is_a_failed_point(tmp_path):
+    plan, ctx, *_ = make_ctx(tmp_path, lambda argv: Script(stdout=fixture_text("iperf3", "3.12", "err_killed.json"),
+                                                           returncode=1, runtime=1.0))
+    rec, samples, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
+    assert rec.status == "failed" and "c1:5201" in rec.error and "c2:5201" in rec.error

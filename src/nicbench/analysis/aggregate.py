@@ -55,10 +55,13 @@ def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
 
 
 def aggregate(samples: Iterable[Sample], *, direction: str, side: str = "receiver",
-              trim: float = 0.0, metric: str = "tcp.bytes", bin_s: float = 1.0) -> DirectionAggregate:
+              trim: float = 0.0, metric: str = "tcp.bytes", bin_s: float = 1.0,
+              along: str = "direction") -> DirectionAggregate:
+    """``direction`` is matched against the samples' ``along`` tag (the
+    storage study's ``op``)."""
     procs: dict[tuple[str, str], list[Sample]] = defaultdict(list)
     for s in samples:
-        if (s.metric == metric and s.tag("direction") == direction and s.tag("side") == side
+        if (s.metric == metric and s.tag(along) == direction and s.tag("side") == side
                 and s.tag("omitted", "0") != "1" and s.t_end > s.t_start):
             procs[(s.tag("host") or "?", s.tag("proc") or "?")].append(s)
     if not procs:

@@ -1,138 +1,275 @@
-"""``nicbench import``: outputs a user ran by hand become a run like any other."""
+"""``nicbench import``: outputs run by hand or by other harnesses become runs
+like any other -- one per study their files belong to -- read by the
+study's own analysis and report, and comparable with lab runs.
+
+The front end of :mod:`nicbench.importers` (parse, group, write) and the
+studies' import adapters (through the registry).  Before anything is
+written, every trial is analysed in memory by its study: a file that yields
+no valid point is an error, and the store is left untouched.
+"""
 
 from __future__ import annotations
 
 import shutil
+import statistics
 import time
+from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
 from .. import __version__
-from ..core.errors import InputError, NicbenchError
+from ..core.errors import InputError
 from ..core.units import UnitError, parse_size
-from ..plan.matrix import point_key
-from ..records import RawOutput, RunInfo, Sample, TrialRecord, TrialSpec, make_tags
-from ..store.runs import RunWriter, new_run_id
-from ..tools import iperf2, iperf3
-from ..tools.base import FlowInterval
-from .options import emit, json_option, refuse_unused, store_dir, store_option
+from ..importers import HINTS, ParsedFile, parse_file, points
+from ..importers.adapt import ImportedRun, ImportOptions
+from ..importers.detect import FORMATS, TOOLS
+from ..importers.group import group
+from ..importers.headline import headline
+from ..importers.write import SourceFile, provenance, read_source, records, write_run
+from ..records import RunInfo, Sample, TrialRecord
+from ..report.view import RunView, StoredRun
+from ..store.runs import new_run_id
+from ..studies.registry import STUDIES, importer_for
+from .options import emit, json_option, store_dir, store_option
 
-DIR = {"fwd": "tx", "rev": "rx"}
+# what a kind of result needs when no study of this nicbench imports it yet
+_NO_STUDY = {"udp": "UDP results need the UDP study, which this nicbench does not have yet",
+             "rr": "request/response results (netperf *_RR) need the latency study, which this nicbench "
+                   "does not have yet"}
 
 
-def _samples(tid: str, host: str, proc: str, anchor: float | None, ivs: Sequence[FlowInterval]) -> list[Sample]:
+@dataclass(frozen=True)
+class _Run:
+    """One study's import, made and checked, not yet written."""
+
+    study: str
+    info: RunInfo
+    imported: ImportedRun
+    trials: list[tuple[TrialRecord, list[Sample]]]
+    files: dict[str, list[tuple[ParsedFile, SourceFile]]]      # trial id -> its files
+    figures: list[dict[str, Any]]
+
+
+def _force(args: list[str], as_: str | None) -> tuple[str | None, list[str]]:
+    """``--as``, or the old positional tool name (``nicbench import iperf3 FILE``)
+    when the first argument names a tool and is not a file."""
+    if args and (args[0] in TOOLS or args[0] in FORMATS) and not Path(args[0]).exists():
+        if as_ and as_ != args[0]:
+            raise InputError(f"the tool is given twice: {args[0]!r} and --as {as_!r}", where="import",
+                             hint="give it once, with --as")
+        return args[0], args[1:]
+    if as_ is not None and as_ not in TOOLS and as_ not in FORMATS:
+        raise InputError(f"unknown format {as_!r}", where="--as",
+                         hint=f"a tool ({', '.join(sorted(TOOLS))}) or a format ({', '.join(FORMATS)})")
+    return as_, args
+
+
+def _read(args: Sequence[str]) -> list[SourceFile]:
+    if not args:
+        raise InputError("no files given", where="import", hint="nicbench import FILE... (nicbench import --help)")
+    seen: dict[Path, str] = {}
+    for a in args:
+        p = Path(a).expanduser().absolute()
+        if p in seen:
+            raise InputError(f"given twice (also as {seen[p]})", where=a, hint="give each file once")
+        seen[p] = a
+    sources = [read_source(a) for a in args]
+    digests: dict[str, str] = {}
+    for s in sources:
+        if s.sha256 in digests:
+            raise InputError(f"same content as {digests[s.sha256]}: one measurement imported twice would count "
+                             "twice", where=s.given, hint="give each measurement once")
+        digests[s.sha256] = s.given
+    return sources
+
+
+def _check(study: str, info: RunInfo, trials: list[tuple[TrialRecord, list[Sample]]],
+           files: dict[str, list[tuple[ParsedFile, SourceFile]]]) -> list[dict[str, Any]]:
+    """The study's own analysis of the trials, before anything is written: a
+    trial it rejects is an error naming its files; returns each point's figure."""
+    view = STUDIES[study].view
+    stored = StoredRun(Path(info.run_id), info, {}, [r for r, _ in trials], {r.spec.trial_id: s for r, s in trials},
+                       ())
+    analysed = view.analyse(stored)
+    for t in analysed.trials:
+        if t.status not in ("ok", "partial"):
+            fs = files.get(t.trial_id, [])
+            fmt = fs[0][0].format if fs else ""
+            raise InputError(f"no valid {study} point ({t.point}): {t.error or 'rejected by the analysis'}",
+                             where=", ".join(dict.fromkeys(src.given for _, src in fs)) or study,
+                             hint=f"the {study} study rejects it as it would a lab run's point; "
+                                  f"{HINTS.get(fmt, 'check the files')}")
+    rv = RunView(stored.run_dir, info, {}, analysed.trials, analysed.points, stored.link, ())
+    cv = view.compare_values(rv)
     out = []
-    for iv in ivs:
-        t0 = iv.abs_start if iv.abs_start is not None else (anchor or 0.0) + iv.start
-        tags = make_tags(host=host, proc=proc, direction=DIR[iv.flow], side=iv.side,
-                         omitted=1 if iv.omitted else 0, streams=iv.streams)
-        out.append(Sample(tid, "tcp.bytes", float(iv.bytes), "bytes", t0, t0 + iv.end - iv.start, tags))
-        if iv.retransmits is not None:
-            out.append(Sample(tid, "tcp.retransmits", float(iv.retransmits), "count", t0,
-                              t0 + iv.end - iv.start, tags))
+    for point, vals in cv.values.items():
+        out.append({"point": point, "metric": cv.metric, "value": statistics.median(vals), "repeats": len(vals)})
     return out
 
 
-def import_files(tool: str, files: list[Path], *, store: Path, name: str, role: str | None,
-                 io_size: int | None, connections: int | None, together: bool,
-                 port: int | None = None) -> tuple[str, Path, int]:
-    if not files:
-        raise InputError("no files given", where="import", hint="nicbench import iperf3 out1.json out2.json")
-    parsed: list[tuple[Path, dict[str, Any], float | None, Sequence[FlowInterval]]] = []
-    for f in files:
-        try:
-            text = f.read_text(errors="replace")
-        except OSError as e:
-            raise InputError(f"cannot read: {e}", where=str(f)) from None
-        try:
-            if tool == "iperf3":
-                rep = iperf3.parse(text)
-                if rep.error:
-                    raise InputError(f"the iperf3 run failed: {rep.error}", where=str(f),
-                                     hint="import only successful runs")
-                d = "bidir" if rep.bidir else "rx" if rep.reverse else "tx"
-                params: dict[str, Any] = {"direction": d, "connections": connections or rep.num_streams or 1,
-                          "io_size": io_size or rep.blksize, "engine": "iperf3"}
-                parsed.append((f, params, float(rep.timesecs or 0), rep.intervals))
-            else:
-                if role not in ("client", "server"):
-                    raise InputError("iperf2 CSV does not say which end wrote it", where=str(f),
-                                     hint="pass --role client or --role server")
-                rep2 = iperf2.parse(text, role=role, server_port=port)  # type: ignore[arg-type]
-                flows = {iv.flow for iv in rep2.intervals}
-                d = "bidir" if flows == {"fwd", "rev"} else "rx" if flows == {"rev"} else "tx"
-                streams = max((iv.streams for iv in rep2.intervals), default=1)
-                params = {"direction": d, "connections": connections or streams, "io_size": io_size,
-                          "engine": "iperf2"}
-                parsed.append((f, params, None, rep2.intervals))
-        except NicbenchError as e:
-            if isinstance(e, InputError):
-                raise
-            raise InputError(e.message, where=str(f), hint=e.hint) from None
-        except (KeyError, TypeError, ValueError) as e:
-            raise InputError(f"not {tool} output nicbench understands ({type(e).__name__}: {e})",
-                             where=str(f), hint="iperf3 files need -J; iperf2 files need -y C") from None
-    run_id = new_run_id(name)
-    info = RunInfo(run_id, name, "tcp", time.time(), "", "import", __version__,
-                   {"imported_from": [str(f) for f in files], "engine": tool, "trim": 0.0})
-    w = RunWriter.create(store, info)
-    groups = [parsed] if together else [[p] for p in parsed]
-    seen: dict[str, int] = {}
-    for i, group in enumerate(groups):
-        params = group[0][1]
-        io = params["io_size"]
-        point = point_key(params["direction"], int(params["connections"]), int(io)) if io \
-            else f"{params['direction']}/c{params['connections']}"
-        rep_n = seen.get(point, 0)
-        seen[point] = rep_n + 1
-        tid = f"t{i + 1:04d}"
-        spec = TrialSpec(tid, i, "tcp", point, rep_n, params)
-        samples: list[Sample] = []
-        raws = []
-        for f, _p, anchor, ivs in group:
-            dest = w.raw_dir(tid) / f.name
-            shutil.copyfile(f, dest)
-            raws.append(RawOutput(tid, f.stem, role or "client", tool, "stdout", w.rel(dest)))
-            # iperf3 stamps only whole seconds: files run together are taken as
-            # started together rather than misaligned by up to a second
-            samples += _samples(tid, f.stem, "0", 0.0 if together else anchor, ivs)
-        ts = [s.t_start for s in samples] or [0.0]
-        w.write_trial(TrialRecord(spec, "ok", min(ts), max(s.t_end for s in samples) if samples else 0.0,
-                                  None, {"imported": [str(g[0]) for g in group]}), samples, raws)
-    w.finish("done", ok=len(groups), failed=0)
-    return run_id, w.run_dir, len(groups)
+def _prepare(kind: str, items: list[tuple[SourceFile, ParsedFile, ParsedFile]], *, together: bool,
+             options: ImportOptions, name: str, several: bool, now: float, forced: bool) -> _Run:
+    """One study's run of the files of ``kind`` (each file with its parsed
+    whole and one of its points), made and checked by the study's analysis."""
+    found = importer_for(kind)
+    if found is None:
+        raise InputError(_NO_STUDY.get(kind, f"no study imports {kind} results"),
+                         where=", ".join(dict.fromkeys(src.given for src, _, _ in items)),
+                         hint="import the other files on their own")
+    study, adapter = found
+    imported = adapter.adapt(group([q for _, _, q in items], together), options)
+    trials = records(study, imported)
+    src_of = {id(q): (src, p) for src, p, q in items}
+    files = {rec.spec.trial_id: [(q, src_of[id(q)][0]) for q in t.files]
+             for (rec, _), t in zip(trials, imported.trials, strict=True)}
+    points_of: dict[str, list[str]] = defaultdict(list)
+    for (rec, _), t in zip(trials, imported.trials, strict=True):
+        for q in t.files:
+            points_of[src_of[id(q)][0].given].append(rec.spec.point)
+    seen: set[str] = set()
+    prov = []
+    for src, p, _ in items:
+        if src.given not in seen:
+            seen.add(src.given)
+            prov.append(provenance(src, p, forced, list(dict.fromkeys(points_of[src.given]))))
+    warnings = [f"{t.point}: {n}" for t in imported.trials for n in t.notes]
+    run_name = f"{name}-{study}" if several else name
+    info = RunInfo(new_run_id(run_name, now), run_name, study, now, "", "import", __version__,
+                   {**imported.meta, "imported": prov, "warnings": list(dict.fromkeys(warnings))})
+    return _Run(study, info, imported, trials, files, _check(study, info, trials, files))
 
 
 @click.command("import")
-@click.argument("tool", type=click.Choice(["iperf3", "iperf2"]))
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@store_option
-@click.option("--name", default="imported", show_default=True, help="Run name.")
+@click.argument("files", nargs=-1, metavar="FILE...")
+@click.option("--as", "as_", default=None, metavar="FORMAT",
+              help="Read every file as this tool or format instead of detecting it: "
+                   f"{', '.join(sorted(TOOLS))}, or {', '.join(FORMATS)}.")
 @click.option("--role", type=click.Choice(["client", "server"]), default=None,
-              help="iperf2: which end wrote the CSV (required for iperf2).")
-@click.option("--io-size", default=None, help="Label points with this IO size (iperf2 CSV lacks it).")
-@click.option("--connections", type=int, default=None, help="Label points with this connection count.")
-@click.option("--together", is_flag=True, help="The files are parallel clients of one point.")
-@click.option("--port", type=int, default=None, help="iperf2: the server port, when the CSV cannot tell.")
+              help="Which end wrote the files, for outputs that do not say (iperf 2 CSV).")
+@click.option("--together", is_flag=True, help="All files are one point, run in parallel.")
+@click.option("--io-size", default=None, metavar="SIZE",
+              help="IO (or block) size of points whose files do not say it, e.g. 128K.")
+@click.option("--name", default="imported", show_default=True, help="Run name.")
+@store_option
 @json_option
 @click.pass_context
-def import_(ctx: click.Context, tool: str, files: tuple[Path, ...], store: Path | None, name: str,
-            role: str | None, io_size: str | None, connections: int | None, together: bool,
-            port: int | None) -> None:
-    """Ingest iperf3 -J JSON or iperf2 -y C CSV files run by hand into a new run."""
-    for opt in ("role", "port"):
-        refuse_unused(ctx, opt, tool == "iperf2", "applies to iperf2 CSV only: iperf3's JSON says which end "
-                      "wrote it and its port", "leave it out for iperf3")
-    io = None
+def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: str | None, together: bool,
+            io_size: str | None, name: str, store: Path | None) -> None:
+    """Turn outputs of iperf3, iperf 2, fio, wrk/wrk2, netmap pkt-gen, trafgen
+    and netperf, run by hand or by other harnesses, into runs with the same
+    report as nicbench's own, comparable with them (nicbench compare).
+
+    Each file's format is detected and said (--as forces one; the old form
+    'nicbench import iperf3 FILE...' still works).  iperf3 -J or text, iperf
+    2 -y C or text, fio JSON, wrk text, pkt-gen and trafgen console output,
+    netperf output.
+
+    \b
+    Grouping: files of one point run in parallel (several clients, several
+    ports, both ends of one test) are imported together as one point; files
+    of different points or repeats are told apart from what they contain --
+    direction, streams, IO size, and their clocks (files of the same point
+    that did not overlap in time are repeats).  Files without a clock (text
+    outputs) of the same point are taken as run together.  --together forces
+    every file into one point.
+
+    Files of different kinds (TCP, storage, HTTP, packets) become one run
+    per study.  Nothing is written unless every file yields a valid point.
+    UDP and request/response results (netperf *_RR) wait for their studies.
+    """
+    force, args = _force(list(files), as_)
+    options = ImportOptions()
     if io_size is not None:
         try:
-            io = parse_size(io_size)
+            options = ImportOptions(io_size=parse_size(io_size))
         except UnitError as e:
             raise InputError(str(e), where="--io-size") from None
-    run_id, run_dir, n = import_files(tool, list(files), store=store_dir(store), name=name, role=role,
-                                      io_size=io, connections=connections, together=together, port=port)
-    emit(ctx, {"run_id": run_id, "run_dir": str(run_dir), "trials": n},
-          f"imported {n} trial(s) as run {run_id}\nnicbench report {run_id} renders it")
+    sources = _read(args)
+    parsed = [(src, parse_file(src.text, src.given, force=force, role=role)) for src in sources]  # type: ignore[arg-type]
+    by_kind: dict[str, list[tuple[SourceFile, ParsedFile, ParsedFile]]] = defaultdict(list)
+    for src, p in parsed:
+        for q in points(p):
+            by_kind[q.kind].append((src, p, q))
+    now = time.time()
+    runs = [_prepare(kind, items, together=together, options=options, name=name, several=len(by_kind) > 1,
+                     now=now, forced=force is not None) for kind, items in by_kind.items()]
+    st = store_dir(store)
+    written: list[Path] = []
+    try:
+        for r in runs:
+            written.append(write_run(st, r.info, r.trials, r.files))
+    except BaseException:
+        for d in written:            # all or nothing: a later run failing to write takes the earlier ones back
+            shutil.rmtree(d, ignore_errors=True)
+        raise
+    emit(ctx, _json(parsed, runs, written, force), _text(parsed, runs, force))
+
+
+def _file_line(src: SourceFile, p: ParsedFile, forced: bool, study: str | None) -> tuple[str, list[dict[str, Any]]]:
+    heads: list[dict[str, Any]] = []
+    for q in points(p):
+        lb, v, unit = headline(q)
+        heads.append({"label": lb, "value": v, "unit": unit})
+    how = "as asked" if forced else "detected"
+    figs = "; ".join(f"{_scaled(h['value'], h['unit'])} ({h['label']})" for h in heads)
+    return (f"{src.given}: {p.format} ({how}), {p.tool} {p.version or '(version not in the file)'}, "
+            f"{p.role or 'role not in the file'} -> {study} study; the file says {figs}"), heads
+
+
+def _scaled(v: float, unit: str) -> str:
+    """A figure with a decimal prefix: 17.0305 Gbit/s, 132.492 MB/s, 909.093 kpps."""
+    for k, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= k and unit in ("bit/s", "B/s", "pps"):
+            return f"{v / k:.6g} {prefix}{unit if unit != 'B/s' else 'B/s'}"
+    return f"{v:.6g} {unit}"
+
+
+def _study_of(p: ParsedFile, runs: Sequence[_Run]) -> _Run:
+    return next(r for r in runs if any(f["name"] == p.name for f in r.info.meta["imported"]))
+
+
+def _text(parsed: list[tuple[SourceFile, ParsedFile]], runs: list[_Run], force: str | None) -> str:
+    lines = [_file_line(src, p, force is not None, _study_of(p, runs).study)[0] for src, p in parsed]
+    if len(runs) > 1:
+        lines.append(f"the files hold {len(runs)} kinds of results: one run each "
+                     f"({', '.join(r.study for r in runs)})")
+    for r in runs:
+        n_pts = len({rec.spec.point for rec, _ in r.trials})
+        lines.append(f"run {r.info.run_id}: {r.study} study, {n_pts} point(s), {len(r.trials)} trial(s)")
+        basis = {t.point: t.basis for t in r.imported.trials if t.basis}
+        for f in r.figures:
+            rep = f"{f['repeats']} repeats, median" if f["repeats"] > 1 else "1 repeat"
+            b = basis.get(f["point"].removesuffix(" (sent)"))
+            # a figure not taken as the study's runner takes it: its unit, then how it was taken
+            metric = f["metric"].split(" (")[0].removesuffix(" sent").removesuffix(" received") if b else f["metric"]
+            lines.append(f"  {f['point']}: {metric} {f['value']:.6g} ({rep})" + (f" -- {b}" if b else ""))
+        for w in r.info.meta["warnings"]:
+            lines.append(f"  note: {w}")
+        lines.append(f"  nicbench report {r.info.run_id} renders it")
+    return "\n".join(lines)
+
+
+def _json(parsed: list[tuple[SourceFile, ParsedFile]], runs: list[_Run], written: list[Path],
+          force: str | None) -> dict[str, Any]:
+    files = []
+    for src, p in parsed:
+        r = _study_of(p, runs)
+        _, heads = _file_line(src, p, force is not None, r.study)
+        files.append({"name": src.given, "format": p.format, "format_forced": force is not None, "tool": p.tool,
+                      "version": p.version, "role": p.role, "kind": p.kind, "study": r.study,
+                      "run_id": r.info.run_id, "headline": heads, "notes": list(p.notes),
+                      "dropped": list(p.dropped)})
+    out: dict[str, Any] = {
+        "files": files,
+        "runs": [{"run_id": r.info.run_id, "run_dir": str(d), "study": r.study, "trials": len(r.trials),
+                  "points": r.figures, "notes": r.info.meta["warnings"],
+                  "basis": {t.point: t.basis for t in r.imported.trials if t.basis}}
+                 for r, d in zip(runs, written, strict=True)],
+        "run_ids": [r.info.run_id for r in runs]}
+    if len(runs) == 1:
+        out["run_id"], out["run_dir"] = runs[0].info.run_id, str(written[0])
+    return out

@@ -47,22 +47,26 @@ def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_r
     # the analysis has the last word: a point whose tools succeeded can still be
     # rejected (a window too short to trust, a process without receiver data)
     rejected = [t for t in view.trials if t.status != "ok" and t.error and t.problems]
-    failed = sum(t.status != "ok" for t in view.trials)
-    ok = len(view.trials) - failed
+    partial = sum(t.status == "partial" for t in view.trials)
+    failed = sum(t.status not in ("ok", "partial") for t in view.trials)
+    ok = len(view.trials) - failed - partial
     data = {"run_id": outcome.run_id, "run_dir": str(outcome.run_dir), "status": outcome.status,
-            "points_ok": ok, "points_failed": failed, "rejected_by_analysis": len(rejected),
+            "points_ok": ok, "points_failed": failed, "points_partial": partial,
+            "rejected_by_analysis": len(rejected), "hosts_unreachable": dict(outcome.unreachable),
             "report": str(report) if report else None, "warnings": list(outcome.warnings)}
     if not ctx.obj.get("json"):
         echo_table(points_table(s.view.rows(view), s.view.headline, title=f"{p.name}: results"))
     lines = [f"run {outcome.run_id}: {ok} points ok, {failed} failed"
+             + (f", {partial} partial (survivors only)" if partial else "")
              + (f" ({len(rejected)} rejected by the analysis)" if rejected else "")]
+    lines += [f"host {h}: unreachable from point {p} on" for h, p in outcome.unreachable.items()]
     lines += [f"rejected: {t.point}: {t.error}" for t in rejected]
     lines += [f"warning: {w}" for w in outcome.warnings]
     if report:
         lines.append(f"report: {report}")
     emit(ctx, data, "\n".join(lines))
-    if failed:
-        raise PointsFailed(f"{failed} point(s) failed; the others are stored and reported",
+    if failed or partial:
+        raise PointsFailed(f"{failed + partial} point(s) failed or partial; the others are stored and reported",
                            where=str(outcome.run_dir), hint="see 'Failed points' in the report")
 
 

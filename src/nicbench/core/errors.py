@@ -22,7 +22,8 @@ class NicbenchError(Exception):
         self.hint = hint
 
     def one_line(self) -> str:
-        where = f"{self.where}: " if self.where else ""
+        # "preflight: preflight:" said nothing twice: a where that only repeats the kind is left out
+        where = f"{self.where}: " if self.where and self.where != self.kind else ""
         hint = f" (hint: {self.hint})" if self.hint else ""
         text = f"nicbench: {self.kind}: {where}{self.message}{hint}"
         return " ".join(text.split())  # tool stderr tails may carry newlines

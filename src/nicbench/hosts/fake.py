@@ -28,6 +28,7 @@ class Script:
     hang: bool = False                  # never exits until stopped
     listen: int | tuple[int, ...] | None = None   # port(s) shown as LISTEN in /proc/PID/net/tcp6
     runtime: float = 0.0                # seconds from release to the exit stamp (gated)
+    render: Callable[[float], str] | None = None   # stdout made from the release time (tools that print times)
 
 
 _pids = itertools.count(40000)
@@ -54,7 +55,8 @@ class FakeProcess:
             self._finish_output()
 
     def _finish_output(self) -> None:
-        self.stdout_path.write_text(self.script.stdout)
+        render = self.script.render
+        self.stdout_path.write_text(render(self.released_at or time.time()) if render else self.script.stdout)
         with open(self.stderr_path, "a") as f:
             f.write(self.script.stderr)
             if self.gated and not self.script.hang:
@@ -97,6 +99,7 @@ class FakeTransport:
     files: dict[str, str] = field(default_factory=dict)
     counters: Callable[[], str] | None = None    # what /proc/.../net/dev shows, read after read
     net_dev_fallback_reads: int = 0
+    gone: bool = False                           # the host became unreachable
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return list(argv)
@@ -121,6 +124,9 @@ class FakeTransport:
 
     def fd_links(self, pid: int) -> list[str]:
         return [f"socket:[{pid}]"] if any(p.pid == pid and p.script.listen for p in self.spawned) else []
+
+    def alive(self) -> bool:
+        return not self.gone
 
     def put_file(self, local: Path, text: str) -> str:
         """Like a host of its own: the run keeps ``local``, the "host" a copy of its own."""

@@ -81,6 +81,15 @@ def read_output(p: Path) -> str:
     return text[i + len(BEGIN_MARK):] if i >= 0 else text
 
 
+_OWN_MARKS = (READY_MARK, GATE_MARK.strip(), END_MARK.strip(), "nicbench-pid ")
+
+
+def tool_stderr(p: Path) -> str:
+    """A tool's stderr without the start gate's and the SSH wrapper's own
+    lines: what the tool itself said, for error messages."""
+    return "\n".join(ln for ln in read_output(p).splitlines() if not ln.startswith(_OWN_MARKS))
+
+
 @dataclass(frozen=True)
 class CommandResult:
     host: str
@@ -144,6 +153,10 @@ class Transport(Protocol):
     def fd_links(self, pid: int) -> list[str]: ...
 
     def wrap(self, argv: Sequence[str]) -> list[str]: ...
+
+    def alive(self) -> bool:
+        """Can the host still be reached (its namespace exists, its SSH connection is up)?"""
+        ...
 
     def put_file(self, local: Path, text: str) -> str:
         """``text`` where this host's tools can read it; its path there.  Always
@@ -299,6 +312,9 @@ class LocalTransport:
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
 
+    def alive(self) -> bool:
+        return True
+
     def put_file(self, local: Path, text: str) -> str:
         """This machine's file system is the host's: the run's own copy is read in place."""
         local.parent.mkdir(parents=True, exist_ok=True)
@@ -348,6 +364,9 @@ class NetnsTransport(LocalTransport):
             raise PreflightError(f"command not found: {argv[0]}", where=self.host,
                                  hint="run the set-up command in README.md to install the tools")
         return r
+
+    def alive(self) -> bool:
+        return os.path.exists(f"/run/netns/{self.netns}")
 
     def read_text(self, path: str) -> str:
         if path.startswith("/proc/") and path.split("/")[2].isdigit():

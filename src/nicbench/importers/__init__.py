@@ -14,12 +14,18 @@ from . import fio_json, iperf2_csv, iperf2_text, iperf3_json, iperf3_text, netpe
 from .detect import detect
 from .model import ParsedFile, Role
 
-__all__ = ["ParsedFile", "PARSERS", "detect", "parse_file"]
+__all__ = ["HINTS", "ParsedFile", "PARSERS", "detect", "parse_file", "points"]
 
 PARSERS: dict[str, Callable[[str, str], ParsedFile]] = {
     "iperf3-json": iperf3_json.parse, "iperf3-text": iperf3_text.parse, "iperf2-csv": iperf2_csv.parse,
     "iperf2-text": iperf2_text.parse, "fio-json": fio_json.parse, "wrk-text": wrk_text.parse,
     "pktgen-text": pktgen.parse, "trafgen-text": trafgen_text.parse, "netperf-text": netperf_text.parse}
+
+# per format, how to produce a file nicbench can use in full (for error hints)
+HINTS: dict[str, str] = {
+    "iperf3-json": iperf3_json.HINT, "iperf3-text": iperf3_text.HINT, "iperf2-csv": iperf2_csv.HINT,
+    "iperf2-text": iperf2_text.HINT, "fio-json": fio_json.HINT, "wrk-text": wrk_text.HINT, "wrk-lua": wrk_text.HINT,
+    "pktgen-text": pktgen.HINT, "trafgen-text": trafgen_text.HINT, "netperf-text": netperf_text.HINT}
 
 
 def parse_file(text: str, name: str, force: str | None = None, role: Role | None = None) -> ParsedFile:
@@ -41,3 +47,10 @@ def parse_file(text: str, name: str, force: str | None = None, role: Role | None
         raise InputError(f"{fmt}: the file is damaged or not {fmt} output ({type(e).__name__}: {str(e)[:120]})",
                          where=name, hint="check that the file is complete; re-run the tool if it was cut off") \
             from None
+
+
+def points(p: ParsedFile) -> list[ParsedFile]:
+    """The points one parsed file holds: itself, or (a fio document whose job
+    groups ran one after another) one file per group."""
+    inner = p.extra.get("points")
+    return list(inner) if inner else [p]

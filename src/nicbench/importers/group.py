@@ -22,13 +22,29 @@ class Group:
     files: tuple[ParsedFile, ...]
 
 
+def engine_direction(p: ParsedFile) -> str | None:
+    """A traffic file's direction as the engine's client sees it (tx = the
+    client sent, the studies' "tx"): a server's file says the opposite of
+    its own process (it received the client's tx)."""
+    d = p.params.get("direction")
+    if p.kind in ("tcp", "udp") and p.role == "server" and d in ("tx", "rx"):
+        return "rx" if d == "tx" else "tx"
+    return str(d) if d is not None else None
+
+
 def point_key(p: ParsedFile) -> str:
-    """What makes two files the same point: tool, kind, direction, streams, size, op."""
+    """What makes two files the same point: tool, kind, direction (the
+    engine client's, so both ends of one test agree), streams, size, op; a
+    packet point's sender and receiver files share it (no direction, no
+    port); a fio job group is its own point."""
     pr = p.params
-    parts = [p.tool, p.kind, str(pr.get("direction") or pr.get("op") or pr.get("test") or "")]
-    for k in ("streams", "io_size", "bs", "connections", "protocol"):
+    what = "" if p.kind == "packets" else engine_direction(p) or pr.get("op") or pr.get("test") or ""
+    parts = [p.tool, p.kind, str(what)]
+    for k in ("streams", "io_size", "block_size", "bs", "connections", "protocol", "frame_size"):
         if pr.get(k) is not None:
             parts.append(f"{k}={pr[k]}")
+    if "group" in p.extra:
+        parts.append(f"group={p.extra['group']}")
     return "/".join(parts)
 
 

@@ -17,6 +17,9 @@ from .model import ParsedFile
 
 
 def _one(p: ParsedFile) -> tuple[str, float, str]:
+    if p.extra.get("points"):
+        raise InputError(f"the file holds {len(p.extra['points'])} points that ran one after another: "
+                         "no one figure", where=p.name, hint="take the headline of each of points(file)")
     t = p.totals
     if p.kind in ("tcp", "udp"):
         if "bps" in t:

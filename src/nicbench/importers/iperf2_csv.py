@@ -35,10 +35,10 @@ def parse(text: str, name: str, *, role: Role | None = None, server_port: int | 
     lines = tool.parse_lines(text, strict=False, skipped=skipped)
     if not lines:
         raise InputError("no iperf2 CSV report lines", where=name, hint=HINT)
-    role = role or role_of(text, lines)
+    role = role_of(text, lines) or role          # the file's own word first, then the caller's
     if role is None:
         raise InputError("iperf2 CSV does not say which end wrote it", where=name,
-                         hint="pass the role (client or server) of the iperf process that wrote it")
+                         hint="say which end wrote it: nicbench import --role client (or --role server) FILE")
     try:
         rep = tool.parse(text, role=role, server_port=server_port, strict=False)
     except ToolError as e:
@@ -76,4 +76,5 @@ def parse(text: str, name: str, *, role: Role | None = None, server_port: int | 
               "protocol": kind.upper(), "engine": "iperf2", "server_port": rep.server_port}
     return traffic.build(name=name, fmt=FORMAT, tool="iperf2", version=None, role=role, kind=kind,  # type: ignore[arg-type]
                          params=params, intervals=rep.intervals, totals=totals,
-                         start=min(starts) if starts else None, host=name, notes=notes, dropped=dropped, hint=HINT)
+                         start=min(starts) if starts else None, host=name, notes=notes, dropped=dropped, hint=HINT,
+                         pairs=[(ln.sport, ln.dport) for ln in lines if not ln.is_sum and ln.sport and ln.dport])

@@ -22,7 +22,8 @@ HINT = "run iperf with -y C (CSV) for exact figures, or save its whole text outp
 
 
 def parse(text: str, name: str, *, role: Role | None = None) -> ParsedFile:
-    role = role or ("server" if "Server listening" in text else "client" if "Client connecting" in text else None)
+    # the file's own word first, then the caller's
+    role = ("server" if "Server listening" in text else "client" if "Client connecting" in text else None) or role
     pre, _, report = text.partition("Server Report:")
     ls = iperf3_text.lines(pre)
     if not ls:
@@ -60,4 +61,4 @@ def parse(text: str, name: str, *, role: Role | None = None) -> ParsedFile:
         notes.append("the receiver's total comes from the UDP Server Report")
     return traffic.build(name=name, fmt=FORMAT, tool="iperf2", version=ver[1] if ver else None, role=role,
                          kind=kind, params=params, intervals=ivs, totals=totals, start=None, host=name,  # type: ignore[arg-type]
-                         notes=notes, hint=HINT)
+                         notes=notes, hint=HINT, pairs=traffic.connection_pairs(text))

@@ -157,7 +157,17 @@ def parse(text: str, name: str) -> ParsedFile:
         params["bytes"] = int(finite(ts["bytes"], "test_start.bytes", name))
     return traffic.build(name=name, fmt=FORMAT, tool="iperf3", version=ver, role=role, kind=kind,  # type: ignore[arg-type]
                          params=params, intervals=ivs, totals=totals, start=t_start, host=name, notes=notes,
-                         dropped=dropped, hint=HINT)
+                         dropped=dropped, hint=HINT, pairs=_pairs(start))
+
+
+def _pairs(start: dict) -> list[tuple[int, int]]:
+    """Both ports of every stream's connection (``start.connected``)."""
+    out = []
+    for c in start.get("connected") or []:
+        if isinstance(c, dict) and all(isinstance(c.get(k), int) and not isinstance(c.get(k), bool)
+                                       for k in ("local_port", "remote_port")):
+            out.append((c["local_port"], c["remote_port"]))
+    return out
 
 
 def _text_intervals(p: ParsedFile) -> list[FlowInterval]:

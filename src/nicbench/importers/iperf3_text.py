@@ -20,6 +20,7 @@ from . import traffic
 from .model import Kind, ParsedFile, Role
 
 FORMAT = "iperf3-text"
+HINT = "run iperf3 with -J (on the client with --get-server-output) for a complete report"
 _BYTES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 _BITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 _LINE = re.compile(
@@ -91,15 +92,14 @@ def parse(text: str, name: str, *, role: Role | None = None, peer: bool = False,
           start: float | None = None) -> ParsedFile:
     """Parse iperf3 text.  ``peer``: this text is the other end's report
     (``server_output_text``), already placed on the client's test clock."""
-    role = role or role_of(text)
+    role = role_of(text) or role                 # the file's own word first, then the caller's
     rev = "Reverse mode" in text
     bidir = bool(re.search(r"\[[TR]X-[CS]\]", text))
     udp = "Datagrams" in text or bool(_UDP.search(text))
     sends = (role != "server") != rev
     ls = lines(text)
     if not ls:
-        raise InputError("no iperf3 report lines in the text", where=name,
-                         hint="import the whole output of iperf3, or run it with -J")
+        raise InputError("no iperf3 report lines in the text", where=name, hint=HINT)
     streams = {ln.ident for ln in ls if ln.ident != "SUM"}
     multi = len(streams) > 1 or any(ln.ident == "SUM" for ln in ls)
     kind: Kind = "udp" if udp else "tcp"
@@ -136,5 +136,5 @@ def parse(text: str, name: str, *, role: Role | None = None, peer: bool = False,
         notes.append("receiver intervals come from the server's text report (--get-server-output)")
     return traffic.build(name=name, fmt=FORMAT, tool="iperf3", version=ver[1] if ver else None, role=role,
                          kind=kind, params=params, intervals=ivs, totals=totals, start=start,
-                         host=name, notes=notes,
-                         hint="the file holds no complete iperf3 report; run iperf3 with -J for a full one")
+                         host=name, notes=notes, pairs=traffic.connection_pairs(text),
+                         hint=HINT)

@@ -8,6 +8,7 @@ direction and side over the whole test.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 from ..records import Sample
 from ..tools.base import FlowInterval
 from .model import Kind, ParsedFile, Role, no_point, sample
+
+_CONNECTED = re.compile(r"local \S+ port (\d{1,5}) connected (?:to|with) \S+ port (\d{1,5})")
 
 
 @dataclass(frozen=True)
@@ -43,18 +46,24 @@ def direction_of(flow: str, role: Role | None) -> str:
 def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | None, kind: Kind,
           params: Mapping[str, Any], intervals: Iterable[FlowInterval],
           totals: Mapping[tuple[str, str], Total], start: float | None, host: str,
-          notes: Iterable[str] = (), dropped: Iterable[str] = (), hint: str) -> ParsedFile:
+          notes: Iterable[str] = (), dropped: Iterable[str] = (), hint: str,
+          pairs: Iterable[tuple[int, int]] = ()) -> ParsedFile:
     """Samples and totals of one traffic file; raises when no usable point is left.
 
     ``totals`` is keyed (direction, side) with direction from this file's process.
     Where a direction has a receiver total but no receiver intervals, one
-    whole-test receiver sample carries it and the notes say so.
+    whole-test receiver sample carries it and the notes say so.  A total over
+    0 s (iperf 2's server in ``-n`` mode prints 0.0-0.0) has no rate and is
+    left out, said so in ``dropped``.  ``pairs``: the (port, port) of each
+    connection the file names, so both ends' files of one test can be
+    matched (``extra["pairs"]``, see :func:`connection_pairs`).
     """
     notes = list(notes)
     ivs = list(intervals)
     base = start if start is not None else 0.0
     samples: list[Sample] = []
     have_rcv_iv: set[str] = set()
+    have_snd_iv: set[str] = set()
     for iv in ivs:
         d = direction_of(iv.flow, role)
         t0 = iv.abs_start if iv.abs_start is not None else base + iv.start
@@ -72,8 +81,15 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
             samples.append(sample("udp.jitter", iv.jitter_s, "s", t0, t1, **tags))
         if iv.side == "receiver" and not iv.omitted:
             have_rcv_iv.add(d)
+        if iv.side == "sender" and not iv.omitted:
+            have_snd_iv.add(d)
     flat: dict[str, float] = {}
+    dropped = list(dropped)
     for (d, side), tot in sorted(totals.items()):
+        if tot.seconds <= 0:
+            dropped.append(f"{d} {side} total of {tot.bytes:.0f} bytes over {tot.seconds:g} s: no rate can be "
+                           "taken from it")
+            continue
         for what in ("bytes", "seconds", "packets", "lost", "jitter_s", "out_of_order", "retransmits"):
             v = getattr(tot, what)
             if v is not None:
@@ -90,12 +106,25 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
                     samples.append(sample(metric, v, unit, t0, t0 + tot.seconds, **tags))  # type: ignore[arg-type]
             notes.append(f"{d}: per-interval data is sender-side; the point uses the receiver's whole-test "
                          f"total ({tot.bytes:.0f} bytes over {tot.seconds:g} s) as one sample")
+        if side == "sender" and d not in have_snd_iv:
+            # a summary line alone (iperf 2 -y C without -i): the sender's whole test as one sample
+            t0 = base + tot.t0
+            samples.append(sample(f"{kind}.bytes", tot.bytes, "bytes", t0, t0 + tot.seconds, host=host, proc="0",
+                                  direction=d, side="sender", whole=1,
+                                  streams=tot.streams if tot.streams is not None else params.get("streams")))
+            if tot.retransmits is not None:
+                samples.append(sample("tcp.retransmits", tot.retransmits, "count", t0, t0 + tot.seconds, host=host,
+                                      proc="0", direction=d, side="sender", whole=1))
     directions = {d for d, _ in totals} | {direction_of(iv.flow, role) for iv in ivs}
     for d in sorted(directions):
         if (d, "receiver") not in totals and d not in have_rcv_iv:
             notes.append(f"{d}: the file has no receiver figure; throughput is sender-side")
     moved = [v for k, v in flat.items() if k.endswith(".bytes")] + [iv.bytes for iv in ivs]
     if not moved:
+        zero = [x for x in dropped if " over 0 s" in x]
+        if zero:
+            raise no_point(name, zero[0] + " (an iperf 2 server in -n mode reports its transfer as 0.0-0.0)",
+                           "import the client's file of the same test, or run it with -t SECONDS instead of -n")
         raise no_point(name, "no intervals and no totals", hint)
     if not any(moved):
         raise no_point(name, "every byte count is 0 (nothing was transferred)",
@@ -107,4 +136,11 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
                        "the receiver's report is missing or the transfer failed; rerun with a longer test (-t)")
     return ParsedFile(name=name, format=fmt, tool=tool, version=version, role=role, kind=kind,
                       params=dict(params), samples=samples, totals=flat, relative_time=start is None,
-                      notes=tuple(notes), dropped=tuple(dropped), start=start)
+                      notes=tuple(notes), dropped=tuple(dropped), start=start,
+                      extra={"pairs": sorted({tuple(sorted(x)) for x in pairs})})
+
+
+def connection_pairs(text: str) -> list[tuple[int, int]]:
+    """The two ports of every connection iperf's text names (``local A port P
+    connected to|with B port Q``): the same set from both ends of a test."""
+    return [(int(a), int(b)) for a, b in _CONNECTED.findall(text)]

@@ -7,6 +7,8 @@ percentiles (wrk's four, or wrk2's HdrHistogram block).  No wall clock.
 
 from __future__ import annotations
 
+import re
+
 from ..core.errors import InputError, ToolError
 from ..tools import wrk as tool
 from .model import ParsedFile, finite, no_point, sample
@@ -14,6 +16,7 @@ from .model import ParsedFile, finite, no_point, sample
 FORMAT = "wrk-text"
 HINT = "save wrk's whole output (run it with --latency for percentiles)"
 _LABELS = {50.0: "p50", 90.0: "p90", 99.0: "p99"}
+_URL = re.compile(r"\b(https?)://[^\s]+", re.I)
 
 
 def parse(text: str, name: str) -> ParsedFile:
@@ -55,7 +58,11 @@ def parse(text: str, name: str) -> ParsedFile:
         if pct in w.percentiles_s:
             totals[f"latency.{label}"] = w.percentiles_s[pct]
             samples.append(sample(f"http.latency.{label}", w.percentiles_s[pct], "s", 0.0, dur, **tags))
-    params = {"engine": "wrk2" if w.hdr or "calibration" in text else "wrk", "threads": w.threads,
-              "connections": w.connections}
+    params: dict[str, object] = {"engine": "wrk2" if w.hdr or "calibration" in text else "wrk",
+                                 "threads": w.threads, "connections": w.connections}
+    url = _URL.search(text)
+    if url:
+        params["scheme"], params["url"] = url[1].lower(), url[0]
     return ParsedFile(name=name, format=fmt, tool="wrk", version=None, role="client", kind="http", params=params,
-                      samples=samples, totals=totals, relative_time=True, notes=tuple(notes))
+                      samples=samples, totals=totals, relative_time=True, notes=tuple(notes),
+                      extra={"socket_errors": dict(w.socket_errors)})

@@ -74,7 +74,9 @@ def spread(lo_key: str, hi_key: str) -> Callable[[Row], str | None]:
 
 
 def ok_failed(r: Row) -> str:
-    return f"{r.get('repeats_ok', 0)}/{r.get('repeats_failed', 0)}"
+    """``ok/failed``, and ``(+N partial)`` when repeats lost some hosts but kept the survivors' data."""
+    partial = r.get("repeats_partial") or 0
+    return f"{r.get('repeats_ok', 0)}/{r.get('repeats_failed', 0)}" + (f" (+{partial} partial)" if partial else "")
 
 
 def per_host(key: str) -> Callable[[Row], str | None]:

@@ -157,3 +157,32 @@ class PointGuard:
                     p.stop(self.grace, sig=self.sig)
             self.counters = self.samplers.stop(self.meta) if self.samplers is not None else []
         return et is None or issubclass(et, (KeyboardInterrupt, NicbenchError))
+
+
+def stall_causes(transports: Mapping[str, Transport], ifnames: Mapping[str, str]) -> list[str]:
+    """What is known to be wrong when a point's tools do not finish: a host no
+    longer reachable (its SSH connection lost, its namespace gone), a test
+    interface down.  Empty when nothing is known: then the path is only slow
+    or stalled."""
+    out: list[str] = []
+    for host, t in transports.items():
+        try:
+            if not t.alive():
+                out.append(f"{host} is unreachable (its SSH connection is lost or its namespace is gone)")
+                continue
+            ifname = ifnames.get(host)
+            if ifname:
+                state = t.read_text(f"/sys/class/net/{ifname}/operstate").strip()
+                if state in ("down", "lowerlayerdown", "notpresent"):
+                    out.append(f"{host}: {ifname} is {state}")
+        except (OSError, NicbenchError):
+            continue
+    return out
+
+
+def stalled(what: str, limit: float, where: str, causes: list[str], hint: str) -> ToolError:
+    """The watchdog's error: the cause when one is known, else the generic hint."""
+    if causes:
+        return ToolError(f"{what} still running after {limit:g}s: {'; '.join(causes)}", where=where)
+    return ToolError(f"{what} still running after {limit:g}s", where=where, hint=hint)
+

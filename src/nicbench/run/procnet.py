@@ -38,3 +38,32 @@ def socket_inodes(fd_links: list[str]) -> set[int]:
             except ValueError:
                 continue
     return out
+
+
+def _addr(hexaddr: str) -> str:
+    """``0100007F:1F90`` (/proc/net/tcp, little-endian words) -> ``127.0.0.1``; tcp6 as IPv6."""
+    ip = bytes.fromhex(hexaddr)
+    words = [ip[i:i + 4][::-1] for i in range(0, len(ip), 4)]
+    raw = b"".join(words)
+    if len(raw) == 4:
+        return ".".join(str(b) for b in raw)
+    if raw[:12] == b"\0" * 10 + b"\xff\xff":
+        return ".".join(str(b) for b in raw[12:])          # an IPv4-mapped IPv6 address
+    return ":".join(raw[i:i + 2].hex() for i in range(0, 16, 2))
+
+
+def established_peers(text: str, port: int) -> list[tuple[str, int]]:
+    """(address, port) of every ESTABLISHED connection to local ``port``, from a
+    /proc/net/tcp or tcp6 table (rows it cannot read are skipped)."""
+    out: list[tuple[str, int]] = []
+    for line in text.splitlines()[1:]:
+        f = line.split()
+        if len(f) > 3 and f[3] == "01":
+            try:
+                lport = int(f[1].rsplit(":", 1)[1], 16)
+                rhex, rport = f[2].rsplit(":", 1)
+                if lport == port:
+                    out.append((_addr(rhex), int(rport, 16)))
+            except (IndexError, ValueError):
+                continue
+    return out

@@ -69,6 +69,8 @@ class RunOutcome:
     ok: int
     failed: int
     warnings: tuple[str, ...]
+    partial: int = 0
+    unreachable: Mapping[str, str] = field(default_factory=dict)   # host -> the point it was lost at
 
 
 def cpu_facts() -> dict:
@@ -248,6 +250,8 @@ class _Run:
     started: bool = False
     ok: int = 0
     failed: int = 0
+    partial: int = 0
+    unreachable: dict[str, str] = field(default_factory=dict)   # host -> the first point it was lost at
     status: str = "failed"
     signals: StopSignals = field(default_factory=StopSignals)
 
@@ -281,10 +285,12 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
                 r.writer.write_trial(out.record, out.samples, out.raws)
                 r.ok += out.record.status == "ok"
                 r.failed += out.record.status == "failed"
+                r.partial += out.record.status == "partial"
+                _note_unreachable(r, t.point)
                 progress.trial_end(out.record, out.samples)
                 if out.record.status == "interrupted":
                     raise KeyboardInterrupt
-            r.status = "done" if not r.failed else "done-with-failures"
+            r.status = "done-with-failures" if r.failed else "done-with-partial-points" if r.partial else "done"
         except KeyboardInterrupt:
             r.status = "interrupted"
             raise Interrupted(f"run stopped by the user after {r.ok + r.failed} of {len(trial_list)} points; "
@@ -293,7 +299,8 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
         finally:
             _clean_up(r, progress, keep_lab)
     assert r.writer is not None
-    return RunOutcome(r.writer.run_dir.name, r.writer.run_dir, r.status, r.ok, r.failed, tuple(r.warnings))
+    return RunOutcome(r.writer.run_dir.name, r.writer.run_dir, r.status, r.ok, r.failed, tuple(r.warnings),
+                      r.partial, dict(r.unreachable))
 
 
 def _facts_and_tuning(r: _Run, pre: Preflight) -> tuple[list[tuple[HostFacts, str]], dict[str, object],
@@ -385,6 +392,15 @@ def _one_trial(study: StudyRunner, env: PointEnv, spec: TrialSpec, writer: RunWr
         return TrialOutcome(rec, [], raws)
 
 
+def _note_unreachable(r: _Run, point: str) -> None:
+    """Hosts lost during the run (SSH connection gone, namespace gone), each with
+    the point it was found after: the run's outcome says so per host."""
+    assert r.opened is not None
+    for host, t in r.opened.hosts.transports().items():
+        if host not in r.unreachable and not t.alive():
+            r.unreachable[host] = point
+
+
 def _after_point(r: _Run, out: TrialOutcome) -> TrialOutcome:
     """The profile's settings read back after the point (one command per
     host): one changed by someone else during the run fails the point, or
@@ -441,7 +457,8 @@ def _clean_up(r: _Run, progress: ProgressSink, keep_lab: bool) -> None:
     r.lock.release()
     if w is not None:
         _quietly("closing the run in the store",
-                 lambda: w.finish(r.status, ok=r.ok, failed=r.failed,
+                 lambda: w.finish(r.status, ok=r.ok, failed=r.failed, partial=r.partial,
+                                  hosts={h: f"host-unreachable (after point {p})" for h, p in r.unreachable.items()},
                                   **({"untune_error": untune_error[0]} if untune_error else {}),
                                   **({"untune_left": untune_left} if untune_left else {})),
                  "the run's status: its finished points are stored")

@@ -13,16 +13,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import InputError
+from ..importers.adapt import StudyImport
 from ..plan.base import StudySchema
 from ..plan.studies import HttpsStudy, PacketStudy, StorageStudy, TcpStudy
 from ..report.view import StudyView
 from ..run.study import RunnerFactory
+from .https.imported import HttpsImport
 from .https.runner import HttpsRunner
 from .https.view import HttpsView
+from .packets.imported import PacketImport
 from .packets.runner import PacketRunner
 from .packets.view import PacketView
+from .storage.imported import StorageImport
 from .storage.runner import StorageRunner
 from .storage.view import StorageView
+from .tcp.imported import TcpImport
 from .tcp.runner import TcpRunner
 from .tcp.view import TcpView
 
@@ -33,13 +38,15 @@ class Study:
     schema: type[StudySchema]
     runner: RunnerFactory
     view: StudyView
+    # turns parsed tool outputs run elsewhere into this study's trials (``nicbench import``)
+    importer: StudyImport | None = None
 
 
 STUDIES: dict[str, Study] = {s.kind: s for s in (
-    Study("tcp", TcpStudy, TcpRunner, TcpView()),
-    Study("https", HttpsStudy, HttpsRunner, HttpsView()),
-    Study("storage", StorageStudy, StorageRunner, StorageView()),
-    Study("packets", PacketStudy, PacketRunner, PacketView()),
+    Study("tcp", TcpStudy, TcpRunner, TcpView(), TcpImport()),
+    Study("https", HttpsStudy, HttpsRunner, HttpsView(), HttpsImport()),
+    Study("storage", StorageStudy, StorageRunner, StorageView(), StorageImport()),
+    Study("packets", PacketStudy, PacketRunner, PacketView(), PacketImport()),
 )}
 
 VIEWS: dict[str, StudyView] = {k: s.view for k, s in STUDIES.items()}
@@ -51,3 +58,12 @@ def study(kind: str) -> Study:
     except KeyError:
         raise InputError(f"no study of kind {kind!r}", where="study.kind",
                          hint=f"the studies are {', '.join(STUDIES)}") from None
+
+
+def importer_for(kind: str) -> tuple[str, StudyImport] | None:
+    """The study that imports parsed files of ``kind`` (tcp, udp, storage, http,
+    packets, rr) and its adapter, or None when no study does."""
+    for s in STUDIES.values():
+        if s.importer is not None and kind in s.importer.kinds:
+            return s.kind, s.importer
+    return None

@@ -28,7 +28,7 @@ from ...hosts.transport import Process, Transport, parse_gate_stamp, read_output
 from ...plan.model import Plan
 from ...plan.studies.https import HttpsStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
-from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together
+from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together, stall_causes, stalled
 from ...run.preflight import busy_ports, problems_found, reach_problems, tool_version
 from ...run.procnet import listening
 from ...run.study import Preflight, TrialOutcome
@@ -125,6 +125,11 @@ def preflight(plan: Plan, transports: dict[str, Transport],
         warnings.append(f"kTLS asked for, but this kernel has no TLS ({why}): OpenSSL falls back to userspace "
                         "TLS, and the report says so")
     _raise_nofile(max(s.connections))
+    problems = _nofile_problems(s, plan.server, list(plan.clients), transports)
+    if problems:
+        raise PreflightError("; ".join(problems),
+                             hint="raise the open-files limit where the tools start (ulimit -n, systemd "
+                                  "LimitNOFILE, /etc/security/limits.conf), or use fewer connections")
     return HttpsContext(s, plan.server, list(plan.clients), dict(transports), addresses, versions, has_tls,
                         ktls_why=why), warnings
 
@@ -161,6 +166,38 @@ def _raise_nofile(connections: int) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < connections + 64:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+WRK_FDS = 64          # wrk's own descriptors besides one per connection (threads' epoll, stdio, the script)
+
+
+def _nofile(t: Transport, flag: str) -> int | None:
+    """The open-files limit a process started on the host gets (``-n`` soft, ``-Hn`` hard)."""
+    try:
+        out = t.run(["sh", "-c", f"ulimit {flag}"], timeout=10).stdout.strip()
+    except NicbenchError:
+        return None
+    return None if out in ("", "unlimited") or not out.isdigit() else int(out)
+
+
+def _nofile_problems(s: HttpsStudy, server: str, clients: list[str], transports: dict[str, Transport]) -> list[str]:
+    """Open-files limits too low for the sweep's largest point, caught before
+    it runs rather than as wrk's socket errors or nginx's 'Too many open
+    files' mid-point: wrk needs a descriptor per connection, nginx two (the
+    connection and the file it sends)."""
+    out = []
+    most = max(s.connections)
+    per_client = -(-most // max(1, len(clients)))
+    for c in clients:
+        have = _nofile(transports[c], "-n")
+        if have is not None and have < per_client + WRK_FDS:
+            out.append(f"{c}: open-files limit is {have}, wrk needs {per_client + WRK_FDS} for {per_client} "
+                       "connections")
+    have = _nofile(transports[server], "-Hn")
+    if have is not None and have < 2 * most + WRK_FDS:
+        out.append(f"{server}: open-files limit is {have}, nginx needs {2 * most + WRK_FDS} for {most} connections "
+                   "(a socket and a file each)")
+    return out
 
 
 def _sh(t: Transport, script: str, *args: str, input: str | None = None, what: str, timeout: float = 60) -> str:
@@ -303,9 +340,10 @@ def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec,
         end_by = time.monotonic() + s.duration + s.timeout_margin
         for client, p in procs:
             if p.wait(end_by - time.monotonic()) is None:
-                raise ToolError(f"wrk on {client} still running after {s.duration + s.timeout_margin:g}s",
-                                where=client, hint="the server stopped answering; raise study.timeout_margin "
-                                                   "if the host is only slow")
+                hosts = {h: ctx.transports[h] for h in (ctx.server, client)}
+                raise stalled(f"wrk on {client}", s.duration + s.timeout_margin, client,
+                              stall_causes(hosts, env.ifnames),
+                              "the server stopped answering; raise study.timeout_margin if the host is only slow")
         samplers.last_read()
     status, error, counters = guard.status, guard.error, guard.counters
     after = _tls_stat(ctx)

@@ -80,7 +80,8 @@ def packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> Pa
     common = head(rec)
     if rec.status != "ok":
         return PacketTrial(status=rec.status, error=rec.error, **common)
-    spans = [tuple(v["span"]) for v in (rec.meta.get("tx") or {}).values() if v.get("span")]
+    # an imported point may have only its receivers' files: their spans then
+    spans = [tuple(v["span"]) for v in (rec.meta.get("tx") or rec.meta.get("rx") or {}).values() if v.get("span")]
     if not spans:
         return PacketTrial(status="failed", error="no generator span recorded", **common)
     w0, w1 = max(a for a, _ in spans) + trim, min(b for _, b in spans) - trim
@@ -94,12 +95,16 @@ def packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> Pa
     # frames the generator's interface refused (a full transmit ring; on a veth,
     # the peer's queue): sent by the engine, never on the wire
     tx_drops, _ = _rate(_series(samples, "if.drops", host=gen, direction="tx"), w0, w1)
-    if rec.spec.params.get("engine") == "nbgen":
-        tx, _ = _rate(_series(samples, "pkt.sent"), w0, w1, ports)
+    warnings = list(rec.meta.get("warnings") or ())
+    if rec.spec.params.get("engine") == "nbgen" or if_tx is None:
+        # nbgen's own counts; or an engine whose interface was not sampled (an imported
+        # pkt-gen or trafgen file): its own count over its own span
+        tx, _ = _rate(_series(samples, "pkt.sent"), w0, w1, ports if rec.meta.get("tx") else None)
+        if rec.spec.params.get("engine") != "nbgen" and "imported" not in rec.meta and tx is not None:
+            warnings.append("the generator's interface was not sampled: the sent rate is the engine's own count")
     else:
         # trafgen reports one total: its rate is the interface's, what left plus what was refused
-        tx = None if if_tx is None else if_tx + (tx_drops or 0.0)
-    warnings = list(rec.meta.get("warnings") or ())
+        tx = if_tx + (tx_drops or 0.0)
     if tx and tx_drops and tx_drops > 0.001 * tx:
         warnings.append(f"the generator's interface refused {tx_drops / tx:.2%} of the frames sent (its transmit "
                         "queue was full): that loss is at the sender, not on the path")
@@ -115,7 +120,12 @@ def packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> Pa
     # no CPU warnings: a generator spins on its cores by design (flat out, or
     # dropping frames before their slot when paced), so "CPU-bound" says nothing
     u = cpu_usage(samples, (w0, w1))
-    if rx is None:
+    # an imported point with only its senders' files: what was sent, said so (a lab
+    # run always has its receiver, so a missing count there is a failure)
+    sender_only = rx is None and tx is not None and rec.meta.get("receiver") is None and not rec.meta.get("rx")
+    if sender_only:
+        warnings.append("no receiver counts: the figure is what was sent, not what arrived")
+    if rx is None and not sender_only:
         return PacketTrial(status="failed", error=f"the receiver's counts of the {ports} port(s) do not cover the "
                                                   "measured window",
                            window=(w0, w1), **common)
@@ -168,12 +178,14 @@ class PacketPoint:
     @property
     def gbps_l2(self) -> float | None:
         """Frame bits (header .. FCS) per second."""
-        return None if self.rx_mpps is None else self.rx_mpps * 1e6 * self.frame_size * 8 / 1e9
+        return None if self.rx_mpps is None or not self.frame_size else self.rx_mpps * 1e6 * self.frame_size * 8 / 1e9
 
     @property
     def gbps_l1(self) -> float | None:
         """Wire bits, with preamble, SFD and inter-frame gap."""
-        return None if self.rx_mpps is None else self.rx_mpps * 1e6 * (self.frame_size + WIRE_EXTRA) * 8 / 1e9
+        if self.rx_mpps is None or not self.frame_size:
+            return None
+        return self.rx_mpps * 1e6 * (self.frame_size + WIRE_EXTRA) * 8 / 1e9
 
     @property
     def of_ceiling(self) -> float | None:
@@ -190,7 +202,7 @@ class PacketPoint:
 
 
 def ceiling_mpps(line_rate_bps: float | None, frame_size: int, ports: int) -> float | None:
-    if not line_rate_bps:
+    if not line_rate_bps or not frame_size:
         return None
     return linerate.frame_rate(line_rate_bps, frame_size) * ports / 1e6
 
@@ -208,7 +220,8 @@ def packet_points(trials: Iterable[PacketTrial], line_rate_bps: float | None) ->
     for point, ts in by_point(trials).items():
         ok = [t for t in ts if t.status == "ok"]
         p = ts[0].params
-        size, ports = int_param(p, "frame_size", 64), int_param(p, "ports", 1)
+        # 0: not known (an imported file that does not say it), never a guessed 64
+        size, ports = int_param(p, "frame_size", 0), int_param(p, "ports", 1)
         rx = [t.rx_pps / 1e6 for t in ok if t.rx_pps is not None]
         out.append(
             PacketPoint(

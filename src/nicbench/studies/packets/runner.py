@@ -26,7 +26,7 @@ from typing import Any
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
 from ...hosts.spec import DirectLink
-from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output
+from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output, tool_stderr
 from ...native.build import nbgen_path
 from ...plan.model import Plan
 from ...plan.studies.packets import PacketStudy
@@ -290,7 +290,7 @@ def _wait_attached(procs: list[tuple[int, Process]], name: Callable[[int], str] 
                     except ValueError:
                         break             # half written: read again on the next round
             if port not in seen and p.poll() is not None:
-                err = nbgen.error_of(read_output(p.stderr_path)) or tail(read_output(p.stderr_path)) or "no error text"
+                err = nbgen.error_of(read_output(p.stderr_path)) or tail(tool_stderr(p.stderr_path)) or "no error text"
                 raise ToolError(f"nbgen rx on {name(port)}: {err}", where=p.host)
         if len(seen) < len(procs):
             if time.monotonic() > by:

@@ -120,7 +120,12 @@ class PacketView:
         for t in view.trials:
             if isinstance(t, PacketTrial) and t.status == "ok" and t.rx_pps:
                 values.setdefault(t.point, []).append(t.rx_pps / 1e6)
-        return CompareValues("Mpps received", values)
+            elif isinstance(t, PacketTrial) and t.status == "ok" and t.tx_pps:
+                # an imported point with only its senders' files: a rate sent is no rate received,
+                # so it is compared only with other sent rates, under a point name that says so
+                values.setdefault(f"{t.point} (sent)", []).append(t.tx_pps / 1e6)
+        sent_only = bool(values) and all(k.endswith(" (sent)") for k in values)
+        return CompareValues("Mpps sent" if sent_only else "Mpps received", values)
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         t = packet_trial(rec, samples, float(run_meta.get("trim", 0.0)))

@@ -1,9 +1,18 @@
 """Storage points (seed 004): MB/s, IOPS and CPU per op and block size.
 
-Per trial, each op direction (read, write) sums every initiator's bytes and
-IOs over the span from the first initiator's measured start to the last
-one's end (fio measures ``runtime`` after ``ramp_time``; the barrier starts
-them together, so the spans agree within the start skew).  MB = 10^6 bytes.
+Per trial, each op direction (read, write) sums every fio job's bytes and
+IOs over the window all jobs share, as the TCP study does for its clients.
+fio's status reports place each job's bytes on its own timeline: jobs
+connect to their LUNs one after another, so their measured spans are
+staggered (tens of ms under load), and a job that runs before the others
+have started moves more than its share.  Summing each job's average over its
+own span read above what the wire carries (seen: 103 % of the ceiling).  The
+window runs from the latest job start to the earliest job end, trimmed by
+one report interval at each end so no interval that saw the stagger counts;
+inside it every job's reports are whole or cut pro rata.  Runs recorded
+before per-interval samples (one sample per initiator, no ``proc`` tag), and
+iscsi-perf's whole seconds, keep the sum over the union of the initiators'
+spans.  MB = 10^6 bytes.
 The ceiling is the transport's (NBD over TCP here) at the link's speed and
 MTU for that block size; ``readwrite`` uses both directions of the link.
 """
@@ -14,6 +23,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ...analysis.aggregate import NoSharedWindow, aggregate
 from ...analysis.counters import Counters, counter_warnings, counters
 from ...analysis.cpu import CpuUsage, cpu_usage, cpu_warnings
 from ...analysis.trials import ABOVE_CEILING_TOLERANCE, LinkInfo, TrialHead, by_point, head, int_param, median_of
@@ -31,6 +41,7 @@ class StorageTrial(TrialHead):
     per_initiator_mb_s: Mapping[str, float] = field(default_factory=dict)
     window: tuple[float, float] | None = None
     start_skew_s: float | None = None
+    trim_s: float | None = None                # per-job reports: the window trimmed by this at each end
     cpu: CpuUsage | None = None
     counters: Counters | None = None
     warnings: tuple[str, ...] = ()
@@ -59,19 +70,62 @@ def storage_trial(rec: TrialRecord, samples: Sequence[Sample]) -> StorageTrial:
     if rec.status != "ok" or not by:
         return StorageTrial(status="failed" if rec.status == "ok" else rec.status,
                             error=rec.error or "no fio result", **common)
+    trim = None
+    if all(s.tag("proc") for s in by):
+        trim = report_interval(by)
+        try:
+            window, mb_s, iops, per, skew = _shared_window(samples, by, trim)
+        except NoSharedWindow as e:
+            return StorageTrial(status="failed", error=f"fio jobs: {e}", **common)
+    else:
+        window, mb_s, iops, per, skew = _union_window(by, ios)
+    u = cpu_usage(samples, window)
+    c = counters(samples, window)
+    return StorageTrial(status="ok", error=None, mb_s=mb_s, iops=iops, per_initiator_mb_s=per, window=window,
+                        start_skew_s=skew, trim_s=trim, cpu=u, counters=c,
+                        warnings=tuple(rec.meta.get("warnings") or ()) + tuple(cpu_warnings(u) if u else ())
+                        + tuple(counter_warnings(c) if c else ()), **common)
+
+
+Totals = tuple[tuple[float, float], float, float, dict[str, float], float]
+
+
+def report_interval(by: Sequence[Sample]) -> float:
+    """The jobs' report interval: the median span of their samples, s."""
+    spans = sorted(s.t_end - s.t_start for s in by)
+    return spans[len(spans) // 2]
+
+
+def _shared_window(samples: Sequence[Sample], by: Sequence[Sample], trim: float) -> Totals:
+    """Per op, every job's bytes and IOs over the window all jobs of that op
+    share, less one report interval at each end; MB/s and IOPS add over ops
+    (readwrite: both run on the same jobs)."""
+    mb_s = iops = 0.0
+    per: dict[str, float] = defaultdict(float)
+    windows, starts = [], []
+    for op in sorted({s.tag("op") or "?" for s in by}):
+        b = aggregate(samples, direction=op, side="initiator", metric="storage.bytes", along="op", trim=trim)
+        n = aggregate(samples, direction=op, side="initiator", metric="storage.ios", along="op", trim=trim)
+        mb_s += b.bytes / 1e6 / b.seconds
+        iops += n.bytes / n.seconds
+        for share in b.processes:
+            per[share.host] += share.bytes / 1e6 / b.seconds
+        windows.append(b.window)
+        starts += [share.span[0] for share in b.processes]
+    window = (min(w[0] for w in windows), max(w[1] for w in windows))
+    return window, mb_s, iops, dict(per), max(starts) - min(starts)
+
+
+def _union_window(by: Sequence[Sample], ios: Sequence[Sample]) -> Totals:
+    """One sample per initiator: the sum over the union of their spans."""
     window = (min(s.t_start for s in by), max(s.t_end for s in by))
     secs = window[1] - window[0]
     per: dict[str, float] = defaultdict(float)
     for s in by:
         per[s.tag("host") or "?"] += s.value / 1e6 / (s.t_end - s.t_start)
     starts = sorted({s.t_start for s in by})
-    u = cpu_usage(samples, window)
-    c = counters(samples, window)
-    return StorageTrial(status="ok", error=None, mb_s=sum(s.value for s in by) / 1e6 / secs,
-                        iops=sum(s.value for s in ios) / secs, per_initiator_mb_s=dict(per), window=window,
-                        start_skew_s=starts[-1] - starts[0], cpu=u, counters=c,
-                        warnings=tuple(rec.meta.get("warnings") or ()) + tuple(cpu_warnings(u) if u else ())
-                        + tuple(counter_warnings(c) if c else ()), **common)
+    return (window, sum(s.value for s in by) / 1e6 / secs, sum(s.value for s in ios) / secs, dict(per),
+            starts[-1] - starts[0])
 
 
 @dataclass(frozen=True)

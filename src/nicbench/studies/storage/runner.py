@@ -20,11 +20,11 @@ from typing import Any
 
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
-from ...hosts.transport import Process, Transport, parse_gate_stamp, read_output
+from ...hosts.transport import Process, Transport, parse_gate_stamp, read_output, tool_stderr
 from ...plan.model import Plan
 from ...plan.studies.storage import StorageStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
-from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together
+from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together, stall_causes, stalled
 from ...run.preflight import busy_ports, problems_found, tool_version
 from ...run.procnet import listening
 from ...run.study import Preflight, TrialOutcome
@@ -221,7 +221,7 @@ def start(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
         while True:
             rc = p.poll()
             if rc is not None:
-                msg = tail(read_output(p.stderr_path)) or f"exited {rc}"
+                msg = tail(tool_stderr(p.stderr_path)) or f"exited {rc}"
                 raise ToolError(f"the target for LUN {lun} (nbdkit, port {port}) did not start: {msg}",
                                 where=ctx.server, hint="another process may hold the port: set study.port_base"
                                 if "in use" in msg else None)
@@ -286,9 +286,10 @@ def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
         for client, p in procs:
             if p.wait(end_by - time.monotonic()) is None:
                 tool = "iscsi-perf" if s.target == "iscsi" else "fio"
-                raise ToolError(f"{tool} on {client} still running after {limit:g}s (ramp + duration + "
-                                "timeout_margin): the target stopped answering", where=client,
-                                hint="check the target; raise study.timeout_margin if it is only slow")
+                hosts = {h: ctx.transports[h] for h in (ctx.server, client)}
+                raise stalled(f"{tool} on {client}", limit, client, stall_causes(hosts, env.ifnames),
+                              "the target stopped answering (ramp + duration + timeout_margin passed); check the "
+                              "target, or raise study.timeout_margin if it is only slow")
         samplers.last_read()
     status, error, counters = guard.status, guard.error, guard.counters
     results: dict[str, dict] = {}
@@ -297,28 +298,18 @@ def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
             if s.target == "iscsi":
                 samples += _iscsi_samples(ctx, spec, procs, bs, results)
             for client, p in (procs if s.target != "iscsi" else []):
-                rep = fio.parse(read_output(p.stdout_path) + "\n" + read_output(p.stderr_path))
+                text = read_output(p.stdout_path) + "\n" + read_output(p.stderr_path)
+                rep = fio.parse(text)
                 bad = [j for j in rep.jobs if j.error]
                 if rep.errors or bad or p.poll() not in (0, None):
                     why = rep.errors[0] if rep.errors else (f"job {bad[0].name} error {bad[0].error}" if bad
                                                              else f"exit {p.poll()}")
                     raise ToolError(f"fio on {client}: {why}", where=client)
-                t0 = parse_gate_stamp(read_output(p.stderr_path))
-                if t0 is None:
-                    raise ToolError(f"fio on {client}: its start gate recorded no time", where=client)
-                for what in ("read", "write"):
-                    tot = rep.total(what)
-                    if not tot.ios:
-                        continue
-                    # placed by the start barrier (sub-ms between initiators), not by the
-                    # exit: fio's teardown under load varies by tens of ms (seen: 59 ms
-                    # between two initiators), which would widen the union window; the
-                    # NBD connects before fio's clock take a few ms
-                    a = t0 + s.ramp
-                    b = a + tot.runtime_s
-                    tags = make_tags(host=client, op=what, side="initiator")
-                    samples += [Sample(spec.trial_id, "storage.bytes", float(tot.bytes), "bytes", a, b, tags),
-                                Sample(spec.trial_id, "storage.ios", float(tot.ios), "count", a, b, tags)]
+                # each job on its own timeline from fio's status reports: jobs
+                # connect one after another, so their measured spans are staggered
+                placed = interval_samples(fio.progress(text), spec.trial_id, client)
+                _check_clock(placed, parse_gate_stamp(read_output(p.stderr_path)), s.ramp + s.duration, client)
+                samples += placed
                 results[client] = {"jobs": {f"{j.name}#{i}": {"read_iops": j.read.iops, "write_iops": j.write.iops,
                                                      "read_bw": j.read.bw_bytes, "write_bw": j.write.bw_bytes,
                                                      "read_p50_ns": j.read.percentiles_ns.get("50"),
@@ -337,6 +328,42 @@ def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
     ended = time.time()
     meta["overhead_s"] = (ended - started) - (s.ramp + s.duration)
     return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+
+
+def interval_samples(progress: dict[tuple[str, str], list[fio.Reading]], trial: str, host: str) -> list[Sample]:
+    """``storage.bytes``/``storage.ios`` per job, op and report interval, on the
+    host's clock.  A job's counting began at the earliest anchor its readings
+    give (a report's timestamp is taken after its counts, never before); each
+    reading then ends an interval at anchor + runtime.  The last reading is the
+    final document's, so every job's intervals add up to its total."""
+    out = []
+    for (job, op), rs in sorted(progress.items()):
+        anchor = min(r.anchor_ms for r in rs) / 1000
+        tags = make_tags(host=host, op=op, side="initiator", proc=job)
+        t, b, n = anchor, 0, 0
+        for r in rs:
+            end = anchor + r.runtime_ms / 1000
+            if end > t:
+                out += [Sample(trial, "storage.bytes", float(r.bytes - b), "bytes", t, end, tags),
+                        Sample(trial, "storage.ios", float(r.ios - n), "count", t, end, tags)]
+                t, b, n = end, r.bytes, r.ios
+    return out
+
+
+def _check_clock(placed: Sequence[Sample], t0: float | None, span: float, client: str) -> None:
+    """fio's report times and the start gate's stamp are the same host's clock:
+    every job's counting lies between the gate's release and its ramp +
+    duration after (a second's slack each side), or its bytes would be placed
+    in the wrong window."""
+    if t0 is None:
+        raise ToolError(f"fio on {client}: its start gate recorded no time", where=client)
+    if not placed:
+        return
+    a, b = min(x.t_start for x in placed), max(x.t_end for x in placed)
+    if a < t0 - 1 or b > t0 + span + 1:
+        raise ToolError(f"fio on {client}: its reports span {a - t0:+.3f}..{b - t0:+.3f} s from its start stamp, "
+                        f"outside the {span:g} s it was given", where=client,
+                        hint="fio's timestamp_ms and the shell's clock disagree on this host")
 
 
 def _initiator_argvs(ctx: StorageContext, client: str, luns: list[int], op: str,
@@ -358,6 +385,7 @@ def _initiator_argvs(ctx: StorageContext, client: str, luns: list[int], op: str,
                     runtime=s.duration,
                     ramp=s.ramp,
                     engine="nbd" if s.target == "nbd" else s.engine,
+                    status_ms=fio.status_ms(s.duration),
                 ),
             )
         ]

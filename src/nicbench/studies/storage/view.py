@@ -51,15 +51,19 @@ class StorageView:
                        "max_start_skew_s": "seconds", "max_start_skew_ms": "milliseconds"},
                       [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
                         "error": t.error, "mb_s": t.mb_s, "iops": t.iops,
-                        "per_initiator_mb_s": dict(t.per_initiator_mb_s), "start_skew_s": t.start_skew_s}
+                        "per_initiator_mb_s": dict(t.per_initiator_mb_s), "start_skew_s": t.start_skew_s,
+                        "window_trim_s": t.trim_s}
                        for t in view.trials if isinstance(t, StorageTrial)])
         sizes = sorted({r["block_size"] for r in rows})
         ops = [o for o in ("read", "write", "readwrite") if any(r["op"] == o for r in rows)]
         seed = [{"bs": format_size(bs), **{op: next((r for r in rows if r["op"] == op and r["block_size"] == bs), None)
                                            for op in ops}} for bs in sizes]
         reached = {op: (format_size(v) if v else None) for op, v in line_rate_from(view.points).items()}
+        trims = {t.trim_s for t in view.trials if isinstance(t, StorageTrial) and t.status == "ok"}
         return write_page(out, TEMPLATE, view, rows=rows, table=seed, ops=ops, reached=reached,
                           headline=table(rows, HEADLINE), detail_table=table(rows, DETAIL),
+                          per_job=bool(trims) and None not in trims,
+                          trim_ms=sorted(round(x * 1000) for x in trims if x is not None),
                           figures=[p.name for p in figs], failures=view.failures,
                           cpu=cpu_sentence(view), pinned=pinned_tools(view))
 

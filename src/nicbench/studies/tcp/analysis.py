@@ -32,6 +32,8 @@ from ...records import Sample, TrialRecord
 
 @dataclass(frozen=True)
 class TrialResult(TrialHead):
+    # per direction, the aggregate the figure is: the receivers', or (an imported
+    # direction no file has a receiver figure of) the senders' -- its .side says which
     receiver: Mapping[str, DirectionAggregate]
     sender: Mapping[str, DirectionAggregate]
     start_skew_s: float | None
@@ -90,6 +92,8 @@ class PointStats:
     net_rx_by_cpu: str | None = None         # how NET_RX spread over CPUs, e.g. "0 48%, 1 52%"
     nic_irq_per_s: float | None = None       # the NIC's interrupts per second (None: it has none, e.g. veth)
     net_warnings: tuple[str, ...] = ()
+    n_partial: int = 0                       # repeats that lost some pairs (their survivors' data kept)
+    survivors_only: bool = False             # no repeat was complete: the figures are the survivors'
 
     @property
     def of_ceiling(self) -> float | None:
@@ -141,19 +145,26 @@ def _trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
     sender: dict[str, DirectionAggregate] = {}
     problems: list[str] = []
     params = rec.spec.params
-    if rec.status == "ok":
+    # imported files with no receiver figure for a direction: its figure is the
+    # senders' (the aggregate's side says so), never a failed point for want of it
+    sender_only = set(rec.meta.get("sender_only") or ())
+    lost = rec.meta.get("lost") or {}
+    # a partial point is judged on its survivors: the lost pairs are named already
+    layout = [x for x in rec.meta.get("layout") or [] if f"{x['client']}:{x['port']}" not in lost]
+    if rec.status in ("ok", "partial"):
         wanted = EXPECTED_DIRECTIONS.get(str(params.get("direction")), ())
-        layout = rec.meta.get("layout") or []
         for d in wanted or directions_in(samples):
-            have = processes_with_data(samples, direction=d)
+            side = "sender" if d in sender_only else "receiver"
+            have = processes_with_data(samples, direction=d, side=side)
             missing = [f"{x['client']}:{x['port']}" for x in layout
                        if (x["client"], str(x["port"])) not in have]
             if missing:
                 problems.append(f"no {d} receiver data from {', '.join(missing)}")
-            problems += timeline_problems(samples, direction=d)
+            problems += timeline_problems(samples, direction=d, side=side)
         for d in directions_in(samples):
             try:
-                receiver[d] = aggregate(samples, direction=d, side="receiver", trim=trim)
+                receiver[d] = aggregate(samples, direction=d, side="sender" if d in sender_only else "receiver",
+                                        trim=trim)
             except NoSharedWindow as e:
                 problems.append(str(e))
                 continue
@@ -188,7 +199,7 @@ def _trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
                        receiver if not problems else {}, sender if not problems else {},
                        meta.get("start_skew_s"), meta.get("overhead_s"), retr,
                        tuple(meta.get("warnings") or ()), wire,
-                       len({x["client"] for x in meta.get("layout") or []}) or None,
+                       len({x["client"] for x in layout}) or None,
                        tool_cpus=dict(meta.get("tool_cpus") or {}), problems=tuple(problems))
 
 
@@ -203,7 +214,11 @@ def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None,
                 mhz: float | None = None) -> list[PointStats]:
     out = []
     for point, rs in by_point(results).items():
-        ok = [r for r in rs if r.status == "ok" and r.gbps is not None]
+        complete = [r for r in rs if r.status == "ok" and r.gbps is not None]
+        partial = [r for r in rs if r.status == "partial" and r.gbps is not None]
+        # a partial repeat's figure is its survivors': used only when no repeat was
+        # complete, and then said so -- never mixed with complete ones in one median
+        ok = complete or partial
         med, lo, hi, sd = _stats([r.gbps for r in ok])  # type: ignore[misc]
         by_dir = {}
         for d in ("tx", "rx"):
@@ -227,8 +242,8 @@ def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None,
         wires = [r.wire_gbps for r in ok if r.wire_gbps is not None]
         per_dir = [a.gbps * 1e9 / ceil.goodput_bps for r in ok for a in r.receiver.values()] if ceil else []
         per_wire = [w.wire_bps / speed for r in ok for w in r.wire.values()] if speed else []
-        out.append(PointStats(
-            point, rs[0].params, len(ok), len(rs) - len(ok), med, lo, hi, sd, by_dir,
+        out.append(replace(PointStats(
+            point, rs[0].params, len(complete), len(rs) - len(complete) - len(partial), med, lo, hi, sd, by_dir,
             statistics.median(snd) if snd else None,
             {h: statistics.median(v) for h, v in sorted(hosts.items())},
             max(skews) if skews else None, sum(r.retransmits for r in ok),
@@ -238,7 +253,8 @@ def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None,
             speed * ndir / 1e9 if speed else None,
             max(per_dir) if per_dir else None, max(per_wire) if per_wire else None,
             *_cpu_stats([r for r in ok if r.cpu is not None], mhz),
-            *_counter_stats([r.counters for r in ok if r.counters is not None])))
+            *_counter_stats([r.counters for r in ok if r.counters is not None])),
+            n_partial=len(partial), survivors_only=not complete and bool(partial)))
     return out
 
 

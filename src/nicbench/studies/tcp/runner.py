@@ -22,16 +22,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
-from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output
+from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output, tool_stderr
 from ...plan.model import Plan
 from ...plan.studies.tcp import TcpStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
-from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together
+from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together, stall_causes, stalled
 from ...run.preflight import busy_ports, problems_found, reach_problems
-from ...run.procnet import listening, socket_inodes
+from ...run.procnet import established_peers, listening, socket_inodes
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
 from ...tools import iperf2, iperf3
@@ -260,6 +261,7 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
         return out, err
 
     limit = s.omit + s.duration + s.timeout_margin
+    lost: dict[str, str] = {}          # "client:port" -> why that pair delivered nothing usable
     with guard:
         # 1. engine servers on the client hosts
         for slot in slots:
@@ -300,14 +302,18 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
             spec.trial_id, _net_targets(ctx, env, servers, clis), env.cpu_transport,
             _tool_procs(ctx, env, servers, clis), machine=env.cpu_machine, nic_irqs=env.nic_irqs,
             net_interval=min(s.interval, 0.5), cpu_interval=min(s.interval, 0.25)).start()
-        # 4. wait for the clients; a hung point is stopped at its time limit
+        # 4. wait for the clients; one still running at the time limit is lost
+        #    (stopped with the point), the others are kept
         end_by = time.monotonic() + limit
-        for slot, proc in clis:
-            rc = proc.wait(end_by - time.monotonic())
-            if rc is None:
-                raise ToolError(f"engine client to {slot.client}:{slot.port} still running after "
-                                f"{limit:g}s (duration + omit + timeout_margin)", where=ctx.server,
-                                hint="the path may be stalled; raise study.timeout_margin if the host is slow")
+        hung = [(slot, proc) for slot, proc in clis if proc.wait(end_by - time.monotonic()) is None]
+        for slot, _ in hung:
+            hosts = {h: ctx.transports[h] for h in (ctx.server, slot.client)}
+            why = stalled(f"engine client to {slot.client}:{slot.port}", limit, ctx.server,
+                          _held(ctx, [x for x in servers if x[0] == slot]) + stall_causes(hosts, env.ifnames),
+                          "the path may be stalled; raise study.timeout_margin if the host is slow")
+            if len(hung) == len(clis):
+                raise why
+            lost[f"{slot.client}:{slot.port}"] = why.one_line().removeprefix("nicbench: ")
         samplers.last_read()        # as the clients finish (through the namespace)
         # 5. servers: iperf3 -1 exits by itself; an iperf2 server is stopped once
         #    every flow it serves has printed its summary (or after 2 s)
@@ -343,13 +349,8 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
     meta["launch_skew_s"] = (max(good) - min(good)) if len(good) > 1 else 0.0 if good else None
     totals: dict[str, dict[str, int]] = {}
     if status != "interrupted":
-        try:
-            samples = _parse_all(ctx, spec, engine, clis, servers, stamps, ends, totals, meta)
-        except NicbenchError as e:
-            if status == "ok":
-                status, error = "failed", e.one_line().removeprefix("nicbench: ")
-        except (ValueError, KeyError, TypeError) as e:   # a parser bug must fail the point, not the run
-            status, error = "failed", f"tool output not understood: {type(e).__name__}: {e}"
+        samples = _parse_all(ctx, spec, engine, clis, servers, stamps, ends, totals, meta, lost)
+        status, error = _fate(status, error, lost, len(clis), meta)
     meta["totals"] = totals
     starts = [v for v in (meta.get("test_starts") or {}).values() if v is not None]
     # the skew that matters: between the moments the tests really started
@@ -386,6 +387,26 @@ def _tool_procs(ctx: TcpContext, env: PointEnv, servers: Slots,
                       [(p.pid, ctx.server, "engine-client", f"{sl.client}:{sl.port}") for sl, p in clis])
 
 
+def _held(ctx: TcpContext, servers: Slots) -> list[str]:
+    """Engine servers another peer holds: a one-off iperf3 server serves the
+    first connection it accepts, so an idle peer there (not the study server)
+    keeps the point's own client waiting."""
+    out = []
+    own = ctx.addresses.get(ctx.server)
+    for slot, proc in servers:
+        t = ctx.transports[slot.client]
+        for table in ("tcp", "tcp6"):
+            try:
+                peers = established_peers(t.read_text(f"/proc/{proc.pid}/net/{table}"), slot.port)
+            except (OSError, NicbenchError):
+                continue
+            for addr, port in peers:
+                if own is not None and addr != own:
+                    out.append(f"the engine server on {slot.client}:{slot.port} is busy with another peer, "
+                               f"{addr}:{port} (an iperf3 server serves one test at a time): stop that client")
+    return list(dict.fromkeys(out))
+
+
 # A test's end anchor is trusted unless it implies an implausible set-up time
 MAX_SETUP_S = 2.0
 
@@ -405,74 +426,116 @@ def iperf3_anchor(launch: float | None, exit_: float | None, last_end: float) ->
     return launch, "launch"
 
 
-def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis, servers, stamps, ends,
-               totals: dict[str, dict[str, int]], meta: dict) -> list[Sample]:
+def _fate(status: str, error: str | None, lost: dict[str, str], pairs: int,
+          meta: dict[str, Any]) -> tuple[str, str | None]:
+    """A point whose every pair delivered is ok; one that lost some pairs
+    (a client killed, its link down, its engine server gone) is partial --
+    the survivors' data kept, the lost pairs and hosts named -- never ok; one
+    that lost them all failed."""
+    if not lost or status != "ok":
+        return status, error
+    meta["lost"] = dict(lost)
+    if len(lost) >= pairs:
+        return "failed", "; ".join(lost.values())
+    return "partial", "partial: " + "; ".join(f"{k} lost: {why}" for k, why in lost.items())
+
+
+def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis: Slots, servers: Slots,
+               stamps: dict[str, float | None], ends: dict[str, float | None], totals: dict[str, dict[str, int]],
+               meta: dict[str, Any], lost: dict[str, str]) -> list[Sample]:
+    """Every pair's samples; a pair whose output cannot be used goes into
+    ``lost`` with why (the others are still read)."""
     samples: list[Sample] = []
-    s = ctx.study
     meta["test_starts"], meta["anchors"] = {}, {}
-    lag = s.interval if engine == "iperf2" and iperf2.stamps_late(ctx.tool) else 0.0
+    lag = ctx.study.interval if engine == "iperf2" and iperf2.stamps_late(ctx.tool) else 0.0
     if lag:
         meta["iperf2_stamp_lag_s"] = lag
     for slot, proc in clis:
-        text = read_output(proc.stdout_path)
         key = f"{slot.client}:{slot.port}"
-        rc = proc.poll()
-        if engine == "iperf3":
-            try:
-                rep = iperf3.parse(text)
-            except ToolError as e:     # the pair goes into the message: "no JSON" alone says not which
-                raise ToolError(f"iperf3 to {key}: {e.message}", where=ctx.server, hint=e.hint) from None
-            if rep.error:
-                raise _tool_error(f"iperf3 to {key}: {rep.error}", ctx.server)
-            if rep.damage:
-                raise ToolError(f"iperf3 to {key}: its report is damaged ({'; '.join(rep.damage)}): its figures "
-                                "cannot be trusted", where=ctx.server, hint="the raw report is kept with the run")
-            if rc not in (0, None):
-                raise ToolError(f"iperf3 to {key} exited {rc} after printing a report without an error: "
-                                f"{tail(read_output(proc.stderr_path)) or 'no error text'}", where=ctx.server)
-            if not rep.has_server_output and not rep.intervals:
-                raise ToolError(f"iperf3 to {key} reported no intervals", where=ctx.server)
-            anchor, how = iperf3_anchor(stamps.get(key), ends.get(key), rep.last_end)
-            if anchor is None:
-                raise ToolError("the start gate recorded no time", where=ctx.server)
-            meta["test_starts"][key], meta["anchors"][key] = anchor, how
-            # Both ends stop together (the client sends TEST_END), but the server's
-            # interval clock can start late: seen 0.5 s late for a busy --bidir
-            # server.  So its intervals are placed by their end as well.
-            peer_anchor = anchor
-            if how == "exit" and rep.peer_last_end > 0:
-                peer_anchor = anchor + rep.last_end - rep.peer_last_end
-                meta.setdefault("peer_clock_offsets", {})[key] = peer_anchor - anchor
-            samples += _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
-            totals[key] = rep.totals
-        else:
-            if not text.strip():
-                raise _tool_error(f"iperf to {key} printed nothing: "
-                                  f"{tail(read_output(proc.stderr_path)) or 'no error text'}", ctx.server)
-            if rc not in (0, None):
-                raise _tool_error(f"iperf to {key} exited {rc}: "
-                                  f"{tail(read_output(proc.stderr_path)) or 'no error text'}", ctx.server)
-            rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
-                                stamp_lag=lag)
-            samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
-            totals[key] = dict(rep2.totals)
-            firsts = [i.abs_start for i in rep2.intervals if i.abs_start is not None]
-            meta["test_starts"][key], meta["anchors"][key] = (min(firsts) if firsts else None), "wall clock"
-            # the CSV's wall clock must end before the process did
-            last = max((i.abs_start + i.end - i.start for i in rep2.intervals if i.abs_start is not None),
-                       default=None)
-            if last is not None and ends.get(key) is not None and last > ends[key] + 0.05:
-                meta.setdefault("warnings", []).append(
-                    f"iperf2 to {key}: its CSV stamps run {last - ends[key]:.3f}s past the process's exit: "
-                    "intervals are placed late (a stamp quirk of this iperf version)")
+        if key in lost:
+            continue
+        try:
+            samples += _parse_client(ctx, spec, engine, slot, proc, stamps, ends, totals, meta, lag)
+        except NicbenchError as e:
+            lost[key] = e.message + (f" (hint: {e.hint})" if e.hint else "")
+        except (ValueError, KeyError, TypeError) as e:   # a parser bug must lose the pair, not the run
+            lost[key] = f"iperf to {key}: tool output not understood: {type(e).__name__}: {e}"
     if engine == "iperf2":   # receiver side of the fwd flow lives in the server's CSV
         for slot, proc in servers:
-            text = read_output(proc.stdout_path)
-            rep2 = iperf2.parse(text, role="server", omit=s.omit, server_port=slot.port, interval=s.interval,
-                                stamp_lag=lag)
+            key = f"{slot.client}:{slot.port}"
+            if key in lost:
+                continue
+            try:
+                rep2 = iperf2.parse(read_output(proc.stdout_path), role="server", omit=ctx.study.omit,
+                                    server_port=slot.port, interval=ctx.study.interval, stamp_lag=lag)
+            except (NicbenchError, ValueError, KeyError, TypeError) as e:
+                lost[key] = f"the iperf2 server on {key}: {e}"
+                continue
             samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             for k, v in rep2.totals.items():
-                totals.setdefault(f"{slot.client}:{slot.port}", {}).setdefault(k, v)
+                totals.setdefault(key, {}).setdefault(k, v)
+    # a lost pair's samples stay out: its bytes would be a partial interval of an unknown span
+    return [x for x in samples if f"{x.tag('host')}:{x.tag('proc')}" not in lost]
+
+
+def _parse_client(ctx: TcpContext, spec: TrialSpec, engine: str, slot: ProcSlot, proc: Process,
+                  stamps: dict[str, float | None], ends: dict[str, float | None],
+                  totals: dict[str, dict[str, int]], meta: dict[str, Any], lag: float) -> list[Sample]:
+    """One engine client's samples (and, for iperf3, its server's, nested in its report)."""
+    s = ctx.study
+    samples: list[Sample] = []
+    text = read_output(proc.stdout_path)
+    key = f"{slot.client}:{slot.port}"
+    rc = proc.poll()
+    if engine == "iperf3":
+        try:
+            rep = iperf3.parse(text)
+        except ToolError as e:     # the pair goes into the message: "no JSON" alone says not which
+            raise ToolError(f"iperf3 to {key}: {e.message}", where=ctx.server, hint=e.hint) from None
+        if rep.error:
+            raise _tool_error(f"iperf3 to {key}: {rep.error}", ctx.server)
+        if rep.damage:
+            raise ToolError(f"iperf3 to {key}: its report is damaged ({'; '.join(rep.damage)}): its figures "
+                            "cannot be trusted", where=ctx.server, hint="the raw report is kept with the run")
+        if rc not in (0, None):
+            raise ToolError(f"iperf3 to {key} exited {rc} after printing a report without an error: "
+                            f"{tail(tool_stderr(proc.stderr_path)) or 'no error text'}", where=ctx.server)
+        if not rep.has_server_output and not rep.intervals:
+            raise ToolError(f"iperf3 to {key} reported no intervals", where=ctx.server)
+        anchor, how = iperf3_anchor(stamps.get(key), ends.get(key), rep.last_end)
+        if anchor is None:
+            raise ToolError("the start gate recorded no time", where=ctx.server)
+        meta["test_starts"][key], meta["anchors"][key] = anchor, how
+        # Both ends stop together (the client sends TEST_END), but the server's
+        # interval clock can start late: seen 0.5 s late for a busy --bidir
+        # server.  So its intervals are placed by their end as well.
+        peer_anchor = anchor
+        if how == "exit" and rep.peer_last_end > 0:
+            peer_anchor = anchor + rep.last_end - rep.peer_last_end
+            meta.setdefault("peer_clock_offsets", {})[key] = peer_anchor - anchor
+        samples += _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
+        totals[key] = rep.totals
+    else:
+        if not text.strip():
+            raise _tool_error(f"iperf to {key} printed nothing: "
+                              f"{tail(tool_stderr(proc.stderr_path)) or 'no error text'}", ctx.server)
+        if rc not in (0, None):
+            raise _tool_error(f"iperf to {key} exited {rc}: "
+                              f"{tail(tool_stderr(proc.stderr_path)) or 'no error text'}", ctx.server)
+        rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
+                            stamp_lag=lag)
+        samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
+        totals[key] = dict(rep2.totals)
+        firsts = [i.abs_start for i in rep2.intervals if i.abs_start is not None]
+        meta["test_starts"][key], meta["anchors"][key] = (min(firsts) if firsts else None), "wall clock"
+        # the CSV's wall clock must end before the process did
+        last = max((i.abs_start + i.end - i.start for i in rep2.intervals if i.abs_start is not None),
+                   default=None)
+        exit_at = ends.get(key)
+        if last is not None and exit_at is not None and last > exit_at + 0.05:
+            meta.setdefault("warnings", []).append(
+                f"iperf2 to {key}: its CSV stamps run {last - exit_at:.3f}s past the process's exit: "
+                "intervals are placed late (a stamp quirk of this iperf version)")
     return samples
 
 

@@ -1,0 +1,117 @@
+"""What a study's import adapter (``studies/<kind>/imported.py``) is, and
+the small helpers every adapter shares.
+
+An adapter turns groups of parsed files (:class:`~nicbench.importers.group.Group`:
+the files of one point run together) into trials in exactly the shape the
+study's own runner records them: the same metric names and tags, the
+``TrialSpec.params`` keys its analysis reads, the point key of its plan
+schema, the trial meta its view reads.  The importer (``importers/write.py``)
+numbers the trials and repeats, copies the raw files and writes the run; the
+study's own analysis then reads it like any lab run.
+
+Execution side: no analysis, no report, no other study.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..records import Sample, TrialStatus, make_tags
+from .group import Group
+from .model import ParsedFile
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """What the user said beside the files.  ``io_size``: bytes, the IO (or
+    block) size of points whose files do not say it (iperf 2, text outputs)."""
+
+    io_size: int | None = None
+
+
+@dataclass(frozen=True)
+class ImportedTrial:
+    """One repeat of one point, ready to store: ``samples`` with trial_id ""
+    (the writer fills it), times as the files give them (epoch seconds, or
+    seconds from the test start for files without a wall clock).  ``notes``:
+    what a reader of the report must know about this point, one sentence
+    each (the report shows them as the run's warnings); ``basis``: how the
+    point's figure was taken when not as the study's runner takes it (e.g.
+    "sender-side"), empty otherwise."""
+
+    point: str
+    params: Mapping[str, Any]
+    samples: tuple[Sample, ...]
+    meta: Mapping[str, Any]
+    files: tuple[ParsedFile, ...]
+    status: TrialStatus = "ok"
+    error: str | None = None
+    notes: tuple[str, ...] = ()
+    basis: str = ""
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """Every trial of one study's import, and the run's meta as its runner
+    would record it (engine, versions, trim ...; provenance is the writer's)."""
+
+    trials: tuple[ImportedTrial, ...]
+    meta: Mapping[str, Any]
+
+
+class StudyImport(Protocol):
+    """A study's import adapter: which kinds of parsed file it takes and how
+    groups of them become its trials.  Raises InputError (naming the file)
+    for a group it cannot turn into a point."""
+
+    kinds: frozenset[str]                  # ParsedFile kinds: tcp, udp, storage, http, packets, rr
+
+    def adapt(self, groups: Sequence[Group], options: ImportOptions) -> ImportedRun: ...
+
+
+def label(p: ParsedFile) -> str:
+    """A file's short name for hosts and tables: its base name."""
+    return Path(p.name).name or p.name
+
+
+def labels(files: Sequence[ParsedFile]) -> dict[int, str]:
+    """Unique short names, by position: ``a.json``, ``a.json#2`` for a second file of that name."""
+    seen: dict[str, int] = {}
+    out = {}
+    for i, p in enumerate(files):
+        base = label(p)
+        seen[base] = seen.get(base, 0) + 1
+        out[i] = base if seen[base] == 1 else f"{base}#{seen[base]}"
+    return out
+
+
+def retag(s: Sample, **tags: object) -> Sample:
+    """``s`` with tags replaced (None removes one)."""
+    merged: dict[str, object] = dict(s.tags)
+    merged.update(tags)
+    return dataclasses.replace(s, tags=make_tags(**merged))
+
+
+def shifted(s: Sample, by: float) -> Sample:
+    """``s`` moved ``by`` seconds earlier."""
+    return dataclasses.replace(s, t_start=s.t_start - by, t_end=s.t_end - by)
+
+
+def common(values: Iterable[object]) -> Any:
+    """The one value every file agrees on, or None when they differ or none has it."""
+    vals = {v for v in values if v is not None}
+    return vals.pop() if len(vals) == 1 else None
+
+
+def file_notes(files: Sequence[ParsedFile], skip: Sequence[str] = ()) -> list[str]:
+    """Each file's notes and dropped items, named by file (notes containing
+    one of ``skip`` are the adapter's to say, after it chose what to use)."""
+    out = []
+    for p in files:
+        out += [f"{label(p)}: {n}" for n in p.notes if not any(k in n for k in skip)]
+        out += [f"{label(p)}: dropped: {d}" for d in p.dropped]
+    return out

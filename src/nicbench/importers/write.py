@@ -1,0 +1,115 @@
+"""An import, stored: the files as read (bytes, digest), the trials a study's
+adapter made of them numbered as a plan's would be, and the run written in
+one piece -- into a hidden directory of the store, moved into place only
+when complete, so an error leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import secrets
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import InputError, StoreError
+from ..records import RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
+from ..store.runs import RunWriter
+from .adapt import ImportedRun, label
+from .model import ParsedFile
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file as the user gave it: ``given`` (the name on the command
+    line), its absolute ``path``, ``size`` in bytes, ``sha256`` and the bytes read."""
+
+    given: str
+    path: Path
+    size: int
+    sha256: str
+    data: bytes
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", "replace")
+
+
+def read_source(given: str) -> SourceFile:
+    """A file's text, refused when it is missing, unreadable, empty or binary."""
+    path = Path(given).expanduser().absolute()
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise InputError("is a directory, not a tool's output", where=given,
+                         hint="give the files themselves (a shell glob: DIR/*.json)") from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", where=given, hint="check the path and its permissions") \
+            from None
+    if not data.strip():
+        raise InputError("empty file", where=given, hint="the tool wrote nothing: save its output (e.g. "
+                         "iperf3 -J > out.json) and import that")
+    if b"\0" in data[:65536]:
+        raise InputError("binary file, not a tool's text output", where=given,
+                         hint="import the tool's saved output (JSON, CSV or text), not a capture or an archive")
+    return SourceFile(given, path, len(data), hashlib.sha256(data).hexdigest(), data)
+
+
+def provenance(src: SourceFile, p: ParsedFile, forced: bool, points: Sequence[str]) -> dict[str, Any]:
+    """What a run keeps of each file it was made of."""
+    return {"name": src.given, "path": str(src.path), "size": src.size, "sha256": src.sha256,
+            "format": p.format, "format_forced": forced, "tool": p.tool, "version": p.version, "role": p.role,
+            "kind": p.kind, "notes": list(p.notes), "dropped": list(p.dropped), "points": list(points)}
+
+
+def records(study: str, run: ImportedRun) -> list[tuple[TrialRecord, list[Sample]]]:
+    """The trials numbered in order (``t0001`` ...), repeats counted per point."""
+    out = []
+    seen: dict[str, int] = {}
+    for i, t in enumerate(run.trials):
+        tid = f"t{i + 1:04d}"
+        rep = seen.get(t.point, 0)
+        seen[t.point] = rep + 1
+        samples = [dataclasses.replace(s, trial_id=tid) for s in t.samples]
+        started = min((s.t_start for s in samples), default=0.0)
+        ended = max((s.t_end for s in samples), default=started)
+        meta = {**t.meta, "imported": [p.name for p in t.files]}
+        out.append((TrialRecord(TrialSpec(tid, i, study, t.point, rep, dict(t.params)), t.status, started, ended,
+                                t.error, meta), samples))
+    return out
+
+
+def write_run(store: Path, info: RunInfo, trials: Sequence[tuple[TrialRecord, list[Sample]]],
+              files: Mapping[str, Sequence[tuple[ParsedFile, SourceFile]]]) -> Path:
+    """The run, complete, at ``store/<run_id>``: ``files`` by trial id are
+    copied into its ``raw/`` (once each; later trials refer to the copy)."""
+    tmp = store / f".import-{secrets.token_hex(4)}"
+    final = store / info.run_id
+    if final.exists():
+        raise StoreError("run directory already exists", where=str(final), hint="import again: ids are unique")
+    try:
+        tmp.mkdir(parents=True)
+        w = RunWriter.create(tmp, info)
+        copied: dict[str, str] = {}
+        for rec, samples in trials:
+            tid = rec.spec.trial_id
+            raws = []
+            for p, src in files.get(tid, ()):
+                if src.given not in copied:
+                    dest = w.raw_dir(tid) / f"{len(copied) + 1:02d}-{src.path.name}"
+                    dest.write_bytes(src.data)       # the bytes that were parsed, not the file as it is now
+                    copied[src.given] = w.rel(dest)
+                raws.append(RawOutput(tid, label(p), p.role or "client", p.tool, "stdout", copied[src.given]))
+            w.write_trial(rec, samples, raws)
+        w.finish("done", ok=sum(r.status == "ok" for r, _ in trials),
+                 failed=sum(r.status != "ok" for r, _ in trials))
+        os.replace(w.run_dir, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+    return final
