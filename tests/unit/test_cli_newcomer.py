@@ -114,3 +114,24 @@ def test_help_of_the_new_and_changed_commands(cmd):
     p = nb(*cmd, "--help")
     assert p.returncode == 0 and p.stdout.startswith("Usage: nicbench " + " ".join(cmd))
 
+
+def test_store_paths_in_messages_are_absolute_wherever_the_command_started(tmp_path):
+    """The store follows the current directory: a relative --store (or the default
+    ./nicbench-runs) must still be named in full, so a message is usable from anywhere."""
+    f = FIXTURES / "iperf3" / "3.12" / "tx_p2.json"
+
+    def here(*args: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "nicbench.cli.main", *map(str, args)], capture_output=True,
+                              text=True, cwd=tmp_path, timeout=120,
+                              env={k: v for k, v in os.environ.items() if k != "NICBENCH_STORE"})
+
+    assert here("runs").stdout.strip() == f"no runs in {tmp_path / 'nicbench-runs'}"
+    imp = json.loads(here("--json", "import", f, "--store", "rel").stdout)
+    assert imp["run_dir"] == str(tmp_path / "rel" / imp["run_id"])
+    rep = here("report", imp["run_id"], "--store", "rel")
+    index = tmp_path / "rel" / imp["run_id"] / "report" / "index.html"
+    assert rep.returncode == 0 and rep.stdout.strip() == f"report: {index}"
+    listed = json.loads(here("--json", "runs", "--store", "rel").stdout)
+    assert [r["path"] for r in listed] == [str(tmp_path / "rel" / imp["run_id"])]
+    miss = here("report", "nope", "--store", "rel")
+    assert miss.returncode == 6 and f"{tmp_path / 'rel'}" in miss.stderr

@@ -15,8 +15,8 @@ from ..report.compare import write_compare_page
 from ..report.facts import fact_changes, grouped_changes
 from ..report.numbers import num
 from ..report.view import load_run
-from ..store.runs import default_store, resolve
 from ..studies.registry import VIEWS
+from .options import run_dir
 
 
 @click.command("compare")
@@ -37,8 +37,7 @@ def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: Path | None, 
     Welch's t-test over the repeats, a verdict; then the host facts and
     tuning that differ between the runs (the usual explanation), each
     differing fact once with the hosts it differs on."""
-    st = store or default_store()
-    a, b = load_run(resolve(st, run_a), VIEWS), load_run(resolve(st, run_b), VIEWS)
+    a, b = load_run(run_dir(store, run_a), VIEWS), load_run(run_dir(store, run_b), VIEWS)
     if a.info.study != b.info.study:
         raise InputError(f"run A is a {a.info.study} study, run B a {b.info.study} study", where="compare",
                          hint="compare runs of the same kind of study")

@@ -12,7 +12,7 @@ import click
 from click.core import ParameterSource
 
 from ..core.errors import InputError
-from ..store.runs import default_store
+from ..store.runs import default_store, resolve
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,13 +41,21 @@ def store_option(f: F) -> F:
 
 
 def store_dir(store: Path | None) -> Path:
-    return store or default_store()
+    """--store, else $NICBENCH_STORE, else ./nicbench-runs -- made absolute, so every
+    message and JSON field names the store (and the run directories and reports
+    under it) wherever the command was started from."""
+    return (store or default_store()).expanduser().absolute()
 
 
 def plan_store(store: Path | None, plan_dir: str) -> Path:
-    """--store, then $NICBENCH_STORE, then the plan's [output] dir."""
+    """--store, then $NICBENCH_STORE, then the plan's [output] dir; absolute (see :func:`store_dir`)."""
     env_store = os.environ.get("NICBENCH_STORE")
-    return store or (Path(env_store) if env_store else Path(plan_dir))
+    return (store or (Path(env_store) if env_store else Path(plan_dir))).expanduser().absolute()
+
+
+def run_dir(store: Path | None, ref: str) -> Path:
+    """The run directory RUN names (an id, an id prefix, a path or 'latest'), absolute."""
+    return resolve(store_dir(store), ref).absolute()
 
 
 def given(ctx: click.Context, name: str) -> bool:

@@ -10,9 +10,9 @@ from rich import box
 from rich.table import Table
 
 from ..report.view import load_run
-from ..store.runs import list_runs, resolve
+from ..store.runs import list_runs
 from ..studies.registry import VIEWS
-from .options import emit, json_option, store_dir, store_option
+from .options import emit, json_option, run_dir, store_dir, store_option
 from .tables import echo_table
 
 
@@ -25,9 +25,9 @@ from .tables import echo_table
 @click.pass_context
 def report(ctx: click.Context, run_ref: str, store: Path | None, out: Path | None) -> None:
     """Re-render the report of RUN (id, id prefix, path or 'latest') from the store alone."""
-    view = load_run(resolve(store_dir(store), run_ref), VIEWS)
+    view = load_run(run_dir(store, run_ref), VIEWS)
     sv = VIEWS[view.info.study]
-    out = out or view.run_dir / "report"
+    out = (out or view.run_dir / "report").absolute()
     out.mkdir(parents=True, exist_ok=True)
     index = sv.render(view, out)
     emit(ctx, {"run_id": view.info.run_id, "report": str(index), "points": sv.rows(view)}, f"report: {index}")
