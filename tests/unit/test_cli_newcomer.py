@@ -95,9 +95,12 @@ def test_help_says_where_plans_run_and_lists_exit_codes():
     assert "real hosts over SSH" in top and "embedded lab" in top
     codes = top[top.index("Exit codes:"):]
     for code, word in (("0", "ok"), ("2", "bad input"), ("3", "preflight"), ("4", "lab"), ("5", "tool"),
-                       ("6", "store"), ("7", "some points failed"), ("130", "interrupted")):
+                       ("6", "store"), ("7", "some points failed or partial"), ("130", "interrupted")):
         assert any(ln.split()[:1] == [code] and word in ln for ln in codes.splitlines()), code
     assert "_NICBENCH_COMPLETE=bash_source" in top
+    start = top[top.index("Start:"):top.index("Exit codes:")]
+    for cmd in ("init --list", "check PLAN", "run PLAN", "setup", "import FILE...", "compare A B"):
+        assert f"nicbench {cmd}" in start, cmd
     run = nb("run", "--help").stdout
     assert "real hosts over SSH" in run and "embedded lab" in run
 

@@ -64,6 +64,8 @@ Start:
   nicbench check PLAN                  validate it and list its points
   nicbench run PLAN                    run it, store everything, write the report
   nicbench setup                       build nbgen (packet studies), checking its compiler and libraries
+  nicbench import FILE...              outputs run elsewhere (iperf3, iperf 2, fio, wrk, ...) as a run
+  nicbench compare A B [--html DIR]    two runs point by point, and what differs between their hosts
 
 \b
 Exit codes:
@@ -74,7 +76,7 @@ Exit codes:
   4    embedded lab
   5    a traffic tool failed or printed output nicbench cannot trust
   6    result store
-  7    run finished, results stored, some points failed
+  7    run finished, results stored, some points failed or partial (a host lost mid-point)
   130  interrupted (finished points are kept)
 
 \b
