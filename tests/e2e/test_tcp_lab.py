@@ -187,21 +187,33 @@ def test_lab_cli_up_status_down():
 
 
 def _kill_iperf3_in(netns: str, after: float, seen: list[int]) -> None:
-    """Kill (by PID) the iperf3 server found in ``netns``, ``after`` s after it appears."""
+    """Kill (by PID) the iperf3 *server* found in ``netns``, ``after`` s after it appears.
+
+    Only a server counts (``iperf3 -s``): preflight's ``iperf3 --version`` runs
+    in the same namespace and is gone by the time the kill would land -- a kill
+    of that one hit nothing, and the point rightly came out ok.  ``seen`` gets
+    only PIDs that were alive when the signal was sent.
+    """
+    import os
     import subprocess
     deadline = time.time() + 30
     while time.time() < deadline:
         pids = [int(p) for p in subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
                                                text=True).stdout.split()]
-        mine = [p for p in pids if Path(f"/proc/{p}/comm").exists()
-                and Path(f"/proc/{p}/comm").read_text().strip() == "iperf3"]
+        mine = []
+        for p in pids:
+            try:
+                argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv and argv[0].endswith(b"iperf3") and b"-s" in argv:
+                mine.append(p)
         if mine:
             time.sleep(after)
             for p in mine:
-                seen.append(p)
                 try:
-                    import os
                     os.kill(p, signal.SIGKILL)
+                    seen.append(p)
                 except ProcessLookupError:
                     pass
             return

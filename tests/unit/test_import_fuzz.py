@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fuzzing import variants
 
 from nicbench.core.errors import NicbenchError
 from nicbench.importers import PARSERS, parse_file
@@ -35,36 +36,6 @@ def run(fmt, text):
     with contextlib.suppress(NicbenchError):
         parse_file(text, "fuzz", force=fmt, role="client" if fmt.startswith("iperf2") else None)
     assert time.monotonic() - t0 < BOUND
-
-
-def variants(text, rng):
-    n = len(text)
-    step = max(1, n // 150)
-    for cut in range(0, n, step):
-        yield text[:cut]
-    b = bytearray(text.encode())
-    for _ in range(60):
-        c = bytearray(b)
-        i = rng.randrange(len(c))
-        c[i] ^= 1 << rng.randrange(8)
-        yield c.decode("utf-8", "replace")
-    for bad in ("NaN", "Infinity", "-Infinity", "1e308", "-1e308", "-nan", "nan", "1e999", "-1", "\"x\"", "null"):
-        yield _replace_numbers(text, bad, rng)
-    yield text.replace("{", '{"start": {}, "start": 1, ', 3)
-    yield "{" * 10_000 + "}" * 10_000
-    yield "[" * 10_000 + "]" * 10_000
-    yield '{"start": ' * 10_000
-    yield "x" * 2_000_000
-    yield text + "\n" + "1" * 2_000_000
-
-
-def _replace_numbers(text, bad, rng):
-    import re
-    nums = list(re.finditer(r"(?<![\w.])\d+(?:\.\d+)?", text))
-    out = text
-    for m in sorted(rng.sample(nums, min(5, len(nums))), key=lambda m: -m.start()):
-        out = out[:m.start()] + bad + out[m.end():]
-    return out
 
 
 @pytest.mark.parametrize("fmt", sorted(PARSERS))

@@ -30,6 +30,18 @@ def test_group_reporting_and_mixed_read_write():
     assert j.read.ios and j.write.ios and j.read.bytes == pytest.approx(j.read.ios * 512, rel=1e-3)
 
 
+def test_a_write_job_is_read_from_its_write_side_only():
+    r = load("nbd_write_32k.json")                     # fio 3.33 -rw=write -bs=32k against nbdkit memory
+    [j] = r.jobs
+    assert j.read.ios == 0 and j.read.bytes == 0
+    # io_bytes runs 15 IOs (iodepth 16 - 1) ahead of the completed-IO count: bytes and IOs are
+    # fio's own figures, each kept as printed, never one derived from the other
+    assert j.write.ios == 171720 and j.write.bytes == 5627412480 == (171720 + 15) * 32768
+    assert j.write.runtime_s == pytest.approx(2.001) and j.write.iops == pytest.approx(85817.091454)
+    assert r.total("write").bw_bytes == pytest.approx(j.write.bytes / 2.001, rel=1e-3)
+    assert r.total("read").ios == 0
+
+
 def test_a_refused_connection_is_an_error_line_with_no_io():
     r = load("nbd_refused.json")
     assert r.errors and "Connection refused" in r.errors[0]

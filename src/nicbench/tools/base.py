@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, ParamSpec, TypeVar
+
+from ..core.errors import NicbenchError, ToolError
 
 Flow = Literal["fwd", "rev"]      # fwd: engine client -> engine server
 Side = Literal["sender", "receiver"]
@@ -48,6 +53,41 @@ class FlowInterval:
     packets: int | None = None        # UDP datagrams in the interval
     lost: int | None = None           # UDP datagrams the receiver counted as lost
     jitter_s: float | None = None     # UDP jitter the receiver reported, seconds
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# what a parser written for a tool's real output trips over in a damaged one
+# (a key missing, a null or NaN where a number was, nesting beyond the stack)
+DAMAGE = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, ZeroDivisionError,
+          RecursionError)
+
+
+def damage_is_a_tool_error(tool: str, hint: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A parser of ``tool``'s output raises only nicbench's errors: whatever
+    the damage (truncation, a flipped bit, ``NaN`` where bytes were), the
+    point fails naming it, with the raw output kept -- never an internal error
+    and never a number read from a report that is not one.  The parser's own
+    ``where`` argument (a host or file), when it has one, is named."""
+    def wrap(f: Callable[P, R]) -> Callable[P, R]:
+        sig = inspect.signature(f)
+
+        @functools.wraps(f)
+        def parse(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return f(*args, **kwargs)
+            except NicbenchError:
+                raise
+            except DAMAGE as e:
+                try:
+                    where = sig.bind_partial(*args, **kwargs).arguments.get("where") or None
+                except TypeError:
+                    where = None
+                raise ToolError(f"{tool} output is damaged: {type(e).__name__}: {str(e)[:120]}",
+                                where=where if isinstance(where, str) else None, hint=hint) from None
+        return parse
+    return wrap
 
 
 def parse_version(text: str) -> tuple[int, ...]:

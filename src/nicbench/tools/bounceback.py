@@ -43,7 +43,7 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import InputError, ToolError
-from .base import ToolInfo
+from .base import ToolInfo, damage_is_a_tool_error
 from .rtt import StatedSummary, bounded, check_size, require_version
 
 NAME = "iperf"
@@ -196,6 +196,7 @@ def _ms(text: str) -> float:
     return float(text + "e-3")
 
 
+@damage_is_a_tool_error("iperf --bounceback", "see the raw output file")
 def parse(text: str, where: str | None = None) -> BouncebackRun:
     """An iperf 2 ``--bounceback -e`` client report (stdout with stderr).
 

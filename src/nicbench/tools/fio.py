@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..core.errors import ToolError, tail
-from .base import MinVersion
+from .base import MinVersion, damage_is_a_tool_error
 
 MIN_NBD = MinVersion("fio", (3, 19), "the nbd ioengine the lab's NBD LUNs are driven with came in fio 3.19")
 
@@ -132,6 +132,7 @@ def documents(text: str) -> list[dict]:
     raise ToolError(f"fio printed no JSON: {tail(text) or 'no output'}")
 
 
+@damage_is_a_tool_error("fio", "see the raw output file")
 def final_document(text: str) -> dict:
     """The run's summary: the last fio document in ``text`` (status reports
     come before it; see ``documents``)."""
@@ -202,6 +203,7 @@ def progress(text: str) -> dict[tuple[str, str], list[Reading]]:
     return out
 
 
+@damage_is_a_tool_error("fio", "see the raw output file: was fio killed mid-report?")
 def parse(text: str) -> FioReport:
     """The final JSON document of one fio run; ToolError when there is none."""
     errors = tuple(ln.strip() for ln in text.splitlines()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..core.errors import ToolError
-from .base import FlowInterval, MinVersion, ToolInfo, parse_version
+from .base import FlowInterval, MinVersion, ToolInfo, damage_is_a_tool_error, parse_version
 
 NAME = "iperf"
 MAX_STREAMS = 4096
@@ -201,6 +201,7 @@ def stamps_late(info: ToolInfo) -> bool:
     return tuple(info.version[:3]) == (2, 1, 8)
 
 
+@damage_is_a_tool_error("iperf 2", "see the raw output file")
 def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
           server_port: int | None = None, interval: float | None = None,
           stamp_lag: float = 0.0, strict: bool = True) -> Iperf2Report:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ToolError
-from .base import FlowInterval, MinVersion, ToolInfo, parse_version
+from .base import FlowInterval, MinVersion, ToolInfo, damage_is_a_tool_error, parse_version
 
 NAME = "iperf3"
 MAX_STREAMS = 128
@@ -261,6 +261,7 @@ def end_entries(end: dict, is_server: bool, default_sender: bool | None = None) 
     return out
 
 
+@damage_is_a_tool_error("iperf3", "see the raw output file: was the process killed mid-report?")
 def parse(text: str) -> Iperf3Report:
     """Parse the client's ``-J --get-server-output`` (or a server's ``-J``) output."""
     d, damage = load_json(text)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import InputError, ToolError
-from .base import ToolInfo
+from .base import ToolInfo, damage_is_a_tool_error
 from .rtt import UDP_MAX_PAYLOAD, RttSamples, StatedSummary, bounded, check_size, require_version
 
 NAME = "irtt"
@@ -152,6 +152,7 @@ def _get(d: Any, *keys: str, where: str | None) -> Any:
     return cur
 
 
+@damage_is_a_tool_error("irtt", "see the raw output file: was irtt killed mid-report?")
 def parse(text: str, where: str | None = None) -> IrttRun:
     """irtt's JSON.  ToolError when it is not irtt 0.9 JSON, when nothing
     was answered, or when a round trip is inconsistent."""

@@ -16,9 +16,12 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import ToolError, tail
+from .base import damage_is_a_tool_error
 
-_LINE = re.compile(r"(\d+):(\d\d):(\d\d) - lba \d+, iops current (\d+) \((\d+) MB/s\), "
-                   r"iops average (\d+) \((\d+) MB/s\)")
+# bounded digit runs: an unbounded ``\d+`` first made a 2 MB line of digits
+# (a damaged output) take minutes of regex backtracking
+_LINE = re.compile(r"(\d{1,9}):(\d\d):(\d\d) - lba \d{1,20}, iops current (\d{1,12}) \((\d{1,12}) MB/s\), "
+                   r"iops average (\d{1,12}) \((\d{1,12}) MB/s\)")
 
 
 def argv(url: str, *, block_size: int, queue: int, initiator: str, seconds: float,
@@ -39,6 +42,7 @@ class Second:
     iops: int               # IOs completed in that second
 
 
+@damage_is_a_tool_error("iscsi-perf", "see the raw output file")
 def parse(text: str) -> list[Second]:
     """The per-second IO counts; ToolError when the run never did I/O."""
     # iscsi-perf prints (rt % 3600) / 60 : rt / 60 : rt % 60 -- the second

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..core.errors import ToolError
 from ..native.build import built
+from .base import damage_is_a_tool_error
 
 EXIT = {2: "usage", 3: "privileges", 4: "not supported"}
 
@@ -99,6 +100,7 @@ def _fail(what: str, stdout: str, stderr: str, where: str) -> ToolError:
     return ToolError(f"nbgen {what}: {msg}" if msg else f"nbgen {what} printed no result", where=where)
 
 
+@damage_is_a_tool_error("nbgen tx", "see the raw output file")
 def parse_tx(stdout: str, stderr: str = "", where: str = "") -> Tx:
     lines = _lines(stdout)
     start = next((d for d in lines if d.get("event") == "start"), None)
@@ -112,6 +114,7 @@ def parse_tx(stdout: str, stderr: str = "", where: str = "") -> Tx:
               tuple(end.get("threads", ())), bool(end.get("stopped")))
 
 
+@damage_is_a_tool_error("nbgen rx", "see the raw output file")
 def parse_rx(stdout: str, stderr: str = "", where: str = "") -> Rx:
     """The receiver's counts; a run cut short (no end line) keeps its reads."""
     lines = _lines(stdout)

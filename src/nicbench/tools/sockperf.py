@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..core.errors import InputError, ToolError
-from .base import ToolInfo
+from .base import ToolInfo, damage_is_a_tool_error
 from .rtt import UDP_MAX_PAYLOAD, Protocol, RttSamples, StatedSummary, bounded, check_size, require_version
 
 NAME = "sockperf"
@@ -154,6 +154,7 @@ def _num(rx: str, text: str, what: str, where: str | None) -> re.Match[str]:
     return m
 
 
+@damage_is_a_tool_error("sockperf", "see the raw output file: was sockperf killed mid-log?")
 def parse_full_log(text: str, where: str | None = None) -> SockperfRun:
     """The file ``--full-log`` wrote: summary + one line per timed request.
 
@@ -202,6 +203,7 @@ def parse_full_log(text: str, where: str | None = None) -> SockperfRun:
                        total_received=run.total_received)
 
 
+@damage_is_a_tool_error("sockperf", "see the raw output file")
 def parse_summary(text: str, where: str | None = None) -> tuple[StatedSummary, bool]:
     """sockperf's statistics from its stdout (no per-request samples);
     (summary, halved)."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .base import damage_is_a_tool_error
+
 RING_FRAME = 2048        # its default ring frame size: bigger frames need -J
 
 
@@ -40,6 +42,7 @@ _BYTES = re.compile(r"^\s*(\d+) bytes outgoing", re.M)
 _CPU = re.compile(r"^\s*(\d+) sec, (\d+) usec on CPU(\d+) \((\d+) packets\)", re.M)
 
 
+@damage_is_a_tool_error("trafgen", "see the raw output file")
 def parse(stdout: str) -> Summary | None:
     """trafgen's exit summary, or None if it never printed one (killed)."""
     text = stdout.replace("\r", "\n")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from ..core.errors import ToolError, tail
-from .base import MinVersion
+from .base import MinVersion, damage_is_a_tool_error
 
 MIN_VERSION = MinVersion("wrk", (4, 0), "nicbench reads wrk's totals through the Lua done(summary, latency, "
                                         "requests) hook of wrk 4 (tested with 4.1)")
@@ -58,6 +58,7 @@ class WrkResult:
         return self.bytes * 8 / self.duration_s / 1e9 if self.duration_s > 0 else 0.0
 
 
+@damage_is_a_tool_error("wrk", "see the raw output file: was wrk stopped before its done() hook?")
 def parse(stdout: str, stderr: str = "") -> WrkResult:
     """The JSON block of wrk.lua's done(); a run that never got there (wrk
     exits at start when the first connection fails) is a ToolError with
@@ -110,6 +111,7 @@ class WrkText:
     hdr: bool
 
 
+@damage_is_a_tool_error("wrk", "see the raw output file")
 def parse_text(text: str) -> WrkText | None:
     """wrk's or wrk2's human summary, or None when the text has none."""
     m = _REQS.search(text)
