@@ -85,9 +85,21 @@ def _lab_plan(work: Path, env: dict[str, str], example: str, lab: str, edits: tu
     return path
 
 
+def _not_ok(p: subprocess.CompletedProcess[str]) -> list[str]:
+    """Why a run was not clean: its FAILED/PARTIAL lines and final error, and the
+    points its analysis rejected (their records are ok; only the report says why)."""
+    out = [ln for ln in p.stderr.splitlines() if "FAILED" in ln or "PARTIAL" in ln or ln.startswith("nicbench:")]
+    try:
+        # the run's document comes first on stdout; with exit 7 the error's follows it
+        report = json.JSONDecoder().raw_decode(p.stdout.lstrip())[0].get("report")
+        trials = json.loads((Path(report).parent / "points.json").read_text())["trials"] if report else []
+    except (ValueError, OSError):
+        trials = []
+    return out + [f"{t['point']} {t['status']}: {t['error']}" for t in trials if t["status"] != "ok"]
+
+
 def _ran(p: subprocess.CompletedProcess[str], points: int) -> dict:
-    failed = [ln for ln in p.stderr.splitlines() if "FAILED" in ln or ln.startswith("nicbench:")]
-    assert p.returncode == 0, "\n".join(failed) or p.stderr[-3000:]
+    assert p.returncode == 0, "\n".join(_not_ok(p)) or p.stderr[-3000:]
     doc = json.loads(p.stdout)
     assert doc["points_ok"] == points and doc["points_failed"] == 0 and Path(doc["report"]).exists()
     return doc
