@@ -20,10 +20,8 @@ if [ -n "$missing" ]; then
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
-# nbgen, nicbench's XDP packet generator (native/nbgen): make rebuilds it only
-# when its sources changed
-make -s -C native/nbgen
-# nbperf, nicbench's TCP/UDP traffic engine (native/nbperf): C, libc and pthreads only
+# nbperf, nicbench's TCP/UDP traffic engine (native/nbperf): C, libc and pthreads only;
+# make rebuilds it only when its sources changed
 make -s -C native/nbperf
 
 PY=${PYTHON:-python3}
@@ -40,3 +38,8 @@ if [ "$(cat .venv/.nicbench-stamp 2>/dev/null)" != "$stamp" ] || ! .venv/bin/pyt
   .venv/bin/pip install -q --disable-pip-version-check -e ".[test]"
   echo "$stamp" > .venv/.nicbench-stamp
 fi
+
+# nbgen, nicbench's XDP packet generator (src/nicbench/native/nbgen): built into
+# this user's ~/.local/share/nicbench (or $NICBENCH_HOME), only when this
+# version's sources are not built yet
+.venv/bin/nicbench setup >/dev/null

@@ -13,6 +13,24 @@ def fixture_text(*parts: str) -> str:
     return FIXTURES.joinpath(*parts).read_text()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_data_dir(tmp_path_factory):
+    """The default archive is the user's (XDG data dir): tests never read or
+    write the real one.  Tests that need a store give --store or their own
+    XDG_DATA_HOME; the rest get a throwaway data dir for the session."""
+    from nicbench.native.build import home
+    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "NICBENCH_HOME")}
+    # what 'nicbench setup' built (nbgen) stays where the set-up command put it
+    os.environ["NICBENCH_HOME"] = str(home())
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
 def pytest_collection_modifyitems(config, items):
     if os.geteuid() == 0:
         return

@@ -135,7 +135,7 @@ def test_crashed_run_is_cleaned_by_lab_down(tmp_path):
     down = nicbench("lab", "down", lab, "--json")
     out, err = down.communicate(timeout=30)
     assert down.returncode == 0, err
-    assert sorted(json.loads(out)[lab]) == sorted(f"nb-{lab}-{h}" for h in ("sw", "srv", "c1", "c2"))
+    assert sorted(json.loads(out)["removed"][lab]) == sorted(f"nb-{lab}-{h}" for h in ("sw", "srv", "c1", "c2"))
     assert namespaces(lab) == [] and not any(alive(x) for x in pids)
     # the finished-trials-only store is still readable, and the run whose process is gone shows as aborted
     [run_dir] = (tmp_path / "store" / "runs").iterdir()

@@ -2,6 +2,7 @@
 
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -75,3 +76,33 @@ def test_compare_command_names_every_figure_of_a_study(tmp_path):
     assert [(m["metric"], m["higher_is_better"]) for m in doc["metrics"]] == [
         ("Gbps received (UDP payload)", True), ("loss % (receivers)", False)]
     assert doc["metric"] == doc["metrics"][0]["metric"] and len(doc["points"]) == 12
+
+
+def test_compare_html_overlays_both_runs_and_lists_each_differing_fact_once(tmp_path):
+    store = tmp_path / "store"
+    for name in ("a", "b"):
+        shutil.copytree(FIXTURES / "runs" / "tcp", store / name)
+    with sqlite3.connect(store / "b" / "results.sqlite") as db:       # B: another kernel on every host, rx 10 % lower
+        db.execute("update meta set value = '\"b-run\"' where key = 'run_id'")
+        db.execute("update facts set value = '\"6.19.0\"' where key = 'kernel'")
+        db.execute("update samples set value = value * 0.9 where metric = 'tcp.bytes' and trial_id in "
+                   "(select trial_id from trials where point like 'rx/%')")
+    out = tmp_path / "cmp"
+    r = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "compare", str(store / "a"), str(store / "b"),
+                        "--html", str(out), "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["html"] == str((out / "index.html").resolve())
+    [kernel] = [f for f in doc["facts_differing"] if f["fact"] == "kernel"]
+    assert kernel["b"] == "6.19.0" and sorted(kernel["hosts"]) == ["c1", "c2", "c3", "machine", "srv"]
+    assert len([f for f in doc["facts_changed"] if f["fact"] == "kernel"]) == 5      # per host, as before
+    html = (out / "index.html").read_text()
+    assert html.count("<code>kernel</code>") == 1 and "srv, c1, c2, c3, machine" in html
+    figs = sorted(p.name for p in out.glob("*.png"))
+    assert figs == ["compare-0-tx.png", "compare-1-rx.png", "compare-2-bidir.png"]
+    assert all((out / f).stat().st_size > 5000 for f in figs) and all(f in html for f in figs)
+    rx = {p["point"]: p for p in doc["points"]}["rx/c3/io8K"]
+    assert abs(rx["factor"] - 0.9) < 1e-9
+    text = subprocess.run([sys.executable, "-m", "nicbench.cli.main", "compare", str(store / "a"), str(store / "b")],
+                          capture_output=True, text=True).stdout
+    assert text.count(" kernel ") == 1 and "(each once)" in text

@@ -64,6 +64,7 @@ def test_unknown_host_key():
     ('io_sizes = [0]', "must be > 0"),
     ('io_sizes = ["0K"]', "must be > 0"),
     ('io_sizes = ["4K", "4096"]', "must not repeat"),
+    ('io_sizes = ["8kB"]', "'8kB' is ambiguous"),
 ])
 def test_bad_sizes(bad, needle):
     msg = err(BASE.replace('io_sizes = ["512", "64K"]', bad))

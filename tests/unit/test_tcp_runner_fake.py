@@ -9,9 +9,11 @@ from nicbench.core.errors import PreflightError
 from nicbench.hosts.fake import FakeTransport, Script
 from nicbench.plan import parse_plan
 from nicbench.plan.matrix import trials
+from nicbench.report.tables import table
 from nicbench.run.iperf import detect_tool
 from nicbench.run.kit import PointEnv
 from nicbench.studies.tcp.runner import TcpContext, run_trial
+from nicbench.studies.tcp.view import HEADLINE, table_rows
 from nicbench.tools import iperf3
 
 PLAN = """
@@ -292,6 +294,10 @@ def test_a_lost_client_makes_the_point_partial_and_keeps_the_survivors(tmp_path)
     assert r.status == "partial" and r.gbps is not None and r.clients_used == 1
     [p] = point_stats([r])
     assert p.survivors_only and p.n_partial == 1 and p.n_ok == 0 and p.median == pytest.approx(r.gbps)
+    # the report's tables say so: the Gbps cell flagged, ok/failed counting the partial repeat
+    [row] = table(table_rows([p]), HEADLINE).rows
+    cells = dict(zip([c.label for c in HEADLINE], row, strict=True))
+    assert cells["Gbps (median)"].alert and cells["ok/failed"].text == "0/0 (+1 partial)"
 
 
 def test_every_client_lost_is_a_failed_point(tmp_path):

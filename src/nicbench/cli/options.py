@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
+from ..core.errors import InputError
 from ..store.archive import Archive, RunFilter, parse_when
 from ..store.location import StoreLocation, parse_store
 
@@ -107,3 +109,21 @@ def report_dir(run_dir: Path) -> Path:
     out = run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the user gave option ``name`` (on the command line or in the environment)."""
+    return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def flag_of(ctx: click.Context, name: str) -> str:
+    opt = next((p for p in ctx.command.params if p.name == name), None)
+    return opt.opts[0] if opt is not None and opt.opts else name
+
+
+def refuse_unused(ctx: click.Context, name: str, applies: bool, message: str, hint: str) -> None:
+    """An option the user gave that what they asked for would silently ignore is
+    an error: ``message`` says what it applies to, ``hint`` the option that does."""
+    if not applies and given(ctx, name):
+        flag = flag_of(ctx, name)
+        raise InputError(message, where=flag, hint=hint)

@@ -1,4 +1,6 @@
-"""Live progress on the terminal (rich), silent when stderr is not a TTY.
+"""Progress of a run on stderr: a live bar on a terminal; one line per
+finished point otherwise (CI logs, nohup, a pipe), so a long run is never
+silent until its end.
 
 What a finished point's figure is comes from its study's view (the same
 analysis the report runs), never from summing the tools' own rates."""
@@ -45,10 +47,14 @@ class TerminalProgress:
         self._p: Progress | None = None
         self._task: TaskID | None = None
         self._meta: Mapping[str, Any] = {}
+        self._total = 0
+        self._done = 0
 
     def begin(self, run_id: str, total: int, meta: Mapping[str, Any]) -> None:
         self._meta = meta
+        self._total = total
         if not self.enabled:
+            self._line(f"run {run_id}: {total} points")
             return
         self._p = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -64,6 +70,13 @@ class TerminalProgress:
             self._p.update(self._task, description=f"{spec.point} r{spec.repeat + 1}")
 
     def trial_end(self, rec: TrialRecord, samples: list[Sample]) -> None:
+        self._done += 1
+        if not self.enabled:
+            again = f" (repeat {rec.spec.repeat + 1})" if rec.spec.repeat else ""
+            what = (self.view.progress_line(rec, samples, self._meta) if rec.status == "ok"
+                    else f"{rec.spec.point} {rec.status.upper()}: {rec.error}")
+            self._line(f"[{self._done}/{self._total}] {what}{again}")
+            return
         if self._p is None or self._task is None:
             return
         if rec.status == "ok":
@@ -72,6 +85,11 @@ class TerminalProgress:
             last = f"last: {rec.spec.point} {rec.status.upper()}"
             self.console.print(f"[red]{rec.spec.point}: {rec.error}[/red]")
         self._p.update(self._task, advance=1, last=last)
+
+    def _line(self, text: str) -> None:
+        """One plain line, flushed at once (a log read while the run goes on)."""
+        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        self.console.file.flush()
 
     def end(self) -> None:
         if self._p is not None:

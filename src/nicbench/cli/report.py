@@ -38,7 +38,7 @@ def report(ctx: click.Context, run_ref: str, store: str | None, out: Path | None
     """Re-render the report of RUN (id, id prefix, run directory or 'latest') from the archive alone."""
     view = load_ref(run_ref, store)
     sv = VIEWS[view.info.study]
-    out = out or view.run_dir / "report"
+    out = (out or view.run_dir / "report").absolute()
     out.mkdir(parents=True, exist_ok=True)
     index = sv.render(view, out)
     emit(ctx, {"run_id": view.info.run_id, "report": str(index), "points": sv.rows(view)}, f"report: {index}")

@@ -15,6 +15,7 @@ from ..studies.registry import VIEWS, study
 from .options import emit, json_option, plan_store, quoted, report_dir, store_option
 from .progress import TerminalProgress
 from .recover import clean, inspect
+from .tables import echo_table, points_table
 
 
 @click.command()
@@ -31,12 +32,16 @@ from .recover import clean, inspect
 @click.pass_context
 def run(ctx: click.Context, plan: Path, store: str | None, keep_lab: bool, no_report: bool,
         host_wide: bool, tags: tuple[str, ...], do_recover: bool) -> None:
-    """Run PLAN (a .toml file) on the embedded lab and write its report.
+    """Run PLAN (a .toml file) and write its report.
 
-    The lab is built for the run and removed afterwards, unless one with the
-    plan's [lab] name already exists (made by 'nicbench lab up'), which is
-    reused and left alone.  The run is in the archive from its start and every
-    finished point is stored at once; Ctrl-C stops cleanly and keeps them.
+    Where it runs is the plan's: real hosts over SSH when its [hosts] give
+    ssh (and test_ip), or an inventory names them -- nicbench checks every
+    host first (login, sudo, tools, clocks) -- else the embedded lab on this
+    machine (needs root), built for the run and removed afterwards, unless
+    one with the plan's [lab] name already exists (made by 'nicbench lab
+    up'), which is reused and left alone.  The run is in the archive from its
+    start and every finished point is stored at once; Ctrl-C stops cleanly
+    and keeps them.
     """
     p, text = load_plan(plan)
     s = study(p.study.kind)
@@ -69,6 +74,8 @@ def run(ctx: click.Context, plan: Path, store: str | None, keep_lab: bool, no_re
             "rejected_by_analysis": len(rejected), "hosts_unreachable": dict(outcome.unreachable),
             "report": str(report) if report else None, "warnings": list(outcome.warnings),
             "store": outcome.archive.display if outcome.archive else loc.display}
+    if not ctx.obj.get("json"):
+        echo_table(points_table(s.view.rows(view), s.view.headline, title=f"{p.name}: results"))
     lines = [f"run {outcome.run_id}: {ok} points ok, {failed} failed"
              + (f", {partial} partial (survivors only)" if partial else "")
              + (f" ({len(rejected)} rejected by the analysis)" if rejected else "")]

@@ -190,5 +190,6 @@ def ssh_lab(lab: Lab, *, max_offset: float = 0.05) -> SshLab:
     checks, problems = preflight(ts, want, max_offset=max_offset)
     if problems:
         close_all(ts)
-        raise PreflightError("; ".join(problems), where="ssh preflight", hint="fix every item listed, then run again")
+        raise PreflightError("; ".join(problems), where="ssh to the lab's hosts",
+                             hint="fix every item listed, then run again")
     return SshLab(lab, ts, checks)

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
 
 from ..core.units import format_size  # noqa: E402
 
@@ -57,3 +57,12 @@ def cpu_axis(ax: Axes, xs: Any, cpu_percent: Any, legend_below: float = -0.22, n
     h2, l2 = ax2.get_legend_handles_labels()
     ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, legend_below), ncol=ncol,
               frameon=False)
+
+
+def plain_log_axis(ax: Axes) -> None:
+    """A log y axis labelled 0.1, 1, 10 (and 2, 5 between when a decade is all
+    there is), never 6x10^0."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())

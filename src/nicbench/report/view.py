@@ -21,6 +21,7 @@ from ..store.reader import RunReader as ArchiveReader
 from ..store.reader import open_run_dir
 from ..store.runs import DB as LEGACY_DB
 from ..store.runs import RunReader
+from .tables import Col
 
 __all__ = ["Metric", "PointSummary", "StudyView", "RunView", "StoredRun", "load_run", "read_run", "read_stored"]
 
@@ -106,6 +107,12 @@ class StudyView(Protocol):
     # the per-point figures point_summaries() gives, the first one the run's
     # headline (the runs list shows its best value over the points)
     metrics: tuple[Metric, ...]
+
+    @property
+    def headline(self) -> Sequence[Col]:
+        """The columns a reader compares first, over ``rows``: the report's headline
+        table and the results table at the end of a run."""
+        ...
 
     def analyse(self, run: StoredRun) -> Analysed:
         """Stored trials and samples -> per-trial results and per-point statistics."""

@@ -32,7 +32,7 @@ def acquire_lab(spec: LabSpec) -> tuple[manager.Lab, bool]:
     """An existing matching lab (reused, not ours to remove) or a new one."""
     existing = manager.load(spec.name)
     if existing is None:
-        return manager.up(spec), True
+        return manager.up(spec, purpose="run"), True
     if existing.spec != spec:
         raise LabError(f"lab {spec.name!r} exists but was built for other hosts or another link "
                        f"(MTU {existing.spec.mtu}, hosts {', '.join(h.name for h in existing.spec.hosts)})",
@@ -79,7 +79,7 @@ def open_hosts(plan: Plan) -> OpenedHosts:
             raise
         if problems:
             remote.close()
-            raise PreflightError("; ".join(problems), where="ssh preflight",
+            raise PreflightError("; ".join(problems), where="ssh to the hosts",
                                  hint="fix every item listed, then run again")
         return OpenedHosts(remote)
     manager.require_root()

@@ -87,3 +87,10 @@ def os_problems(plan: Plan, oses: Mapping[str, str | None]) -> list[str]:
                 out.append(f"{host}: a FreeBSD host, but the {plan.study.kind} study would run {', '.join(what)} "
                            "there, which need Linux")
     return out
+
+
+def problems_found(problems: list[str], study: str) -> PreflightError:
+    """Every problem a study's preflight found, as one error.  ``where`` names the
+    study (the error's kind already says "preflight"; each problem names its host)."""
+    return PreflightError("; ".join(problems), where=f"{study} study",
+                          hint="fix every item listed, then run again")

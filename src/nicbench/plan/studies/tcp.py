@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from ...core.units import format_size
-from ..base import Size, StudySchema
+from ..base import Size, StudySchema, trim_problem
 
 NBPERF_MAX_IO = 4 << 20       # native/nbperf's limit per send/recv call, bytes
 
@@ -62,7 +62,7 @@ class TcpStudy(StudySchema):
             if big:
                 raise ValueError(f"study.io_sizes: nbperf takes IO sizes up to 4M, not {big[0]} bytes")
         if self.duration <= 2 * self.trim:
-            raise ValueError(f"duration {self.duration}s leaves nothing after trimming {self.trim}s at both ends")
+            raise ValueError(trim_problem(self.duration, self.trim, "trim" in self.model_fields_set))
         return self
 
     def points(self) -> list[tuple[str, dict[str, Any]]]:

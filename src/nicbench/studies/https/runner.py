@@ -29,7 +29,7 @@ from ...plan.model import Plan
 from ...plan.studies.https import HttpsStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together, stall_causes, stalled
-from ...run.preflight import busy_ports, reach_problems, tool_version
+from ...run.preflight import busy_ports, problems_found, reach_problems, tool_version
 from ...run.procnet import listening
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, child_pids, tool_procs
@@ -120,7 +120,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
         if port in busy:
             problems.append(f"{plan.server}: port {port} already in use")
     if problems:
-        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
+        raise problems_found(problems, "https")
     if host_os(srv) == "FreeBSD":
         has_tls, why = freebsd.kernel_tls(srv)
     else:

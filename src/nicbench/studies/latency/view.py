@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from ...records import HostFacts, Sample, TrialRecord
 from ...report.facts import facts_section
 from ...report.figures import new_figure, save, size_axis
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
+from ...report.tables import Col, ok_failed
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import Agreement, LatencyPoint, LatencyTrial, agreement, point_stats, trial_result
 
@@ -59,9 +60,32 @@ def _values(p: LatencyPoint) -> dict[str, float | None]:
             "load_gbps": p.load_gbps, "cores_busy": p.cores_busy}
 
 
+def _in_us(key: str) -> Callable[[Mapping[str, Any]], float | None]:
+    return lambda r: r[key] * 1e6 if r.get(key) is not None else None
+
+
+# the results table at the end of a run (the rows stay at full precision, in seconds)
+HEADLINE = (
+    Col("point", "point", "text"),
+    Col("p50 us", _in_us("p50_s")),
+    Col("p99 us", _in_us("p99_s"), bold=True),
+    Col("p99.9 us", _in_us("p999_s")),
+    Col("max us", _in_us("max_s")),
+    Col("requests/s", "requests_per_s"),
+    Col("load Gbps", "load_gbps"),
+    Col("p99 vs idle", "p99_vs_idle"),
+    Col("ok/failed", ok_failed, "text"),
+)
+
+
 class LatencyView:
     kind = "latency"
     metrics = METRICS
+
+    @property
+    def headline(self) -> Sequence[Col]:
+        """The columns a reader compares first: the run's results table."""
+        return HEADLINE
 
     def point_summaries(self, view: RunView) -> list[PointSummary]:
         return summaries(view, _values)

@@ -27,12 +27,13 @@ from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
 from ...hosts.spec import DirectLink
 from ...hosts.transport import END_MARK, Process, Transport, gate_time, host_clock_offset, read_output, tool_stderr
+from ...native.build import nbgen_path
 from ...plan.model import Plan
 from ...plan.studies.packets import PacketStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run import ratesearch
 from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together
-from ...run.preflight import tool_version
+from ...run.preflight import problems_found, tool_version
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, child_pids, tool_procs
 from ...tools import frames as fr
@@ -40,9 +41,10 @@ from ...tools import nbgen, trafgen
 from ...tuning.knobs import cpu_set
 from .analysis import packet_trial  # the search needs each step's loss: the one upward import (see ARCHITECTURE.md)
 
-INSTALL = "run scripts/install.sh (it installs clang, libbpf-dev, bpftool and netsniff-ng and builds nbgen)"
-INSTALL_ANYWHERE = (INSTALL + "; on a host that does not share this machine's files: make -C native/nbgen there "
-                    "(it needs libbpf1) and put nbgen on its PATH")
+INSTALL = ("run 'nicbench setup' (it builds nbgen, naming any compiler or library it lacks); trafgen: "
+           "apt-get install netsniff-ng")
+INSTALL_ANYWHERE = (INSTALL + "; on a host that does not share this machine's files: install nicbench there, run "
+                    "'nicbench setup' and put the nbgen it prints on that host's PATH (it needs libbpf1)")
 # capability bits (linux/capability.h)
 CAPS = {"CAP_NET_ADMIN": 12, "CAP_NET_RAW": 13, "CAP_SYS_ADMIN": 21, "CAP_PERFMON": 38, "CAP_BPF": 39}
 DRAIN_S = 0.3            # after the generators end, before the receivers' last count
@@ -177,7 +179,8 @@ def preflight(plan: Plan, transports: dict[str, Transport],
     versions: dict[str, str] = {}
     exe = nbgen.binary()
     if exe is None:
-        problems.append(f"nbgen is not built (native/nbgen/build/nbgen): {INSTALL}")
+        problems.append(f"nbgen is not built for this nicbench (looked for {nbgen_path()}, $NICBENCH_NBGEN and "
+                        f"nbgen on PATH): {INSTALL}")
     devs = {h: list(v) for h, v in (s.interfaces or {}).items()}
     hosts: dict[str, list[str]] = {gen: list(s.engines), rx: ["nbgen"]}
     exes: dict[str, str] = {}
@@ -233,7 +236,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
                         f"{max(s.threads) * max(s.ports)} threads need {max(s.threads) * max(s.ports)} CPUs, "
                         f"the host has {cpus}")
     if problems:
-        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
+        raise problems_found(problems, "packets")
     return PacketContext(s, gen, rx, dict(transports), versions, exe, macs, online, kernel, devs, exes,
                          ), warnings
 

@@ -33,7 +33,7 @@ from ...plan.model import Plan
 from ...plan.studies.storage import StorageStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together, stall_causes, stalled
-from ...run.preflight import busy_ports, tool_version
+from ...run.preflight import busy_ports, problems_found, tool_version
 from ...run.procnet import listening
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
@@ -149,7 +149,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
     if taken:
         problems.append(f"{plan.server}: port(s) {', '.join(map(str, taken))} already in use")
     if problems:
-        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
+        raise problems_found(problems, "storage")
     return StorageContext(s, plan.server, list(plan.clients), dict(transports), addresses, versions), []
 
 
@@ -323,6 +323,8 @@ def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
                 samples += [replace(x, t_start=x.t_start - off, t_end=x.t_end - off) for x in placed]
                 results[client] = {"jobs": {f"{j.name}#{i}": {"read_iops": j.read.iops, "write_iops": j.write.iops,
                                                      "read_bw": j.read.bw_bytes, "write_bw": j.write.bw_bytes,
+                                                     "read_p50_ns": j.read.percentiles_ns.get("50"),
+                                                     "write_p50_ns": j.write.percentiles_ns.get("50"),
                                                      "read_p99_ns": j.read.percentiles_ns.get("99"),
                                                      "write_p99_ns": j.write.percentiles_ns.get("99")}
                                             for i, j in enumerate(rep.jobs)},

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import NicbenchError, PreflightError
+from ...core.errors import NicbenchError
 from ...hosts.base import Hosts
 from ...hosts.transport import Process, Transport, host_clock_offset, read_output
 from ...plan.model import Plan
@@ -31,7 +31,7 @@ from ...run import iperf
 from ...run import nbperf as nbperf_engine
 from ...run.iperf import MODE, ProcSlot, Slots, layout
 from ...run.kit import PointEnv, PointGuard, PointSamplers, RawFiles, release_together, stall_causes, stalled
-from ...run.preflight import busy_ports, reach_problems
+from ...run.preflight import busy_ports, problems_found, reach_problems
 from ...run.study import Preflight, TrialOutcome
 from ...tools import iperf2, iperf3
 from ...tools.base import ToolInfo
@@ -128,8 +128,7 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
             warnings.append(f"iperf3 {tool.version_str} is single-threaded: all streams of one process "
                             "share one core; more client hosts or processes spread the load")
     if problems:
-        raise PreflightError("; ".join(problems),
-                             hint="fix every item listed, then run again")
+        raise problems_found(problems, "tcp")
     assert tool is not None
     return TcpContext(s, server, clients, dict(transports), addresses, tool, skip), warnings
 

@@ -9,7 +9,7 @@ seconds, loss as a fraction); the page rounds what a person reads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from ...core.linerate import format_speed
 from ...records import HostFacts, Sample, TrialRecord
 from ...report.facts import facts_section
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
+from ...report.tables import Col, ok_failed
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import SPLIT_STAGES, UdpPoint, UdpTrial, ceiling_gbps, udp_points, udp_trial
 from .figures import cpu_figure, headline_figure, rate_figures
@@ -60,9 +61,35 @@ def _values(p: UdpPoint) -> dict[str, float | None]:
             "rate_found_bps": p.rate_found_bps, "cores_busy": p.cores_busy, "cpu_pct": p.cpu_percent}
 
 
+def _gbps(key: str) -> Callable[[Mapping[str, Any]], float | None]:
+    return lambda r: r[key] / 1e9 if r.get(key) is not None else None
+
+
+def _pct(key: str) -> Callable[[Mapping[str, Any]], float | None]:
+    return lambda r: r[key] * 100 if r.get(key) is not None else None
+
+
+# the results table at the end of a run (the rows stay at full precision, in base units)
+HEADLINE = (
+    Col("point", "point", "text"),
+    Col("datagram B", "datagram_size", "count"),
+    Col("Gbps received", _gbps("received_bps"), bold=True, title="UDP payload the receivers counted, median"),
+    Col("% of ceiling", _pct("of_ceiling"), alert=lambda r: bool(r.get("above_ceiling"))),
+    Col("loss %", _pct("loss"), title="datagrams the receivers missed, worst direction"),
+    Col("jitter ms", lambda r: r["jitter_s"] * 1e3 if r.get("jitter_s") is not None else None),
+    Col("cores busy", "cores_busy"),
+    Col("ok/failed", ok_failed, "text"),
+)
+
+
 class UdpView:
     kind = "udp"
     metrics = METRICS
+
+    @property
+    def headline(self) -> Sequence[Col]:
+        """The columns a reader compares first: the run's results table."""
+        return HEADLINE
 
     def point_summaries(self, view: RunView) -> list[PointSummary]:
         return summaries(view, _values)
