@@ -31,7 +31,7 @@ def test_the_examples_are_package_data_and_the_repository_path_still_works():
     assert names() == sorted(p.stem for p in (ROOT / "src" / "nicbench" / "examples").glob("*.toml"))
     assert {"quickstart", "realhosts-tcp", "seed000-tcp-multiclient", "seed003-packets"} <= set(names())
     assert (ROOT / "examples" / "seed000-tcp-multiclient.toml").read_text() == \
-        example("seed000-tcp-multiclient").text                                        # the repository's examples/ is the same
+        example("seed000-tcp-multiclient").text            # the repository's examples/ is the same
 
 
 def test_init_writes_the_quickstart_then_refuses_to_overwrite(tmp_path):
