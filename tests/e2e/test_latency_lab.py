@@ -17,7 +17,7 @@ from helpers import namespaces
 
 from nicbench.api import execute, load_run, render
 from nicbench.plan import parse_plan
-from nicbench.store.runs import RunReader
+from nicbench.store.reader import open_run_dir
 from nicbench.studies.latency.analysis import LatencyPoint, LatencyTrial, agreement
 
 pytestmark = pytest.mark.lab
@@ -89,7 +89,7 @@ lead = 1.0
               f"loaded p50 {loaded.percentiles['p50'] * 1e6:.1f} p99 {loaded.percentiles['p99'] * 1e6:.1f} us, "
               f"load {loaded.load_gbps:.3f} Gbps")
     # the load ran concurrently: its bytes cover every loaded trial's window, it started first, at the link's rate
-    reader = RunReader(out.run_dir)
+    reader = open_run_dir(out.run_dir)
     for t in trials:
         if t.condition != "loaded":
             continue
