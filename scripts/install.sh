@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS="openssh-client openssh-server iperf3 iperf sockperf irtt qperf iproute2 iputils-ping ethtool procps util-linux mount numactl nginx-light wrk openssl nbdkit fio tgt libiscsi-bin python3-venv sqlite3 netsniff-ng clang libbpf-dev bpftool gcc make libc6-dev ansible-core shellcheck posh"
+PKGS="openssh-client openssh-server iperf3 iperf sockperf irtt qperf iproute2 iputils-ping nftables ethtool procps util-linux mount numactl nginx-light wrk openssl nbdkit fio tgt libiscsi-bin python3-venv sqlite3 netsniff-ng clang libbpf-dev bpftool gcc make libc6-dev ansible-core shellcheck posh postgresql chromium chromium-driver"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -20,9 +20,9 @@ if [ -n "$missing" ]; then
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
-# nbgen, nicbench's XDP packet generator (native/nbgen): make rebuilds it only
-# when its sources changed
-make -s -C native/nbgen
+# nbperf, nicbench's TCP/UDP traffic engine (native/nbperf): C, libc and pthreads only;
+# make rebuilds it only when its sources changed
+make -s -C native/nbperf
 
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
@@ -38,3 +38,8 @@ if [ "$(cat .venv/.nicbench-stamp 2>/dev/null)" != "$stamp" ] || ! .venv/bin/pyt
   .venv/bin/pip install -q --disable-pip-version-check -e ".[test]"
   echo "$stamp" > .venv/.nicbench-stamp
 fi
+
+# nbgen, nicbench's XDP packet generator (src/nicbench/native/nbgen): built into
+# this user's ~/.local/share/nicbench (or $NICBENCH_HOME), only when this
+# version's sources are not built yet
+.venv/bin/nicbench setup >/dev/null

@@ -13,6 +13,24 @@ def fixture_text(*parts: str) -> str:
     return FIXTURES.joinpath(*parts).read_text()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _own_data_dir(tmp_path_factory):
+    """The default archive is the user's (XDG data dir): tests never read or
+    write the real one.  Tests that need a store give --store or their own
+    XDG_DATA_HOME; the rest get a throwaway data dir for the session."""
+    from nicbench.native.build import home
+    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "NICBENCH_HOME")}
+    # what 'nicbench setup' built (nbgen) stays where the set-up command put it
+    os.environ["NICBENCH_HOME"] = str(home())
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
 def pytest_collection_modifyitems(config, items):
     if os.geteuid() == 0:
         return
@@ -52,3 +70,31 @@ def nothing_left_running(request):
     while (left := _tool_pids(names) - before) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert left == set(), f"left running: {sorted(left)}"
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A throwaway PostgreSQL 15 (tests/pgserver.py), for the whole session."""
+    from pgserver import start_server
+    if os.geteuid() != 0:
+        pytest.skip("the throwaway PostgreSQL is started as the postgres user: needs root (CI runs as root)")
+    srv = start_server()
+    yield srv
+    srv.remove()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """The same archive test against SQLite (a file in tmp_path) and a fresh
+    database on the throwaway PostgreSQL."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "archive.sqlite")
+        return
+    srv = request.getfixturevalue("pg_server")
+    name = srv.create_db()
+    os.environ["NICBENCH_RUNS"] = str(tmp_path / "runs")
+    try:
+        yield srv.url(name)
+    finally:
+        os.environ.pop("NICBENCH_RUNS", None)
+        srv.drop_db(name)

@@ -13,7 +13,7 @@ from nicbench.lab import manager
 from nicbench.plan import parse_plan
 from nicbench.report.facts import differences
 from nicbench.run.hosts import lab_spec
-from nicbench.store.runs import RunReader
+from nicbench.store.reader import open_run_dir
 
 pytestmark = pytest.mark.lab
 
@@ -43,14 +43,14 @@ def test_counters_on_every_host_and_facts_with_differences(tmp_path):
     assert hosts["machine"].value("sysctl.net.core.netdev_max_backlog") is not None
     assert hosts["srv"].get("sysctl.net.core.netdev_max_backlog").unknown     # not visible in a namespace
     assert differences(view.facts) == {"client": ["sysctl.net.ipv4.tcp_mtu_probing"]}
-    raws = [r for r in RunReader(out.run_dir).raw_outputs() if r.tool == "facts"]
+    raws = [r for r in open_run_dir(out.run_dir).raw_outputs() if r.tool == "facts"]
     assert {r.host for r in raws} == set(hosts)
     assert "@@nicbench-section" in (out.run_dir / raws[0].path).read_text()
 
     # counters: what the server's interface sent is what the clients' received
     c = t.counters
     assert c is not None and {"srv", "c1", "c2"} <= set(c.per_host)
-    r = RunReader(out.run_dir)
+    r = open_run_dir(out.run_dir)
     samples = r.samples(t.trial_id)
     w = c.window
     sent = wire_rate(samples, direction="tx", window=w, host="srv")

@@ -15,7 +15,8 @@ from nicbench.core.errors import PreflightError, ToolError
 from nicbench.lab import manager
 from nicbench.plan import parse_plan
 from nicbench.run.hosts import lab_spec
-from nicbench.store.runs import RunReader
+from nicbench.store.archive import Archive
+from nicbench.store.reader import open_run_dir
 
 pytestmark = pytest.mark.lab
 
@@ -56,7 +57,7 @@ def test_https_and_http_bytes_agree_with_the_wire_and_ktls_is_detected(tmp_path)
     assert namespaces("e2eh") == [] and nginx_tmp_dirs() == before
     view = load_run(out.run_dir)
     assert [t.status for t in view.trials] == ["ok", "ok"], [t.error for t in view.trials]
-    r = RunReader(out.run_dir)
+    r = open_run_dir(out.run_dir)
     for t in view.trials:
         # wrk's bytes vs the server's interface over the same span: payload / frame bytes of TCP (TLS)
         samples = r.samples(t.trial_id)
@@ -188,5 +189,5 @@ def test_a_low_open_files_limit_is_caught_at_preflight_not_mid_point(tmp_path):
     assert "wrk needs 164 for 100 connections" in line and "nginx needs 464 for 200 connections" in line, line
     assert "hint: raise the open-files limit" in line
     assert namespaces("e2el") == []
-    runs = list((tmp_path / "store").glob("*/results.sqlite"))
-    assert all(not RunReader(r.parent).trials() for r in runs)   # no point ran
+    with Archive.open(tmp_path / "store") as a:
+        assert a.runs(include_hidden=True) == []           # no run started, so no point ran

@@ -19,6 +19,7 @@ from nicbench.hosts.transport import NetnsTransport
 from nicbench.lab import manager
 from nicbench.lab.topology import DirectLink, make_spec
 from nicbench.plan import parse_plan
+from nicbench.store.archive import Archive
 from nicbench.studies.packets import runner as packets
 from nicbench.tools import nbgen
 
@@ -167,8 +168,8 @@ def test_an_interrupted_run_leaves_no_xdp_program_attached(tmp_path):
         assert namespaces("e2ep4"), "the lab was to be kept"
         assert not xdp_on(ns, "pk0") and not xdp_on(ns, "pk1")
         assert not xdp_on("nb-e2ep4-gen", "pk0")
-        from nicbench.store.runs import list_runs
-        assert [r["status"] for r in list_runs(tmp_path / "st")] == ["interrupted"]
+        with Archive.open(tmp_path / "st") as a:
+            assert [r.status for r in a.runs()] == ["interrupted"]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -21,10 +21,13 @@ from nicbench.hosts.sshcheck import preflight
 from nicbench.lab import manager, sshd
 from nicbench.lab.topology import DirectLink, make_spec
 from nicbench.plan import parse_plan
+from nicbench.report.view import read_run
 
 pytestmark = pytest.mark.lab
 
 TOOLS = ("iperf3", "sshd")   # none may outlive a test (conftest.py checks)
+# lab names: e2essN, or with another prefix (a session sharing the machine runs its own labs)
+P = os.environ.get("NICBENCH_E2E_LAB_PREFIX", "e2e")
 
 
 def ssh_plan(lab: str, transport: str, duration: float = 3) -> str:
@@ -48,7 +51,7 @@ def _ours(pattern: str) -> list[int]:
 def test_tcp_over_ssh_gives_the_netns_result(tmp_path):
     views = {}
     for transport in ("netns", "ssh"):
-        text = ssh_plan("e2ess1", transport)
+        text = ssh_plan(f"{P}ss1", transport)
         try:
             # the lab kept: what must end is ended by nicbench and the watchdogs, not by the lab's teardown
             out = execute(parse_plan(text), text, store=tmp_path / transport, keep_lab=True)
@@ -58,8 +61,8 @@ def test_tcp_over_ssh_gives_the_netns_result(tmp_path):
                 time.sleep(0.1)
             assert _ours("nicbench-wrap") == [] and _ours("iperf3 -s") == []
         finally:
-            manager.down("e2ess1")
-        assert namespaces("e2ess1") == []
+            manager.down(f"{P}ss1")
+        assert namespaces(f"{P}ss1") == []
     a, b = views["netns"].trials[0], views["ssh"].trials[0]
     assert a.status == b.status == "ok", (a.error, b.error)
     # a shaped 1G link: both at the line rate, so the same result within noise
@@ -67,24 +70,24 @@ def test_tcp_over_ssh_gives_the_netns_result(tmp_path):
     meta = views["ssh"].info.meta
     assert meta["host_transport"] == "ssh" and set(meta["ssh"]) == {"srv", "c1", "c2"}
     assert all(abs(h["clock_offset_s"]) < 0.05 and h["root"] for h in meta["ssh"].values())
-    assert not Path("/var/lib/nicbench/lab-ssh/e2ess1").exists()
+    assert not Path(f"/var/lib/nicbench/lab-ssh/{P}ss1").exists()
 
 
 @pytest.fixture
 def ssh_lab_up():
-    spec = make_spec("e2ess2", [("srv", "server"), ("c1", "client"), ("c2", "client")], 1500)
+    spec = make_spec(f"{P}ss2", [("srv", "server"), ("c1", "client"), ("c2", "client")], 1500)
     lab = manager.up(spec)
     try:
         yield lab, sshd.start(lab)
     finally:
-        manager.down("e2ess2")
+        manager.down(f"{P}ss2")
 
 
 def test_a_changed_or_unknown_host_key_is_refused(ssh_lab_up):
     lab, targets = ssh_lab_up
-    kh = sshd.ssh_dir("e2ess2") / "known_hosts"
+    kh = sshd.ssh_dir(f"{P}ss2") / "known_hosts"
     good = kh.read_text()
-    other = sshd.ssh_dir("e2ess2") / "other"
+    other = sshd.ssh_dir(f"{P}ss2") / "other"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
     ip = lab.spec.host("srv").ip
     kind, key = other.with_suffix(".pub").read_text().split()[:2]
@@ -125,13 +128,13 @@ def test_a_dropped_connection_loses_that_pair_keeps_the_other_and_leaves_no_remo
     """c1's SSH master killed mid-point: its sessions drop, the wrappers' watchdogs
     kill the iperf3 servers there, c1's pair is lost (named), c2's data is kept as a
     partial point, the run ends, nothing remains."""
-    text = ssh_plan("e2ess3", "ssh", duration=6)
+    text = ssh_plan(f"{P}ss3", "ssh", duration=6)
     seen: dict = {}
 
     def drop_c1() -> None:
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline:
-            lab = manager.load("e2ess3")
+            lab = manager.load(f"{P}ss3")
             if lab is not None and _ours("iperf3 -c"):
                 ip = lab.spec.host("c1").ip
                 masters = [p for p in _ours(f"root@{ip}") if p in _ours("ControlMaster=yes")]
@@ -161,8 +164,8 @@ def test_a_dropped_connection_loses_that_pair_keeps_the_other_and_leaves_no_remo
         assert seen["iperf3"] and not [p for p in seen["iperf3"] if alive(p)]
         assert _ours("nicbench-wrap") == []
     finally:
-        manager.down("e2ess3")
-    assert namespaces("e2ess3") == []
+        manager.down(f"{P}ss3")
+    assert namespaces(f"{P}ss3") == []
 
 
 def _inventory(path: Path, spec, cfg: Path) -> None:
@@ -182,11 +185,12 @@ def _inventory(path: Path, spec, cfg: Path) -> None:
 def test_packets_on_real_hosts_over_ssh(tmp_path):
     """The packet study on 'real' hosts: their port NICs named in the plan, nbgen
     and trafgen started over SSH (trafgen's config written on the host)."""
-    spec = make_spec("e2ess5", [("gen", "server"), ("sink", "client")], 1500, direct=(DirectLink(0, "gen", "sink", 1),))
+    spec = make_spec(f"{P}ss5", [("gen", "server"), ("sink", "client")], 1500,
+                     direct=(DirectLink(0, "gen", "sink", 1),))
     lab = manager.up(spec)
     try:
         sshd.start(lab)
-        _inventory(tmp_path / "lab.yml", spec, sshd.ssh_dir("e2ess5") / "ssh_config")
+        _inventory(tmp_path / "lab.yml", spec, sshd.ssh_dir(f"{P}ss5") / "ssh_config")
         (tmp_path / "plan.toml").write_text(
             'name = "remote-packets"\ninventory = "lab.yml"\n[study]\nkind = "packets"\n'
             'engines = ["nbgen", "trafgen"]\nline_rate = "40G"\nduration = 2\ntrim = 0.25\n'
@@ -197,21 +201,27 @@ def test_packets_on_real_hosts_over_ssh(tmp_path):
         view = load_run(out.run_dir)
         assert [t.error for t in view.trials if t.status != "ok"] == []
         for t in view.trials:
+            print(f"nicbench-e2e {t.point} rx/tx {t.rx_pps / t.tx_pps:.6f}")
             assert t.rx_pps > 0 and t.rx_pps <= t.tx_pps * 1.005 and set(t.per_port_rx_pps) == {"pk0"}
+        # the counters came from the sampler on each host, stamped by its clock, none missing
+        for rec in read_run(out.run_dir).records:
+            hs = rec.meta["host_sampling"]
+            assert set(hs) == {"gen", "sink"} and all(h["reads"] >= 4 and h["end"] == "stdin" for h in hs.values())
+            assert "counters_missing" not in rec.meta and hs["gen"]["clock"] == "mono_ns"
         assert _ours("nicbench-wrap") == [] and not list(Path("/tmp").glob("nicbench-t*-pk0.cfg"))
     finally:
-        manager.down("e2ess5")
+        manager.down(f"{P}ss5")
 
 
 def test_real_hosts_from_an_ansible_inventory(tmp_path):
     """The lab's sshds stand in for real machines: no lab for the run, the
     hosts from a YAML inventory (address, user, NIC, test address, ssh
     arguments with a ProxyCommand into the lab's switch), the same result."""
-    spec = make_spec("e2ess4", [("srv", "server"), ("c1", "client"), ("c2", "client")], 1500, speed_bps=1e9)
+    spec = make_spec(f"{P}ss4", [("srv", "server"), ("c1", "client"), ("c2", "client")], 1500, speed_bps=1e9)
     lab = manager.up(spec)
     try:
         sshd.start(lab)
-        _inventory(tmp_path / "lab.yml", spec, sshd.ssh_dir("e2ess4") / "ssh_config")
+        _inventory(tmp_path / "lab.yml", spec, sshd.ssh_dir(f"{P}ss4") / "ssh_config")
         (tmp_path / "plan.toml").write_text('name = "remote-e2e"\ninventory = "lab.yml"\n[link]\nspeed = "1G"\n'
                                             '[study]\nconnections = [4]\nduration = 3\nomit = 1\ninterval = 0.5\n'
                                             'trim = 0.25\n')
@@ -228,4 +238,4 @@ def test_real_hosts_from_an_ansible_inventory(tmp_path):
         assert sorted(h.host for h in view.facts) == ["c1", "c2", "srv"]  # each host, no lab machine
         assert _ours("nicbench-wrap") == []
     finally:
-        manager.down("e2ess4")
+        manager.down(f"{P}ss4")

@@ -14,7 +14,7 @@ from nicbench.api import execute, load_run, render
 from nicbench.core.errors import ToolError
 from nicbench.lab import manager
 from nicbench.plan import parse_plan
-from nicbench.store.runs import RunReader
+from nicbench.store.reader import open_run_dir
 
 pytestmark = pytest.mark.lab
 
@@ -150,7 +150,7 @@ def test_existing_block_devices_with_libaio(tmp_path):
         [t] = load_run(out.run_dir).trials
         assert t.status == "ok", t.error
         assert set(t.per_initiator_mb_s) == {"c1", "c2"} and t.mb_s > 10
-        argv = RunReader(out.run_dir).trials()[0].meta["argv"]
+        argv = open_run_dir(out.run_dir).trials()[0].meta["argv"]
         assert any(f"--filename={loops[0]}" in a and "--ioengine=libaio" in a for a in argv.values())
         # writes to existing devices need an explicit yes
         with pytest.raises(Exception) as e:

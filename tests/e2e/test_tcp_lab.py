@@ -16,7 +16,8 @@ from nicbench.lab import manager
 from nicbench.lab.topology import make_spec
 from nicbench.plan import parse_plan
 from nicbench.run.hosts import lab_spec
-from nicbench.store.runs import RunReader
+from nicbench.store.archive import Archive, RunFilter
+from nicbench.store.reader import open_run_dir
 from nicbench.tools import iperf2, iperf3
 
 pytestmark = pytest.mark.lab
@@ -75,7 +76,7 @@ def test_short_sweep_aggregate_is_sum_of_client_receivers(tmp_path, engine, lab,
         assert t.overhead_s is not None and t.overhead_s < 2.0
     index = render(view)
     assert index.exists() and (index.parent / "throughput-bidir.png").exists()
-    assert {r.stream for r in RunReader(out.run_dir).raw_outputs()} == {"stdout", "stderr"}
+    assert {r.stream for r in open_run_dir(out.run_dir).raw_outputs()} == {"stdout", "stderr"}
 
 
 def test_ctrl_c_leaves_no_namespace_and_no_process(tmp_path):
@@ -98,8 +99,8 @@ def test_ctrl_c_leaves_no_namespace_and_no_process(tmp_path):
     assert "interrupted" in err and "Traceback" not in err
     assert namespaces(lab) == []
     assert not any(alive(x) for x in pids)
-    [run_dir] = (tmp_path / "store").iterdir()
-    assert RunReader(run_dir).meta()["status"] == "interrupted"
+    [run_dir] = (tmp_path / "store" / "runs").iterdir()
+    assert open_run_dir(run_dir).meta()["status"] == "interrupted"
 
 
 def test_sigterm_takes_the_same_path(tmp_path):
@@ -134,11 +135,11 @@ def test_crashed_run_is_cleaned_by_lab_down(tmp_path):
     down = nicbench("lab", "down", lab, "--json")
     out, err = down.communicate(timeout=30)
     assert down.returncode == 0, err
-    assert sorted(json.loads(out)[lab]) == sorted(f"nb-{lab}-{h}" for h in ("sw", "srv", "c1", "c2"))
+    assert sorted(json.loads(out)["removed"][lab]) == sorted(f"nb-{lab}-{h}" for h in ("sw", "srv", "c1", "c2"))
     assert namespaces(lab) == [] and not any(alive(x) for x in pids)
-    # the finished-trials-only store is still readable
-    [run_dir] = (tmp_path / "store").iterdir()
-    assert RunReader(run_dir).meta()["status"] == "running"
+    # the finished-trials-only store is still readable, and the run whose process is gone shows as aborted
+    [run_dir] = (tmp_path / "store" / "runs").iterdir()
+    assert open_run_dir(run_dir).meta()["status"] == "aborted"
 
 
 def test_port_in_use_is_a_preflight_error_and_a_reused_lab_stays(tmp_path):
@@ -153,7 +154,9 @@ def test_port_in_use_is_a_preflight_error_and_a_reused_lab_stays(tmp_path):
         with pytest.raises(PreflightError) as e:
             execute(plan, text, store=tmp_path / "store")
         assert "c1: port(s) 5201 already in use" in e.value.message
-        assert not (tmp_path / "store").exists()          # nothing started, no empty run
+        assert not (tmp_path / "store" / "runs").exists()  # nothing started, no empty run
+        with Archive.open(tmp_path / "store") as a:
+            assert a.runs() == []
         assert namespaces(lab_name)                       # the user's lab is left alone
         blocker.stop()
     finally:
@@ -242,4 +245,10 @@ def test_a_client_lost_mid_point_leaves_a_partial_point_with_the_survivors_data(
     assert p.survivors_only and p.median == pytest.approx(t.gbps)
     page = render(view).read_text()
     assert "survivors only" in page and "c2:5201 lost" in page
+    # the archive counts it apart and finds it by --status partial
+    with Archive.open(tmp_path) as a:
+        row = a.row(out.run_id)
+        assert (row.status, row.trials_ok, row.trials_partial, row.trials_failed) == ("done-with-partial-points", 0,
+                                                                                      1, 0)
+        assert [r.run_id for r in a.runs(RunFilter(status="partial"))] == [out.run_id]
     assert namespaces("e2ep") == []

@@ -247,7 +247,7 @@ def test_more_signals_during_clean_up_do_not_cut_it_short(tmp_path):
     restored all the same, the lab is gone, the run says it was interrupted."""
     from helpers import namespaces, nicbench
 
-    from nicbench.store.runs import RunReader
+    from nicbench.store.reader import open_run_dir
     orig = Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip()
     plan = tmp_path / "long.toml"
     plan.write_text('tuning = "t"\n' + plan_text("long", "e2ew", clients=2, duration=30, omit=0)
@@ -277,8 +277,8 @@ def test_more_signals_during_clean_up_do_not_cut_it_short(tmp_path):
     assert Path("/proc/sys/net/core/netdev_max_backlog").read_text().strip() == orig
     assert not list((tmp_path / "restore").glob("*.json"))
     assert namespaces("e2ew") == []
-    [run_dir] = (tmp_path / "store").iterdir()
-    assert RunReader(run_dir).meta()["status"] == "interrupted"
+    [run_dir] = (tmp_path / "store" / "runs").iterdir()
+    assert open_run_dir(run_dir).meta()["status"] == "interrupted"
 
 
 def test_tuning_is_all_or_nothing_a_missing_setting_stops_the_run_and_undoes_the_rest(tmp_path, monkeypatch):
@@ -326,9 +326,9 @@ def test_a_setting_changed_during_the_run_fails_the_point_and_is_not_clobbered(t
     assert p.returncode == 7, err                                   # a failed point
     assert "left as it is, not overwritten" in err and "tcp_fin_timeout" in err, err
     assert namespaces("e2ey") == []
-    [run_dir] = (tmp_path / "store").iterdir()
-    from nicbench.store.runs import RunReader
-    r = RunReader(run_dir)
+    [run_dir] = (tmp_path / "store" / "runs").iterdir()
+    from nicbench.store.reader import open_run_dir
+    r = open_run_dir(run_dir)
     [t] = r.trials()
     assert t.status == "failed" and t.meta["tuning_drift"][0]["current"] == "44"
     assert "tuning drifted during the point" in t.error and "tcp_fin_timeout" in t.error

@@ -20,7 +20,7 @@ from nicbench.importers import parse_file
 from nicbench.importers.headline import headline
 from nicbench.plan import parse_plan
 from nicbench.run.session import execute
-from nicbench.store.runs import RunReader
+from nicbench.store.reader import open_run_dir
 from nicbench.studies.tcp.runner import TcpRunner
 
 IMP = FIXTURES / "import"
@@ -75,7 +75,7 @@ def test_forcing_a_format_and_the_old_positional_tool_name(capsys, tmp_path):
     assert doc["files"][0]["format"] == "iperf2-csv" and doc["files"][0]["format_forced"]
     doc = imp(capsys, tmp_path / "b", "iperf3", V3 / "tx_p2.json")           # nicbench import iperf3 FILE
     assert doc["files"][0]["format_forced"] and doc["runs"][0]["points"][0]["point"] == "tx/c2/io128K"
-    meta = RunReader(Path(doc["run_dir"])).meta()
+    meta = open_run_dir(Path(doc["run_dir"])).meta()
     assert meta["meta.imported"][0]["format_forced"] is True
     code, _, err = nb(capsys, "import", "--store", tmp_path / "c", "--as", "fio", V3 / "tx_p2.json")
     assert code == 2 and "fio" in err and empty(tmp_path / "c")
@@ -122,7 +122,7 @@ def test_files_of_different_kinds_become_one_run_each(capsys, tmp_path):
     doc = imp(capsys, tmp_path / "j", V3 / "tx_p2.json", IMP / "fio/local/randread_4k.json")
     assert [r["study"] for r in doc["runs"]] == ["tcp", "storage"] and len(doc["run_ids"]) == 2
     assert "run_id" not in doc
-    names = sorted(p.name for p in (tmp_path / "j").iterdir())
+    names = sorted(p.name for p in (tmp_path / "j" / "runs").iterdir())
     assert len(names) == 2 and all(n.endswith(("-imported-tcp", "-imported-storage")) or "-imported-" in n
                                    for n in names)
 
@@ -130,7 +130,7 @@ def test_files_of_different_kinds_become_one_run_each(capsys, tmp_path):
 def test_provenance_and_raw_copies(capsys, tmp_path):
     files = [IMP / "iperf3/local/client_tx_p2_noserver.json", IMP / "iperf3/local/server_tx_p2.json"]
     doc = imp(capsys, tmp_path / "s", *files)
-    r = RunReader(Path(doc["run_dir"]))
+    r = open_run_dir(Path(doc["run_dir"]))
     prov = r.meta()["meta.imported"]
     assert [p["name"] for p in prov] == [str(f) for f in files]
     for p, f in zip(prov, files, strict=True):
@@ -155,7 +155,7 @@ def test_a_partial_file_says_what_was_dropped(capsys, tmp_path):
     assert code == 0, err
     assert "tx_p2_nan.json: dropped: damaged report: 1 non-number value(s) (-nan) were read as null" in out
     doc = imp(capsys, tmp_path / "j", V3 / "tx_p2_nan.json")
-    assert doc["files"][0]["dropped"] == RunReader(Path(doc["run_dir"])).meta()["meta.imported"][0]["dropped"]
+    assert doc["files"][0]["dropped"] == open_run_dir(Path(doc["run_dir"])).meta()["meta.imported"][0]["dropped"]
     assert doc["files"][0]["dropped"]
     # a client stopped mid-test: iperf3 writes its error into the report; what ran is kept, and said
     d = json.loads((V3 / "tx_p2.json").read_text())
@@ -176,7 +176,7 @@ def test_a_partial_file_says_what_was_dropped(capsys, tmp_path):
     ([IMP / "wrk/ext/wrk_issue256.txt"], "more than the point's error budget"),
     (["--role", "server", V2 / "server_n.csv"], "over 0 s"),
     ([V2 / "server_n.csv"], "--role client"),
-    ([V2 / "client_udp.csv"], "UDP results need the UDP study"),
+    ([V2 / "client_udp.csv"], "a UDP point needs the receiver's report"),
     ([IMP / "netperf/ext/netperf_doc_tcp_rr.txt"], "need the latency study"),
     ([V3 / "tx_p2.json", IMP / "iperf3/ext/cp_damaged.json"], "cp_damaged.json"),     # one bad file: nothing
     ([V3 / "tx_p2.json", V3 / "tx_p2.json"], "given twice"),

@@ -12,7 +12,7 @@ import pytest
 
 from nicbench.api import load_run, render
 from nicbench.cli.main import main
-from nicbench.store.runs import RunReader
+from nicbench.store.reader import open_run_dir
 
 IMP = Path(__file__).resolve().parents[1] / "fixtures" / "import"
 GiB, MiB = 2**30, 2**20
@@ -166,7 +166,7 @@ def test_a_sender_only_packet_point_is_compared_only_as_sent(capsys, tmp_path):
 
 
 def load_samples(view):
-    r = RunReader(view.run_dir)
+    r = open_run_dir(view.run_dir)
     try:
         return r.samples()
     finally:
@@ -174,7 +174,7 @@ def load_samples(view):
 
 
 def records(view):
-    r = RunReader(view.run_dir)
+    r = open_run_dir(view.run_dir)
     try:
         return r.trials()
     finally:

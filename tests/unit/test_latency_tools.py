@@ -336,3 +336,16 @@ def test_bounded() -> None:
     assert bounded(["x", "-y"], 2.5) == ["timeout", "-s", "INT", "-k", "2", "2.5", "x", "-y"]
     with pytest.raises(InputError):
         bounded(["x"], math.nan)
+
+
+def test_irtt_sends_its_timer_missed_are_not_an_early_end() -> None:
+    """On a busy host irtt's sleeping timer skips sends (stats.timer_misses);
+    the test still ran its whole duration, unlike one whose server went away."""
+    from dataclasses import replace
+    r = irtt.parse((IR / "udp_l64_i10ms.json").read_text())
+    busy = replace(r, summary=replace(r.summary, sent=60, counters={**r.summary.counters, "timer_misses": 40}))
+    assert irtt.timer_misses(busy) == 40
+    irtt.check_complete(busy)
+    short = replace(busy, summary=replace(busy.summary, counters={**r.summary.counters, "timer_misses": 0}))
+    with pytest.raises(ToolError, match="sent 60 of 100 requests .* 0 missed by its timer"):
+        irtt.check_complete(short)

@@ -64,6 +64,7 @@ def test_unknown_host_key():
     ('io_sizes = [0]', "must be > 0"),
     ('io_sizes = ["0K"]', "must be > 0"),
     ('io_sizes = ["4K", "4096"]', "must not repeat"),
+    ('io_sizes = ["8kB"]', "'8kB' is ambiguous"),
 ])
 def test_bad_sizes(bad, needle):
     msg = err(BASE.replace('io_sizes = ["512", "64K"]', bad))
@@ -180,3 +181,16 @@ def test_passwords_in_an_inventory_are_said_to_be_ignored(tmp_path):
     plan, _ = load_plan(tmp_path / "p.toml")
     assert [w for w in plan.warnings if "srv" in w and "ansible_password" in w]
     assert "hunter2" not in " ".join(plan.warnings)
+
+
+def _hosts(n: int) -> str:
+    return '[hosts.srv]\nrole = "server"\n' + "".join(f'[hosts.c{i}]\nrole = "client"\n' for i in range(1, n))
+
+
+def test_the_lab_holds_64_hosts_and_says_what_a_too_small_subnet_holds():
+    big = BASE.split("[hosts.srv]")[0] + _hosts(64) + "[study]" + BASE.split("[study]")[1]
+    p = parse_plan(big)
+    assert len(p.clients) == 63
+    # a /26 has 62 host addresses, one kept for the switch (the SSH mode's controller): 61 hosts
+    msg = err(big.replace('name = "t"', 'name = "t"\n[lab]\nsubnet = "198.18.0.0/26"'))
+    assert "198.18.0.0/26 holds 61 hosts" in msg and "has 64" in msg and "shorter prefix" in msg

@@ -3,6 +3,8 @@
 import csv
 import time
 
+import pytest
+
 from nicbench.api import load_run, render
 from nicbench.api import rows as table_rows
 from nicbench.plan.matrix import point_key
@@ -35,14 +37,19 @@ def _store_run(tmp_path, goodputs):
 def test_every_row_carries_ceiling_percent_and_wire(tmp_path):
     view = _store_run(tmp_path, [(4096, 0.90), (131072, 0.96)])
     rows = {r["io_size"]: r for r in table_rows(view)}
-    assert rows[4096]["ceiling_gbps"] == 0.941 and rows[4096]["pct_of_ceiling"] == 95.6
-    assert rows[4096]["wire_gbps"] == 1.0 and rows[4096]["wire_pct_of_link"] == 100.0
+    # full precision in the rows and exports (the HTML rounds)
+    assert rows[4096]["ceiling_gbps"] == pytest.approx(0.94148244, abs=1e-8)
+    assert rows[4096]["ceiling_bps"] == pytest.approx(0.94148244e9, abs=10)
+    assert round(rows[4096]["pct_of_ceiling"], 1) == 95.6 and rows[4096]["pct_of_ceiling"] != 95.6
+    assert round(rows[4096]["wire_gbps"], 3) == 1.0 and round(rows[4096]["wire_pct_of_link"], 1) == 100.0
     assert not rows[4096]["above_ceiling"] and rows[131072]["above_ceiling"]
     index = render(view)
     html = index.read_text()
     assert "ceiling 0.941 Gbps of goodput per direction" in html and "TCP timestamps on" in html
+    assert ">95.6<" in html
     assert html.count("ABOVE CEILING:") == 1 and "tx/c1/io128K" in html.split("ABOVE CEILING:")[1][:80]
     with open(index.parent / "points.csv") as f:
         got = {r["io_size"]: r for r in csv.DictReader(f)}
-    assert got["131072"]["above_ceiling"] == "True" and got["4096"]["pct_of_ceiling"] == "95.6"
+    assert got["131072"]["above_ceiling"] == "True" and round(float(got["4096"]["pct_of_ceiling"]), 1) == 95.6
+    assert float(got["4096"]["bps_median"]) == pytest.approx(rows[4096]["gbps_median"] * 1e9)
     assert (index.parent / "throughput-tx.svg").stat().st_size > 0

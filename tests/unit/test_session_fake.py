@@ -14,7 +14,8 @@ from nicbench.hosts.spec import HostSpec, HostsSpec
 from nicbench.plan import parse_plan
 from nicbench.run.hosts import OpenedHosts
 from nicbench.run.session import execute
-from nicbench.store.runs import RunReader
+from nicbench.store.archive import Archive
+from nicbench.store.reader import open_run_dir
 from nicbench.studies.tcp.runner import TcpRunner
 
 PLAN = """
@@ -90,7 +91,7 @@ def test_a_run_end_to_end_on_fake_hosts_is_stored_and_reported(tmp_path):
                            "finish"]
     assert hosts.closed
     # the store has everything the results side needs, and nothing of the session
-    r = RunReader(out.run_dir)
+    r = open_run_dir(out.run_dir)
     m = r.meta()
     assert m["status"] == "done" and m["meta.engine"] == "iperf3" and m["meta.engine_version"] == "3.12"
     assert m["meta.tuning"]["profile"] == "stock" and not m["meta.tuning"]["applied"]
@@ -111,7 +112,10 @@ def test_a_preflight_problem_stops_before_the_run_directory_exists(tmp_path):
     hosts, open_fake = opener(ts)
     with pytest.raises(PreflightError, match="c2: iperf3 is not installed"):
         execute(parse_plan(PLAN), PLAN, runner=TcpRunner, store=tmp_path, hosts_for=open_fake)
-    assert hosts.closed and list(tmp_path.iterdir()) == []
+    # the archive was opened first (a bad store fails before any host is touched), but holds no run
+    assert hosts.closed and not (tmp_path / "runs").exists()
+    with Archive.open(tmp_path) as a:
+        assert a.runs(include_hidden=True) == []
 
 
 def test_ctrl_c_keeps_finished_points_and_closes_everything(tmp_path):
@@ -120,8 +124,8 @@ def test_ctrl_c_keeps_finished_points_and_closes_everything(tmp_path):
     with pytest.raises(Interrupted, match="after 1 of 2 points"):
         execute(parse_plan(PLAN), PLAN, runner=TcpRunner, store=tmp_path, progress=Recorder(stop_after=1),
                 hosts_for=open_fake)
-    [run_dir] = list(tmp_path.iterdir())
-    r = RunReader(run_dir)
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    r = open_run_dir(run_dir)
     assert r.meta()["status"] == "interrupted" and [t.status for t in r.trials()] == ["ok"]
     r.close()
     assert hosts.closed
@@ -144,7 +148,7 @@ def test_a_bug_in_one_point_fails_that_point_and_the_run_goes_on(tmp_path):
     hosts, open_fake = opener(ts)
     out = execute(parse_plan(PLAN), PLAN, runner=Broken, store=tmp_path, hosts_for=open_fake)
     assert (out.ok, out.failed) == (1, 1) and out.status == "done-with-failures"
-    r = RunReader(out.run_dir)
+    r = open_run_dir(out.run_dir)
     first, second = r.trials()
     assert first.status == "failed" and "internal error while running or reading the point: ValueError" in first.error
     assert "Traceback" in first.meta["internal_error"]

@@ -43,7 +43,8 @@ def test_clock_offset_takes_the_shortest_round_trip():
     assert clock_offset([]) is None
 
 
-CHECK = """uid 0
+CHECK = """os Linux
+uid 0
 sudo no
 bash old
 missing setsid
@@ -63,12 +64,16 @@ def test_host_check_lists_every_problem():
     assert "bash >= 5" in text and "setsid is missing" in text
     assert "eth0 has MTU 1500, the plan wants 9000" in text and "does not have the plan's address 198.18.0.9" in text
     assert c.root and c.leftovers == (4242,)
-    ok = parse_check("c1", "uid 1000\nsudo yes\nif eth0 1500 198.18.0.2\n", (0.001, 0.001), max_offset=0.05,
-                     want={"eth0": ("198.18.0.2", 1500)}, sudo_set=True)
-    assert ok.problems == () and ok.root
-    no = parse_check("c1", "uid 1000\nsudo no\n", (0.0, 0.001), max_offset=0.05, want={})
+    ok = parse_check("c1", "os FreeBSD\nuid 1000\nsudo yes\nif eth0 1500 198.18.0.2\n", (0.001, 0.001),
+                     max_offset=0.05, want={"eth0": ("198.18.0.2", 1500)}, sudo_set=True)
+    assert ok.problems == () and ok.root and ok.os == "FreeBSD"
+    mac = parse_check("m1", "os Darwin\nuid 0\nsudo no\n", (0.0, 0.001), max_offset=0.05, want={})
+    assert mac.problems == ("m1: its OS is 'Darwin' (uname -s): nicbench drives Linux and FreeBSD hosts only",)
+    assert parse_check("m1", "uid 0\n", (0.0, 0.001), max_offset=0.05, want={}).problems == (
+        "m1: the host check did not say its OS (uname -s)",)
+    no = parse_check("c1", "os Linux\nuid 1000\nsudo no\n", (0.0, 0.001), max_offset=0.05, want={})
     assert "sudo = true" in no.problems[0] and "asks for a password" in no.problems[0] and not no.root
-    unset = parse_check("c1", "uid 1000\nsudo yes\n", (0.0, 0.001), max_offset=0.05, want={})
+    unset = parse_check("c1", "os Linux\nuid 1000\nsudo yes\n", (0.0, 0.001), max_offset=0.05, want={})
     assert "sudo = true" in unset.problems[0] and not unset.root     # sudo works, but the plan does not use it
     assert parse_check("c1", "", None, max_offset=0.05, want={}).problems[0] == \
         "c1: the host check printed nothing usable"

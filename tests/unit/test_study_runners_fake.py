@@ -304,6 +304,17 @@ def test_packet_preflight_names_an_attached_xdp_program_and_missing_privileges(m
     assert "sink: nbgen needs CAP_NET_ADMIN, CAP_BPF, CAP_PERFMON" in msg
 
 
+def test_a_preflight_error_says_preflight_once_and_names_the_study():
+    """It printed "nicbench: preflight: preflight: ..." (the kind, then a where that repeated it)."""
+    plan = parse_plan(HTTPS_PLAN)
+    missing = lambda argv: Script(returncode=127) if argv[0] in ("nginx", "wrk") else Script()  # noqa: E731
+    with pytest.raises(PreflightError) as e:
+        HttpsRunner(plan, fake_hosts(plan, {"srv": missing, "c1": missing, "c2": missing})).preflight()
+    line = e.value.one_line()
+    assert line.startswith("nicbench: preflight: https study: srv: nginx is not installed")
+    assert line.count("preflight") == 1
+
+
 def test_https_preflight_catches_an_open_files_limit_too_low_for_the_connections():
     """The audit's case: ulimit -n 150 with 200 wrk connections surfaced as
     nginx's 'Too many open files' mid-point."""

@@ -9,8 +9,11 @@ from nicbench.core.errors import PreflightError
 from nicbench.hosts.fake import FakeTransport, Script
 from nicbench.plan import parse_plan
 from nicbench.plan.matrix import trials
+from nicbench.report.tables import table
+from nicbench.run.iperf import detect_tool
 from nicbench.run.kit import PointEnv
-from nicbench.studies.tcp.runner import TcpContext, detect_tool, run_trial
+from nicbench.studies.tcp.runner import TcpContext, run_trial
+from nicbench.studies.tcp.view import HEADLINE, table_rows
 from nicbench.tools import iperf3
 
 PLAN = """
@@ -75,7 +78,7 @@ def test_point_runs_all_clients_behind_one_barrier(tmp_path):
 
 
 def test_anchor_falls_back_to_launch_when_the_exit_is_implausible():
-    from nicbench.studies.tcp.runner import iperf3_anchor
+    from nicbench.run.iperf import iperf3_anchor
     assert iperf3_anchor(100.0, 104.1, 4.0) == (pytest.approx(100.1), "exit")      # 100 ms of set-up
     assert iperf3_anchor(100.0, 110.0, 4.0) == (100.0, "launch")                  # 6 s "set-up": hung exit
     assert iperf3_anchor(100.0, None, 4.0) == (100.0, "launch")
@@ -291,6 +294,10 @@ def test_a_lost_client_makes_the_point_partial_and_keeps_the_survivors(tmp_path)
     assert r.status == "partial" and r.gbps is not None and r.clients_used == 1
     [p] = point_stats([r])
     assert p.survivors_only and p.n_partial == 1 and p.n_ok == 0 and p.median == pytest.approx(r.gbps)
+    # the report's tables say so: the Gbps cell flagged, ok/failed counting the partial repeat
+    [row] = table(table_rows([p]), HEADLINE).rows
+    cells = dict(zip([c.label for c in HEADLINE], row, strict=True))
+    assert cells["Gbps (median)"].alert and cells["ok/failed"].text == "0/0 (+1 partial)"
 
 
 def test_every_client_lost_is_a_failed_point(tmp_path):

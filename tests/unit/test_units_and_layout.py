@@ -1,11 +1,12 @@
 import pytest
 
 from nicbench.core.units import UnitError, format_size, gbps, parse_size
-from nicbench.studies.tcp.runner import layout
+from nicbench.run.iperf import layout
 
 
 @pytest.mark.parametrize("text, n", [("512", 512), (512, 512), ("4K", 4096), ("4KiB", 4096),
-                                     ("64k", 65536), ("1M", 1 << 20), ("512 KiB", 524288)])
+                                     ("64k", 65536), ("1M", 1 << 20), ("512 KiB", 524288),
+                                     ("512B", 512), ("1GiB", 1 << 30)])
 def test_parse_size(text, n):
     assert parse_size(text) == n
 
@@ -14,6 +15,16 @@ def test_parse_size(text, n):
 def test_parse_size_rejects(bad):
     with pytest.raises(UnitError):
         parse_size(bad)
+
+
+@pytest.mark.parametrize("text, binary, si", [("8kB", 8192, 8000), ("8KB", 8192, 8000), ("1MB", 1 << 20, 10**6),
+                                              ("2GB", 2 << 30, 2 * 10**9)])
+def test_kb_is_ambiguous_and_the_error_gives_both_readings(text, binary, si):
+    """kB is 1000 B in SI and 1024 B in iperf/fio: refused, never silently one of them."""
+    with pytest.raises(UnitError) as e:
+        parse_size(text)
+    msg = str(e.value)
+    assert "ambiguous" in msg and f"for {binary} bytes" in msg and f"or {si} for {si} bytes" in msg
 
 
 def test_format_size_and_gbps():

@@ -5,7 +5,8 @@ the point, Welch's t-test (unequal variances) gives p < ``alpha``, and the
 medians differ by more than ``threshold`` (a 0.3 % change with p = 0.01 is
 real but not worth a line).  With a single repeat the factor is shown and the
 verdict says no test was possible; this machine's pairs scatter by several
-percent, so one repeat proves little.
+percent, so one repeat proves little.  Whether the change is for the better
+depends on the figure: more Gbps is, more loss is not (``higher_is_better``).
 """
 
 from __future__ import annotations
@@ -28,11 +29,12 @@ class Diff:
     factor: float | None              # median_b / median_a
     p_value: float | None
     verdict: str                      # "higher" | "lower" | "no significant difference" | "n/a (...)"
+    better: bool | None = None        # a significant change for the better (None: no verdict)
 
 
 def compare(a: Mapping[str, Sequence[float]], b: Mapping[str, Sequence[float]], *, alpha: float = 0.05,
-            threshold: float = 0.01) -> list[Diff]:
-    """Every point of either run; values are one number per repeat (higher is better)."""
+            threshold: float = 0.01, higher_is_better: bool = True) -> list[Diff]:
+    """Every point of either run; values are one number per repeat."""
     out = []
     for point in list(dict.fromkeys([*a, *b])):
         va, vb = list(a.get(point, ())), list(b.get(point, ()))
@@ -53,9 +55,14 @@ def compare(a: Mapping[str, Sequence[float]], b: Mapping[str, Sequence[float]], 
             p = float(stats.ttest_ind(va, vb, equal_var=False).pvalue)
             if math.isnan(p):
                 p = 1.0
+        better = None
         if p < alpha and factor is not None and abs(factor - 1) > threshold:
             verdict = "higher" if factor > 1 else "lower"
+            better = (factor > 1) == higher_is_better
+        elif p < alpha and factor is None and ma != mb:      # from none: a factor cannot say how much
+            verdict = "higher" if mb > ma else "lower"
+            better = (mb > ma) == higher_is_better
         else:
             verdict = "no significant difference"
-        out.append(Diff(point, len(va), len(vb), ma, mb, factor, p, verdict))
+        out.append(Diff(point, len(va), len(vb), ma, mb, factor, p, verdict, better))
     return out

@@ -20,6 +20,8 @@ from .aggregate import covers, integrate
 PROTO_WARN = {
     "udp.rcvbuf_errors": "UDP receive buffers overflowed: raise net.core.rmem_max / the socket buffer",
     "udp.in_errors": "UDP datagrams were dropped on receive",
+    "udp.sndbuf_errors": "UDP sends were dropped on the sending host (socket buffer, qdisc or device queue full)",
+    "ip.reasm_fails": "fragmented datagrams could not be reassembled (a fragment was lost)",
     "ip.in_discards": "IP dropped packets on input (no buffer)",
 }
 

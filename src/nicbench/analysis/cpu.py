@@ -83,7 +83,9 @@ def cpu_usage(samples: Iterable[Sample], window: tuple[float, float], host: str 
     # how much of the window each CPU was sampled: its busy share counts for
     # that time only, and the gaps are said (never silently one whole core)
     covered: dict[str, float] = defaultdict(float)
-    for c0, c1, c in {(x.t_start, x.t_end, x.tag("cpu") or "?") for x in cpu_s}:
+    # sorted: a set of strings iterates in a per-process hash order, and float
+    # sums in another order differ in their last digit from run to run
+    for c0, c1, c in sorted({(x.t_start, x.t_end, x.tag("cpu") or "?") for x in cpu_s}):
         covered[c] += _overlap(c0, c1, w0, w1) / secs
     reasons: dict[str, str] = {}
     for x in samples:

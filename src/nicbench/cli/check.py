@@ -6,8 +6,13 @@ from pathlib import Path
 
 import click
 
+from ..core.errors import NicbenchError
+from ..hosts.remote import ssh_targets
+from ..hosts.sshconfig import SshSettings, resolve
+from ..hosts.transport import each_host
 from ..plan.load import load_plan
 from ..plan.matrix import trials
+from ..plan.model import Plan
 from .options import emit, json_option
 
 
@@ -16,10 +21,39 @@ from .options import emit, json_option
 @json_option
 @click.pass_context
 def check(ctx: click.Context, plan: Path) -> None:
-    """Validate PLAN and show the trials it would run, without running anything."""
+    """Validate PLAN and list the points it would run, without running anything.
+
+    For real hosts, each host's SSH settings as ssh itself resolves them
+    (``ssh -G``: HostName, User, Port, ProxyJump, IdentityFile); nothing is
+    connected to."""
     p, _ = load_plan(plan)
     ts = trials(p)
     secs = len(ts) * p.study.measured_seconds()
-    emit(ctx, {"plan": p.name, "trials": len(ts), "measured_seconds": secs,
-               "points": sorted({t.point for t in ts})},
-         f"{p.name}: valid; {len(ts)} trials, at least {secs:g} s of traffic")
+    points = [key for key, _params in p.study.points()]
+    data: dict = {"plan": p.name, "trials": len(ts), "measured_seconds": secs, "points": points,
+                  "repeats": p.study.repeats, "study": p.study.kind, "hosts": where(p)}
+    lines = [f"{p.name}: valid; {p.study.kind} study on {where(p)}",
+             f"{len(points)} point(s) x {p.study.repeats} repeat(s) = {len(ts)} trials, "
+             f"at least {secs:g} s of traffic ({p.study.order} order):",
+             *(f"  {k}" for k in points)]
+    if p.remote:
+        got = each_host(lambda kv: resolve(kv[1], kv[0]), {n: (n, t) for n, t in ssh_targets(p).items()})
+        data["ssh"] = {}
+        for host, res in got.items():
+            if isinstance(res, SshSettings):
+                data["ssh"][host] = res.to_meta()
+                lines.append(f"ssh {host}: {res.summary()}")
+            elif isinstance(res, NicbenchError):
+                data["ssh"][host] = {"problem": res.message}
+                lines.append(f"ssh {host}: {res.message}")
+            else:
+                raise res
+    emit(ctx, data, "\n".join(lines))
+
+
+def where(p: Plan) -> str:
+    """Which hosts, and how they are reached: the embedded lab or real hosts over SSH."""
+    clients = ", ".join(p.clients)
+    if p.remote:
+        return f"real hosts over SSH: server {p.server} ({p.hosts[p.server].ssh}), clients {clients}"
+    return f"the embedded lab {p.lab.name!r}: server {p.server}, clients {clients}"

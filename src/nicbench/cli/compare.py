@@ -11,52 +11,64 @@ from rich.table import Table
 
 from ..analysis.compare import compare
 from ..core.errors import InputError
-from ..report.facts import fact_changes
-from ..report.view import load_run
-from ..store.runs import default_store, resolve
+from ..report.compare import write_compare_page
+from ..report.facts import fact_changes, grouped_changes
+from ..report.numbers import num
 from ..studies.registry import VIEWS
+from .options import STORE_HELP
+from .report import load_ref
 
 
 @click.command("compare")
 @click.argument("run_a", metavar="A")
 @click.argument("run_b", metavar="B")
-@click.option("--store", type=click.Path(path_type=Path), default=None,
-              help="Result store directory (default: $NICBENCH_STORE or ./nicbench-runs).")
+@click.option("--store", default=None, metavar="PATH|URL", help=STORE_HELP)
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level of the t-test.")
 @click.option("--threshold", type=float, default=0.01, show_default=True,
               help="Smallest relative change worth calling (0.01 = 1 %).")
+@click.option("--html", "html", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Also write a page with both runs' figures overlaid into this directory.")
 @click.option("--json", "json_", is_flag=True, help="Machine-readable output on stdout.")
 @click.pass_context
-def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: Path | None, alpha: float, threshold: float,
-                json_: bool) -> None:
+def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: str | None, alpha: float, threshold: float,
+                html: Path | None, json_: bool) -> None:
     """Compare run B against run A: per point the medians, the factor B/A,
-    Welch's t-test over the repeats, a verdict; then the host facts and
-    tuning that differ between the runs (the usual explanation)."""
-    st = store or default_store()
-    a, b = load_run(resolve(st, run_a), VIEWS), load_run(resolve(st, run_b), VIEWS)
+    Welch's t-test over the repeats, a verdict, for every figure the study
+    is compared on (the headline first); then the host facts and tuning that
+    differ between the runs (the usual explanation), each differing fact once
+    with the hosts it differs on."""
+    a, b = load_ref(run_a, store), load_ref(run_b, store)
     if a.info.study != b.info.study:
         raise InputError(f"run A is a {a.info.study} study, run B a {b.info.study} study", where="compare",
                          hint="compare runs of the same kind of study")
     view = VIEWS[a.info.study]
-    ca, cb = view.compare_values(a), view.compare_values(b)
-    metric, va, vb = ca.metric, ca.values, cb.values
-    if not set(va) & set(vb):
+    metrics = list(zip(view.compare_values(a), view.compare_values(b), strict=True))
+    if not set(metrics[0][0].values) & set(metrics[0][1].values):
         raise InputError("the runs have no point in common", where="compare",
                          hint="compare runs of the same plan (or the same points)")
-    diffs = compare(va, vb, alpha=alpha, threshold=threshold)
+    diffs = [(ca, compare(ca.values, cb.values, alpha=alpha, threshold=threshold,
+                          higher_is_better=ca.higher_is_better)) for ca, cb in metrics]
     changes = fact_changes(a.facts, b.facts)
+    grouped = grouped_changes(changes)
     ta, tb = (a.info.meta.get("tuning") or {}), (b.info.meta.get("tuning") or {})
     tuning = (ta.get("profile"), tb.get("profile")) if ta.get("profile") != tb.get("profile") else None
+    page = (write_compare_page(html, a, b, metrics[0], diffs[0][1], grouped, tuning) if html is not None
+            else None)
     if json_ or (ctx.obj or {}).get("json"):
         click.echo(
             json.dumps(
                 {
                     "a": a.info.run_id,
                     "b": b.info.run_id,
-                    "metric": metric,
-                    "points": [d.__dict__ for d in diffs],
+                    # the headline figure, as before; every figure under "metrics"
+                    "metric": diffs[0][0].metric,
+                    "points": [d.__dict__ for d in diffs[0][1]],
+                    "metrics": [{"metric": cv.metric, "higher_is_better": cv.higher_is_better,
+                                 "points": [d.__dict__ for d in ds]} for cv, ds in diffs],
                     "facts_changed": [dict(zip(("host", "fact", "a", "b"), c, strict=True)) for c in changes],
+                    "facts_differing": grouped,
                     "tuning": tuning,
+                    "html": str(page.resolve()) if page else None,
                 },
                 indent=1,
             )
@@ -64,30 +76,28 @@ def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: Path | None, 
         return
 
     con = Console(width=150)
-    t = Table(title=f"{metric}: B = {b.info.run_id} vs A = {a.info.run_id}", header_style="bold")
-    for c in ("point", "A median", "B median", "B/A", "p", "repeats A/B", "verdict"):
-        t.add_column(c)
-    style = {"higher": "green", "lower": "bold red"}
-    for d in diffs:
-        f = lambda v, n=3: "—" if v is None else f"{v:.{n}f}"  # noqa: E731
-        t.add_row(
-            d.point,
-            f(d.median_a),
-            f(d.median_b),
-            f(d.factor, 3),
-            f(d.p_value, 4),
-            f"{d.n_a}/{d.n_b}",
-            f"[{style[d.verdict]}]{d.verdict}[/]" if d.verdict in style else d.verdict,
-        )
-    con.print(t)
+    for cv, ds in diffs:
+        direction = "higher is better" if cv.higher_is_better else "lower is better"
+        t = Table(title=f"{cv.metric} ({direction}): B = {b.info.run_id} vs A = {a.info.run_id}",
+                  header_style="bold")
+        for col in ("point", "A median", "B median", "B/A", "p", "repeats A/B", "verdict"):
+            t.add_column(col)
+        for d in ds:
+            verdict = d.verdict if d.better is None else \
+                f"[{'green' if d.better else 'bold red'}]{d.verdict} ({'better' if d.better else 'worse'})[/]"
+            t.add_row(d.point, num(d.median_a), num(d.median_b), num(d.factor), num(d.p_value), f"{d.n_a}/{d.n_b}",
+                      verdict)
+        con.print(t)
     if tuning:
         con.print(f"tuning profile: A {tuning[0]} -> B {tuning[1]}")
-    if changes:
-        ft = Table(title="host facts that differ between the runs", header_style="bold")
-        for c in ("host", "fact", "A", "B"):
+    if grouped:
+        ft = Table(title="host facts that differ between the runs (each once)", header_style="bold")
+        for c in ("fact", "A", "B", "hosts"):
             ft.add_column(c, overflow="fold")
-        for row in changes[:60]:
-            ft.add_row(*row)
+        for g in grouped[:60]:
+            ft.add_row(g["fact"], g["a"], g["b"], ", ".join(g["hosts"]))
         con.print(ft)
-        if len(changes) > 60:
-            con.print(f"... and {len(changes) - 60} more (--json lists all)")
+        if len(grouped) > 60:
+            con.print(f"... and {len(grouped) - 60} more (--json lists all)")
+    if page is not None:
+        con.print(f"compare page: {page.resolve()}")

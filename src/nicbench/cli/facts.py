@@ -16,6 +16,7 @@ from ..hosts.transport import LocalTransport, Transport
 from ..lab import manager
 from ..records import HostFacts
 from ..report.facts import facts_table
+from .options import refuse_unused
 
 DEFAULT_TOOLS = ("iperf3", "iperf", "ethtool")
 
@@ -78,6 +79,8 @@ def facts_cmd(ctx: click.Context, hosts: tuple[str, ...], lab_name: str | None, 
     be known says why.  With several hosts, facts that differ between hosts
     of the same role are marked.
     """
+    refuse_unused(ctx, "lab_name", any(h != "local" for h in hosts), "names the lab of the hosts given; 'local' is "
+                  "this machine itself", "leave --lab out, or name the lab's hosts")
 
     want_json = json_ or (ctx.obj or {}).get("json")
     collected: list[HostFacts] = []

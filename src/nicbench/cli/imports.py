@@ -31,14 +31,15 @@ from ..importers.group import group
 from ..importers.headline import headline
 from ..importers.write import SourceFile, provenance, read_source, records, write_run
 from ..records import RunInfo, Sample, TrialRecord
+from ..report.catalogue import summarise
 from ..report.view import RunView, StoredRun
-from ..store.runs import new_run_id
-from ..studies.registry import STUDIES, importer_for
-from .options import emit, json_option, store_dir, store_option
+from ..store.archive import Archive
+from ..store.names import check_name, new_run_id
+from ..studies.registry import STUDIES, VIEWS, importer_for
+from .options import emit, json_option, quoted, store_location, store_option
 
 # what a kind of result needs when no study of this nicbench imports it yet
-_NO_STUDY = {"udp": "UDP results need the UDP study, which this nicbench does not have yet",
-             "rr": "request/response results (netperf *_RR) need the latency study, which this nicbench "
+_NO_STUDY = {"rr": "request/response results (netperf *_RR) need the latency study, which this nicbench "
                    "does not have yet"}
 
 
@@ -104,7 +105,7 @@ def _check(study: str, info: RunInfo, trials: list[tuple[TrialRecord, list[Sampl
                              hint=f"the {study} study rejects it as it would a lab run's point; "
                                   f"{HINTS.get(fmt, 'check the files')}")
     rv = RunView(stored.run_dir, info, {}, analysed.trials, analysed.points, stored.link, ())
-    cv = view.compare_values(rv)
+    cv = view.compare_values(rv)[0]       # the headline figure
     out = []
     for point, vals in cv.values.items():
         out.append({"point": point, "metric": cv.metric, "value": statistics.median(vals), "repeats": len(vals)})
@@ -153,12 +154,13 @@ def _prepare(kind: str, items: list[tuple[SourceFile, ParsedFile, ParsedFile]], 
 @click.option("--together", is_flag=True, help="All files are one point, run in parallel.")
 @click.option("--io-size", default=None, metavar="SIZE",
               help="IO (or block) size of points whose files do not say it, e.g. 128K.")
-@click.option("--name", default="imported", show_default=True, help="Run name.")
+@click.option("--name", default="imported", show_default=True,
+              help="Run name: letters, digits, '.', '_', '-' (at most 64).")
 @store_option
 @json_option
 @click.pass_context
 def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: str | None, together: bool,
-            io_size: str | None, name: str, store: Path | None) -> None:
+            io_size: str | None, name: str, store: str | None) -> None:
     """Turn outputs of iperf3, iperf 2, fio, wrk/wrk2, netmap pkt-gen, trafgen
     and netperf, run by hand or by other harnesses, into runs with the same
     report as nicbench's own, comparable with them (nicbench compare).
@@ -177,10 +179,11 @@ def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: s
     outputs) of the same point are taken as run together.  --together forces
     every file into one point.
 
-    Files of different kinds (TCP, storage, HTTP, packets) become one run
-    per study.  Nothing is written unless every file yields a valid point.
-    UDP and request/response results (netperf *_RR) wait for their studies.
+    Files of different kinds (TCP, UDP, storage, HTTP, packets) become one
+    run per study.  Nothing is written unless every file yields a valid
+    point.  Request/response results (netperf *_RR) wait for their study.
     """
+    check_name(name)
     force, args = _force(list(files), as_)
     options = ImportOptions()
     if io_size is not None:
@@ -197,16 +200,21 @@ def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: s
     now = time.time()
     runs = [_prepare(kind, items, together=together, options=options, name=name, several=len(by_kind) > 1,
                      now=now, forced=force is not None) for kind, items in by_kind.items()]
-    st = store_dir(store)
     written: list[Path] = []
-    try:
+    with Archive.open(store_location(store)) as archive:
+        try:
+            for r in runs:
+                written.append(write_run(archive, r.info, r.trials, r.files))
+        except BaseException:
+            # all or nothing: a later run failing to write takes the earlier ones back
+            # (a kill -9 here leaves only hidden rows: 'nicbench recover' clears them)
+            for r, d in zip(runs, written, strict=False):
+                archive.delete_run(r.info.run_id)
+                shutil.rmtree(d, ignore_errors=True)
+            raise
         for r in runs:
-            written.append(write_run(st, r.info, r.trials, r.files))
-    except BaseException:
-        for d in written:            # all or nothing: a later run failing to write takes the earlier ones back
-            shutil.rmtree(d, ignore_errors=True)
-        raise
-    emit(ctx, _json(parsed, runs, written, force), _text(parsed, runs, force))
+            summarise(archive, r.info.run_id, VIEWS)    # the per-point figures trends and the dashboard read
+    emit(ctx, _json(parsed, runs, written, force), _text(parsed, runs, force, store))
 
 
 def _file_line(src: SourceFile, p: ParsedFile, forced: bool, study: str | None) -> tuple[str, list[dict[str, Any]]]:
@@ -232,7 +240,8 @@ def _study_of(p: ParsedFile, runs: Sequence[_Run]) -> _Run:
     return next(r for r in runs if any(f["name"] == p.name for f in r.info.meta["imported"]))
 
 
-def _text(parsed: list[tuple[SourceFile, ParsedFile]], runs: list[_Run], force: str | None) -> str:
+def _text(parsed: list[tuple[SourceFile, ParsedFile]], runs: list[_Run], force: str | None,
+          store: str | None) -> str:
     lines = [_file_line(src, p, force is not None, _study_of(p, runs).study)[0] for src, p in parsed]
     if len(runs) > 1:
         lines.append(f"the files hold {len(runs)} kinds of results: one run each "
@@ -249,7 +258,8 @@ def _text(parsed: list[tuple[SourceFile, ParsedFile]], runs: list[_Run], force: 
             lines.append(f"  {f['point']}: {metric} {f['value']:.6g} ({rep})" + (f" -- {b}" if b else ""))
         for w in r.info.meta["warnings"]:
             lines.append(f"  note: {w}")
-        lines.append(f"  nicbench report {r.info.run_id} renders it")
+        again = quoted("nicbench", "report", r.info.run_id, *(("--store", store) if store else ()))
+        lines.append(f"  {again} renders it")
     return "\n".join(lines)
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from ..core.errors import InputError
+from ..core.errors import InputError, LabError
 from ..lab import manager
 from ..lab.topology import make_spec
 from ..plan.load import load_plan
 from ..run.hosts import lab_spec
-from .options import emit, json_option
+from .options import emit, json_option, refuse_unused
 
 
 @click.group()
@@ -32,6 +32,8 @@ def lab_up(ctx: click.Context, plan: Path | None, name: str | None, clients: int
     if name is not None and not re.fullmatch(r"[a-z0-9]{1,8}", name):
         raise InputError(f"{name!r} is not a lab name", where="--name",
                          hint="1-8 lower-case letters or digits (namespaces are nb-<name>-<host>)")
+    refuse_unused(ctx, "clients", plan is None, "sets the clients of a lab built without a plan; with PLAN its "
+                  "[hosts] are the lab's hosts", "add [hosts.<name>] tables to the plan, or leave PLAN out")
     if mtu is not None and not 576 <= mtu <= 9216:
         raise InputError(f"--mtu {mtu} is out of range", where="--mtu", hint="use 576..9216")
     if plan is not None:
@@ -52,15 +54,41 @@ def lab_up(ctx: click.Context, plan: Path | None, name: str | None, clients: int
 
 @lab.command("down")
 @click.argument("name", required=False)
-@click.option("--all", "all_", is_flag=True, help="Remove every nicbench lab, including crash leftovers.")
+@click.option("--all", "all_", is_flag=True, help="Remove every lab this user's nicbench built and no run is using.")
+@click.option("--force", is_flag=True, help="Also remove labs of other users, of running runs, and leftovers "
+              "whose owner is not recorded.")
 @json_option
 @click.pass_context
-def lab_down(ctx: click.Context, name: str | None, all_: bool) -> None:
-    """Remove lab NAME (default 'lab'): kill its processes, delete its namespaces."""
-    names = manager.all_labs() if all_ else [name or "lab"]
+def lab_down(ctx: click.Context, name: str | None, all_: bool, force: bool) -> None:
+    """Remove lab NAME (default 'lab'): kill its processes, delete its namespaces.
+
+    A lab another user built, or a run still uses, is only removed with --force.
+    """
+    if all_ and name:
+        raise InputError("give a lab NAME or --all, not both", where="--all", hint="nicbench lab status lists labs")
+    skipped: dict[str, str] = {}
+    if all_:
+        names = []
+        for n in manager.all_labs():
+            why = None if force else manager.ownership(n).why_not()
+            if why is None:
+                names.append(n)
+            else:
+                skipped[n] = why
+    else:
+        n = name or "lab"
+        own = manager.ownership(n)
+        # a lab named outright whose owner is not recorded (a leftover) is removed; a lab
+        # recorded as someone else's, or in use by a run, needs --force
+        why = None if force or own.owner is None else own.why_not()
+        if why is not None:
+            raise LabError(f"lab {n} is not yours to remove: {why}", where=f"lab {n}",
+                           hint=f"nicbench lab down {n} --force removes it anyway")
+        names = [n]
     removed = {n: manager.down(n) for n in names}
-    emit(ctx, removed, "\n".join(f"lab {n}: removed {len(v)} namespace(s)" for n, v in removed.items())
-          or "no labs")
+    lines = [f"lab {n}: removed {len(v)} namespace(s)" for n, v in removed.items()]
+    lines += [f"lab {n}: left alone ({why}); --force removes it" for n, why in skipped.items()]
+    emit(ctx, {"removed": removed, "skipped": skipped}, "\n".join(lines) or "no labs")
 
 
 @lab.command("status")
@@ -78,7 +106,8 @@ def lab_status(ctx: click.Context, name: str | None) -> None:
         click.echo("no labs")
     for s in st:
         click.echo(f"lab {s['name']}: {'healthy' if s['healthy'] else 'NOT healthy'}, "
-                   f"{len(s['namespaces'])} namespace(s), {len(s['processes'])} tracked process(es) alive")
+                   f"{len(s['namespaces'])} namespace(s), {len(s['processes'])} tracked process(es) alive, "
+                   f"built by {manager.ownership(s['name']).who()}")
         for h in s["hosts"]:
             click.echo(f"  {h['name']:<8} {h['role']:<7} {h['ip']:<15} {h['netns']:<18} "
                        f"{'up' if h['link_up'] else 'DOWN'} mtu {h['mtu']}")

@@ -9,7 +9,23 @@ import click
 from ..core import linerate as lr
 from ..core.errors import InputError
 from ..core.units import UnitError, parse_size
-from .options import emit, json_option
+from .options import emit, json_option, refuse_unused
+
+_STORAGE = ("nbd", "iscsi", "nvme-tcp", "fcoe")
+_TCP_BASED = ("tcp", "tls1.2", "tls1.3", "nbd", "iscsi", "nvme-tcp")
+# option -> the --proto values whose ceiling uses it (any other --proto would ignore it)
+APPLIES: dict[str, tuple[str, ...]] = {
+    "mtu": ("tcp", "udp", "tls1.2", "tls1.3", *_STORAGE),
+    "ip": ("udp", *_TCP_BASED),
+    "no_timestamps": _TCP_BASED,
+    "vlan": ("udp", *_TCP_BASED),
+    "frame_size": ("frames",),
+    "record": ("tls1.2", "tls1.3"),
+    "io_size": _STORAGE,
+    "op": _STORAGE,
+}
+_WHY = {("vlan", "frames"): "a frame size counts header to FCS, any VLAN tag included",
+        ("mtu", "frames"): "a frame's size is --frame-size, from header to FCS"}
 
 
 @click.command()
@@ -38,11 +54,13 @@ def linerate(ctx: click.Context, speed: str, mtu: int | None, proto: str, ip: st
             return parse_size(v)
         except UnitError as e:
             raise InputError(str(e), where=what) from None
+    for name, protos in APPLIES.items():
+        refuse_unused(ctx, name, proto in protos,
+                      f"applies to --proto {', '.join(protos)} only: the --proto {proto} ceiling would ignore it",
+                      _WHY.get((name, proto)) or (f"add --proto {protos[0]}" if len(protos) == 1 else
+                                                  f"give --proto {' or '.join(protos)}, or leave it out"))
     if mtu is None:
         mtu = lr.FCOE_MIN_MTU if proto == "fcoe" else 1500
-    if vlan and proto == "frames":
-        raise InputError("--vlan does not apply to --proto frames", where="--vlan",
-                         hint="a frame size counts header to FCS, any VLAN tag included")
     try:
         bps = lr.parse_speed(speed)
         kw: dict[str, Any] = {"ip": int(ip), "vlan": vlan}
@@ -72,3 +90,4 @@ def linerate(ctx: click.Context, speed: str, mtu: int | None, proto: str, ip: st
         lines.append(f"  I/O rate         {c.iops:,.0f} IOPS of {c.io_size} B")
     lines += [f"  ({n})" for n in c.notes]
     emit(ctx, c.to_dict(), "\n".join(lines))
+

@@ -28,14 +28,22 @@ from .options import json_option
 COMMANDS = {
     "run": ("nicbench.cli.run", "run"),
     "report": ("nicbench.cli.report", "report"),
-    "runs": ("nicbench.cli.report", "runs"),
+    "runs": ("nicbench.cli.runs", "runs"),
     "check": ("nicbench.cli.check", "check"),
+    "schema": ("nicbench.cli.schema", "schema"),
+    "init": ("nicbench.cli.init", "init"),
+    "setup": ("nicbench.cli.setup", "setup"),
     "compare": ("nicbench.cli.compare", "compare_cmd"),
     "import": ("nicbench.cli.imports", "import_"),
     "facts": ("nicbench.cli.facts", "facts_cmd"),
     "tune": ("nicbench.cli.tune", "tune"),
     "lab": ("nicbench.cli.lab", "lab"),
     "linerate": ("nicbench.cli.linerate", "linerate"),
+    "archive": ("nicbench.cli.archive", "archive"),
+    "trend": ("nicbench.cli.trend", "trend"),
+    "export": ("nicbench.cli.export", "export"),
+    "recover": ("nicbench.cli.recover", "recover"),
+    "serve": ("nicbench.cli.serve", "serve"),
 }
 
 
@@ -54,7 +62,39 @@ class LazyGroup(click.Group):
         return cmd
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+EPILOG = """\b
+Start:
+  nicbench init --list                 the example plans
+  nicbench init --example NAME         write one to edit (default: a short lab TCP plan)
+  nicbench check PLAN                  validate it and list its points
+  nicbench run PLAN                    run it, store everything, write the report
+  nicbench setup                       build nbgen (packet studies), checking its compiler and libraries
+  nicbench import FILE...              outputs run elsewhere (iperf3, iperf 2, fio, wrk, ...) as a run
+  nicbench compare A B [--html DIR]    two runs point by point, and what differs between their hosts
+  nicbench runs / serve / trend        the archive: every run, the dashboard, a metric across runs
+
+\b
+Exit codes:
+  0    ok
+  1    internal error, or a file that cannot be read or written
+  2    bad input: plan, option or usage
+  3    preflight: hosts not ready (tool missing, port taken, no privileges)
+  4    embedded lab
+  5    a traffic tool failed or printed output nicbench cannot trust
+  6    result store
+  7    run finished, results stored, some points failed or partial (a host lost mid-point)
+  8    regression: trend --check found the latest run outside the spread of the runs before it
+  130  interrupted (finished points are kept)
+
+\b
+Shell completion (click's), e.g. for bash in ~/.bashrc:
+  eval "$(_NICBENCH_COMPLETE=bash_source nicbench)"
+zsh: _NICBENCH_COMPLETE=zsh_source; fish: _NICBENCH_COMPLETE=fish_source.
+"""
+
+
+@click.group(cls=LazyGroup, epilog=EPILOG,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @json_option
 @click.version_option(__version__, prog_name="nicbench")
@@ -62,15 +102,25 @@ class LazyGroup(click.Group):
 def cli(ctx: click.Context, debug: bool) -> None:
     """nicbench: measure how close hosts and NICs get to line rate.
 
-    Runs declarative TOML plans on an embedded lab (network namespaces as hosts,
-    a bridge as the switch) where the real tools run for real, stores every raw
-    output and sample, and renders the seeds' figures and tables.
-
-    Exit codes: 0 ok, 2 bad input, 3 preflight, 4 lab, 5 tool, 6 store,
-    7 run finished with failed points, 130 interrupted.
+    Runs a declarative TOML plan -- a TCP, UDP, latency, HTTPS, storage or packet-rate study
+    -- on real hosts over SSH (the plan's hosts name ssh and test_ip, or an
+    Ansible inventory) or on an embedded lab built on this machine (network
+    namespaces as hosts, a bridge as the switch; needs root).  The real tools
+    run for real; every raw output and sample is stored, and the report shows
+    each point against the link's line-rate ceiling.
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+
+
+def usage_error(e: click.ClickException) -> dict[str, object]:
+    """A usage error as ``--json`` reports every error (NicbenchError.to_dict's keys)."""
+    ctx = getattr(e, "ctx", None)
+    param = getattr(e, "param", None)
+    where = param.get_error_hint(ctx).strip("'\"") if param is not None and ctx is not None else None
+    cmd = ctx.command_path if ctx is not None else "nicbench"
+    return {"kind": "usage", "where": where, "message": e.format_message(), "hint": f"{cmd} --help",
+            "exit_code": e.exit_code}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -85,6 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as e:
         e.show()
         code = e.exit_code
+        if want_json:
+            click.echo(json.dumps({"error": usage_error(e)}))
     except NicbenchError as e:
         if debug:
             traceback.print_exc()

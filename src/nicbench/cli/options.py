@@ -1,18 +1,26 @@
-"""What every command shares: ``--json``, ``--store`` and how output is emitted."""
+"""What every command shares: ``--json``, ``--store``, the run filters and
+how output is emitted."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
-from ..store.runs import default_store
+from ..core.errors import InputError
+from ..store.archive import Archive, RunFilter, parse_when
+from ..store.location import StoreLocation, parse_store
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+STORE_HELP = ("The archive: a directory, a .sqlite file, or a postgresql:// URL "
+              "(default: $NICBENCH_STORE, else $XDG_DATA_HOME/nicbench).")
 
 
 def emit(ctx: click.Context, data: Any, text: str | None = None) -> None:
@@ -34,15 +42,88 @@ def json_option(f: F) -> F:
 
 
 def store_option(f: F) -> F:
-    return click.option("--store", type=click.Path(path_type=Path), default=None,
-                        help="Result store directory (default: $NICBENCH_STORE or ./nicbench-runs).")(f)
+    return click.option("--store", default=None, metavar="PATH|URL", help=STORE_HELP)(f)
 
 
-def store_dir(store: Path | None) -> Path:
-    return store or default_store()
+def store_location(store: str | None) -> StoreLocation:
+    return parse_store(store)
 
 
-def plan_store(store: Path | None, plan_dir: str) -> Path:
-    """--store, then $NICBENCH_STORE, then the plan's [output] dir."""
-    env_store = os.environ.get("NICBENCH_STORE")
-    return store or (Path(env_store) if env_store else Path(plan_dir))
+def open_archive(store: str | None, create: bool = False) -> Archive:
+    """The archive ``--store`` names (created only when ``create``)."""
+    return Archive.open(parse_store(store), create=create)
+
+
+def plan_store(store: str | None, plan_output: str | None) -> StoreLocation:
+    """--store, then $NICBENCH_STORE, then a plan's explicit [output] dir, then the default."""
+    if store:
+        return parse_store(store)
+    if os.environ.get("NICBENCH_STORE"):
+        return parse_store(None)
+    return parse_store(plan_output) if plan_output else parse_store(None)
+
+
+def quoted(*argv: str) -> str:
+    """A command a user may paste: every word shell-quoted."""
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def filter_options(f: F) -> F:
+    """The options runs are selected by (``nicbench runs``, ``trend``, ``export``)."""
+    opts = [
+        click.option("--study", default=None, help="Only runs of this study (tcp, https, storage, packets, ...)."),
+        click.option("--plan", "plan_name", default=None, help="Only runs of this plan name ('*' globs)."),
+        click.option("--host", default=None, help="Only runs with this host ('*' globs)."),
+        click.option("--kernel", default=None, help="Only runs where a host had this kernel ('*' globs)."),
+        click.option("--driver", default=None, help="Only runs where an interface had this driver."),
+        click.option("--firmware", default=None, help="Only runs where an interface had this firmware."),
+        click.option("--tag", default=None, help="Only runs with this tag."),
+        click.option("--status", default=None, help="Only runs with this status (done, done-with-failures, "
+                     "done-with-partial-points, aborted, running, ...); 'partial': every run with a partial point."),
+        click.option("--since", default=None, help="Only runs created at/after (2026-01-31, or an age: 7d)."),
+        click.option("--until", default=None, help="Only runs created before (2026-02-01, or an age: 1d)."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def run_filter(study: str | None = None, plan_name: str | None = None, host: str | None = None,
+               kernel: str | None = None, driver: str | None = None, firmware: str | None = None,
+               tag: str | None = None, status: str | None = None, since: str | None = None,
+               until: str | None = None, run_ids: tuple[str, ...] = ()) -> RunFilter:
+    return RunFilter(study=study, name=plan_name, host=host, kernel=kernel, driver=driver, firmware=firmware,
+                     tag=tag, status=status, since=parse_when(since, "--since"), until=parse_when(until, "--until"),
+                     run_ids=run_ids)
+
+
+FILTER_KEYS = ("study", "plan_name", "host", "kernel", "driver", "firmware", "tag", "status", "since", "until")
+
+
+def pop_filter(kw: dict[str, Any]) -> RunFilter:
+    """The filter options out of a command's keyword arguments."""
+    return run_filter(**{k: kw.pop(k) for k in FILTER_KEYS})
+
+
+def report_dir(run_dir: Path) -> Path:
+    out = run_dir / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the user gave option ``name`` (on the command line or in the environment)."""
+    return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def flag_of(ctx: click.Context, name: str) -> str:
+    opt = next((p for p in ctx.command.params if p.name == name), None)
+    return opt.opts[0] if opt is not None and opt.opts else name
+
+
+def refuse_unused(ctx: click.Context, name: str, applies: bool, message: str, hint: str) -> None:
+    """An option the user gave that what they asked for would silently ignore is
+    an error: ``message`` says what it applies to, ``hint`` the option that does."""
+    if not applies and given(ctx, name):
+        flag = flag_of(ctx, name)
+        raise InputError(message, where=flag, hint=hint)

@@ -1,4 +1,6 @@
-"""Live progress on the terminal (rich), silent when stderr is not a TTY.
+"""Progress of a run on stderr: a live bar on a terminal; one line per
+finished point otherwise (CI logs, nohup, a pipe), so a long run is never
+silent until its end.
 
 What a finished point's figure is comes from its study's view (the same
 analysis the report runs), never from summing the tools' own rates."""
@@ -19,8 +21,22 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ..hosts.sshconfig import summary_of
 from ..records import Sample, TrialRecord, TrialSpec
 from ..report.view import StudyView
+
+
+def preflight_lines(meta: Mapping[str, Any]) -> list[str]:
+    """One line per SSH host: its effective SSH settings (``ssh -G``), OS
+    and measured clock offset, from the run's info."""
+    out = []
+    for host, m in (meta.get("ssh") or {}).items():
+        st = m.get("settings")
+        where = summary_of(st) if st else "ssh settings unknown"
+        off, unc = m.get("clock_offset_s"), m.get("clock_uncertainty_s") or 0.0
+        clock = f"clock {off * 1000:+.1f} ms +-{unc * 1000:.1f}" if off is not None else "clock not read"
+        out.append(f"ssh {host}: {where}; {m.get('os') or 'OS unknown'}; {clock}")
+    return out
 
 
 class TerminalProgress:
@@ -31,16 +47,22 @@ class TerminalProgress:
         self._p: Progress | None = None
         self._task: TaskID | None = None
         self._meta: Mapping[str, Any] = {}
+        self._total = 0
+        self._done = 0
 
     def begin(self, run_id: str, total: int, meta: Mapping[str, Any]) -> None:
         self._meta = meta
+        self._total = total
         if not self.enabled:
+            self._line(f"run {run_id}: {total} points")
             return
         self._p = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                            TextColumn("{task.fields[last]}"), console=self.console, transient=False)
         self._p.start()
         self.console.print(f"run {run_id}: {total} points")
+        for line in preflight_lines(meta):
+            self.console.print(line, markup=False, highlight=False)
         self._task = self._p.add_task("starting", total=total, last="")
 
     def trial_start(self, spec: TrialSpec) -> None:
@@ -48,6 +70,13 @@ class TerminalProgress:
             self._p.update(self._task, description=f"{spec.point} r{spec.repeat + 1}")
 
     def trial_end(self, rec: TrialRecord, samples: list[Sample]) -> None:
+        self._done += 1
+        if not self.enabled:
+            again = f" (repeat {rec.spec.repeat + 1})" if rec.spec.repeat else ""
+            what = (self.view.progress_line(rec, samples, self._meta) if rec.status == "ok"
+                    else f"{rec.spec.point} {rec.status.upper()}: {rec.error}")
+            self._line(f"[{self._done}/{self._total}] {what}{again}")
+            return
         if self._p is None or self._task is None:
             return
         if rec.status == "ok":
@@ -56,6 +85,11 @@ class TerminalProgress:
             last = f"last: {rec.spec.point} {rec.status.upper()}"
             self.console.print(f"[red]{rec.spec.point}: {rec.error}[/red]")
         self._p.update(self._task, advance=1, last=last)
+
+    def _line(self, text: str) -> None:
+        """One plain line, flushed at once (a log read while the run goes on)."""
+        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        self.console.file.flush()
 
     def end(self) -> None:
         if self._p is not None:

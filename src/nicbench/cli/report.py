@@ -1,18 +1,30 @@
-"""``nicbench report [RUN]`` and ``nicbench runs``: runs read back from the store."""
+"""``nicbench report [RUN]``: a run read back from the archive and rendered."""
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from ..report.view import load_run
-from ..store.runs import list_runs, resolve
+from ..report.view import RunView, load_run
+from ..store.archive import MARKER
+from ..store.runs import DB as LEGACY_DB
 from ..studies.registry import VIEWS
-from .options import emit, json_option, store_dir, store_option
+from .options import emit, json_option, open_archive, store_option
+
+
+def load_ref(run_ref: str, store: str | None) -> RunView:
+    """A run from a reference: a run directory (an older nicbench's, or one
+    of an archive: its run.json names which), or an id, id prefix or
+    ``latest`` in the archive ``--store`` names."""
+    p = Path(run_ref)
+    if (p / LEGACY_DB).exists():
+        return load_run(p, VIEWS)
+    if store is None and (p / MARKER).exists():
+        return load_run(p, VIEWS)
+    with open_archive(store) as a:
+        row = a.resolve(run_ref)
+        return load_run(Path(row.run_dir), VIEWS, a, row.run_id)
 
 
 @click.command()
@@ -22,34 +34,11 @@ from .options import emit, json_option, store_dir, store_option
               help="Directory for the report (default: RUN/report).")
 @json_option
 @click.pass_context
-def report(ctx: click.Context, run_ref: str, store: Path | None, out: Path | None) -> None:
-    """Re-render the report of RUN (id, id prefix, path or 'latest') from the store alone."""
-    view = load_run(resolve(store_dir(store), run_ref), VIEWS)
+def report(ctx: click.Context, run_ref: str, store: str | None, out: Path | None) -> None:
+    """Re-render the report of RUN (id, id prefix, run directory or 'latest') from the archive alone."""
+    view = load_ref(run_ref, store)
     sv = VIEWS[view.info.study]
-    out = out or view.run_dir / "report"
+    out = (out or view.run_dir / "report").absolute()
     out.mkdir(parents=True, exist_ok=True)
     index = sv.render(view, out)
     emit(ctx, {"run_id": view.info.run_id, "report": str(index), "points": sv.rows(view)}, f"report: {index}")
-
-
-@click.command()
-@store_option
-@json_option
-@click.pass_context
-def runs(ctx: click.Context, store: Path | None) -> None:
-    """List the runs in the store, newest first."""
-    rows = list_runs(store_dir(store))
-    if ctx.obj.get("json"):
-        emit(ctx, rows)
-        return
-    if not rows:
-        click.echo(f"no runs in {store_dir(store)}")
-        return
-    t = Table("run id", "name", "study", "created", "status", "ok", "failed")
-    for r in rows:
-        c = r.get("created")
-        created = dt.datetime.fromtimestamp(float(c)).strftime("%Y-%m-%d %H:%M") if isinstance(c, (int, float)) \
-            else "?"
-        t.add_row(str(r["run_id"]), str(r.get("name", "")), str(r.get("study", "")), created,
-                  str(r.get("status", "")), str(r.get("trials_ok", "")), str(r.get("trials_failed", "")))
-    Console().print(t)

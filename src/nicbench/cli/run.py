@@ -6,13 +6,16 @@ from pathlib import Path
 
 import click
 
-from ..core.errors import PointsFailed
+from ..core.errors import PointsFailed, PreflightError, StoreError
 from ..plan.load import load_plan
-from ..report.view import load_run
+from ..report.catalogue import summarise
 from ..run.session import execute
+from ..store.archive import Archive
 from ..studies.registry import VIEWS, study
-from .options import emit, json_option, plan_store, store_option
+from .options import emit, json_option, plan_store, quoted, report_dir, store_option
 from .progress import TerminalProgress
+from .recover import clean, inspect
+from .tables import echo_table, points_table
 
 
 @click.command()
@@ -22,24 +25,44 @@ from .progress import TerminalProgress
 @click.option("--no-report", is_flag=True, help="Store results but do not render the report.")
 @click.option("--host-wide", is_flag=True, help="With a plan's tuning: also apply host-wide settings "
               "(governor, services, IRQs, init-namespace sysctls) to this machine; restored afterwards.")
+@click.option("--tag", "tags", multiple=True, help="Tag the run (repeatable); 'nicbench runs --tag' finds it.")
+@click.option("--recover", "do_recover", is_flag=True,
+              help="First clean up what a killed nicbench left (as 'nicbench recover --yes').")
 @json_option
 @click.pass_context
-def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_report: bool,
-        host_wide: bool) -> None:
-    """Run PLAN (a .toml file) on the embedded lab and write its report.
+def run(ctx: click.Context, plan: Path, store: str | None, keep_lab: bool, no_report: bool,
+        host_wide: bool, tags: tuple[str, ...], do_recover: bool) -> None:
+    """Run PLAN (a .toml file) and write its report.
 
-    The lab is built for the run and removed afterwards, unless one with the
-    plan's [lab] name already exists (made by 'nicbench lab up'), which is
-    reused and left alone.  Every finished point is stored at once; Ctrl-C stops
-    cleanly and keeps them.
+    Where it runs is the plan's: real hosts over SSH when its [hosts] give
+    ssh (and test_ip), or an inventory names them -- nicbench checks every
+    host first (login, sudo, tools, clocks) -- else the embedded lab on this
+    machine (needs root), built for the run and removed afterwards, unless
+    one with the plan's [lab] name already exists (made by 'nicbench lab
+    up'), which is reused and left alone.  The run is in the archive from its
+    start and every finished point is stored at once; Ctrl-C stops cleanly
+    and keeps them.
     """
     p, text = load_plan(plan)
     s = study(p.study.kind)
-    prog = TerminalProgress(s.view) if not ctx.obj.get("json") else None
-    outcome = execute(p, text, runner=s.runner, store=plan_store(store, p.output.dir), progress=prog,
-                      keep_lab=keep_lab, host_wide=host_wide)
-    view = load_run(outcome.run_dir, VIEWS)
-    report = None if no_report else s.view.render(view, _report_dir(view.run_dir))
+    explicit_dir = p.output.dir if "output" in p.model_fields_set else None
+    loc = plan_store(store, explicit_dir)
+    archive = Archive.open(loc)
+    try:
+        _leftovers(ctx, archive, p.tuning is not None, do_recover)
+        prog = TerminalProgress(s.view) if not ctx.obj.get("json") else None
+        outcome = execute(p, text, runner=s.runner, store=archive, progress=prog, keep_lab=keep_lab,
+                          host_wide=host_wide, tags=tags)
+        # the per-point figures go where the run went (the local spool if PostgreSQL went away)
+        target = archive if outcome.archive in (None, archive.loc) else Archive.open(outcome.archive)
+        try:
+            view = summarise(target, outcome.run_id, VIEWS)
+        finally:
+            if target is not archive:
+                target.close()
+    finally:
+        archive.close()
+    report = None if no_report else s.view.render(view, report_dir(view.run_dir))
     # the analysis has the last word: a point whose tools succeeded can still be
     # rejected (a window too short to trust, a process without receiver data)
     rejected = [t for t in view.trials if t.status != "ok" and t.error and t.problems]
@@ -49,7 +72,10 @@ def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_r
     data = {"run_id": outcome.run_id, "run_dir": str(outcome.run_dir), "status": outcome.status,
             "points_ok": ok, "points_failed": failed, "points_partial": partial,
             "rejected_by_analysis": len(rejected), "hosts_unreachable": dict(outcome.unreachable),
-            "report": str(report) if report else None, "warnings": list(outcome.warnings)}
+            "report": str(report) if report else None, "warnings": list(outcome.warnings),
+            "store": outcome.archive.display if outcome.archive else loc.display}
+    if not ctx.obj.get("json"):
+        echo_table(points_table(s.view.rows(view), s.view.headline, title=f"{p.name}: results"))
     lines = [f"run {outcome.run_id}: {ok} points ok, {failed} failed"
              + (f", {partial} partial (survivors only)" if partial else "")
              + (f" ({len(rejected)} rejected by the analysis)" if rejected else "")]
@@ -64,7 +90,22 @@ def run(ctx: click.Context, plan: Path, store: Path | None, keep_lab: bool, no_r
                            where=str(outcome.run_dir), hint="see 'Failed points' in the report")
 
 
-def _report_dir(run_dir: Path) -> Path:
-    out = run_dir / "report"
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+def _leftovers(ctx: click.Context, archive: Archive, tunes: bool, do_recover: bool) -> None:
+    """What a killed nicbench left: cleaned with --recover; else said, and in
+    the way of this run only where it would be (tuning in force when this
+    run applies tuning)."""
+    left = inspect(archive)
+    if not left:
+        return
+    if do_recover:
+        errors = clean(archive, left)
+        if errors:
+            raise StoreError("; ".join(errors), where="recover", hint="nicbench recover --yes, then run again")
+        return
+    for line in left.lines(done=False):
+        click.echo(f"nicbench: left by a killed nicbench: {line}", err=True)
+    if left.tuning and tunes:
+        killed = ", ".join(r.run_id for r in left.runs) or "an earlier nicbench"
+        raise PreflightError(f"tuning left in force by {killed} ({', '.join(left.tuning)}): this run would stack "
+                             "on it and undo it at its end", where="tuning",
+                             hint=f"{quoted('nicbench', 'recover', '--yes')} restores it (or run with --recover)")

@@ -22,6 +22,7 @@ from ..tuning.lock import TuningLock
 from ..tuning.profile import load, shipped
 from ..tuning.restorefile import DAMAGED, forget, pending, restore_dir, transport_from
 from ..tuning.types import Target
+from .options import emit, json_option, refuse_unused
 
 _STYLE = {"ok": "green", "applied": "green", "restored": "green", "differs": "yellow", "warn": "yellow",
           "host-wide": "cyan", "unsupported": "dim", "unknown": "dim", "note": "cyan", "failed": "bold red"}
@@ -99,12 +100,15 @@ def tune() -> None:
 
 
 @tune.command("profiles")
-def profiles() -> None:
+@json_option
+@click.pass_context
+def profiles(ctx: click.Context) -> None:
     """List the profiles shipped with nicbench."""
-
-    for n in shipped():
-        p = load(n)
-        click.echo(f"{n:<12} {len(p.settings):>2} settings{'  (audit only)' if p.audit_only else ''}  {p.description}")
+    profs = {n: load(n) for n in shipped()}
+    emit(ctx, [{"name": n, "description": p.description, "audit_only": p.audit_only,
+                "settings": [s.model_dump(mode="json") for s in p.settings]} for n, p in profs.items()],
+         "\n".join(f"{n:<12} {len(p.settings):>2} settings{'  (audit only)' if p.audit_only else ''}  {p.description}"
+                   for n, p in profs.items()))
 
 
 @tune.command("audit")
@@ -116,7 +120,7 @@ def audit_cmd(ctx, profile_name, hosts, lab_name, ifname, plan, host_wide, json_
 
     Only reads: nothing on any host is changed.
     """
-
+    _refuse_lab_for_local(ctx, hosts)
     prof = _profile(profile_name, plan)
     result = audit(prof, targets_for(hosts, lab_name, ifname), host_wide=host_wide)
     if json_ or (ctx.obj or {}).get("json"):
@@ -138,7 +142,7 @@ def audit_cmd(ctx, profile_name, hosts, lab_name, ifname, plan, host_wide, json_
 def apply_cmd(ctx, profile_name, step_delay, hosts, lab_name, ifname, plan, host_wide, json_) -> None:
     """Apply a profile: prior values are saved on each host before its first
     change; each change is read back.  'nicbench tune restore' undoes it."""
-
+    _refuse_lab_for_local(ctx, hosts)
     prof = _profile(profile_name, plan)
     lock = TuningLock().acquire("tune apply")
     try:
@@ -212,3 +216,8 @@ def restore_cmd(ctx, json_) -> None:
             where="tune restore",
             hint="fix what is named and run 'nicbench tune restore' again; the files are kept",
         )
+
+
+def _refuse_lab_for_local(ctx: click.Context, hosts: tuple[str, ...]) -> None:
+    refuse_unused(ctx, "lab_name", hosts != ("local",), "names the lab whose hosts to tune; 'local' is this machine "
+                  "itself", "leave --lab out, or name the lab's hosts instead of 'local'")

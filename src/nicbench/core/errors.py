@@ -75,6 +75,13 @@ class PointsFailed(NicbenchError):
     kind = "run"
 
 
+class Regression(NicbenchError):
+    """``nicbench trend --check``: the latest run fell outside the spread of the runs before it."""
+
+    exit_code = 8
+    kind = "regression"
+
+
 class Interrupted(NicbenchError):
     """The user interrupted (Ctrl-C / SIGTERM); finished points are kept."""
 

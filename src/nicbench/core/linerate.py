@@ -66,6 +66,8 @@ from typing import Any
 ETH_HDR, VLAN_TAG, FCS, PREAMBLE_SFD, IFG, MIN_FRAME = 14, 4, 4, 8, 12, 64
 IP_HDR = {4: 20, 6: 40}
 TCP_HDR, TCP_TS_OPT, UDP_HDR = 20, 12, 8
+UDP_MAX_PAYLOAD = {4: 65535 - 20 - 8, 6: 65535 - 8}      # the IPv4 total length / the IPv6 payload length
+IPV6_FRAG_HDR = 8
 MIN_MTU = {4: 576, 6: 1280}
 MAX_MTU = 9216
 TLS_OVERHEAD = {"1.2": 5 + 8 + 16, "1.3": 5 + 1 + 16}
@@ -165,6 +167,7 @@ class Ceiling:
     io_size: int | None = None
     iops: float | None = None
     notes: tuple[str, ...] = field(default=())
+    fragments: int | None = None  # UDP: IP fragments per datagram, when it does not fit one packet
 
     @property
     def efficiency(self) -> float:
@@ -212,14 +215,42 @@ def tcp(speed_bps: float, mtu: int = 1500, *, ip: int = 4, timestamps: bool = Tr
 
 def udp(speed_bps: float, mtu: int = 1500, *, ip: int = 4, vlan: bool = False,
         payload: int | None = None) -> Ceiling:
+    """UDP payload at line rate for ``payload``-byte datagrams (default: the
+    largest that fits one packet).  A datagram larger than one packet travels
+    as IP fragments (see :func:`udp_fragments`), each a frame of its own."""
     check_mtu(mtu, ip)
     most = mtu - IP_HDR[ip] - UDP_HDR
     p = most if payload is None else payload
-    if not 1 <= p <= most:
-        raise ModelError(f"UDP payload {p} does not fit one IPv{ip} packet at MTU {mtu} (max {most})")
+    if not 1 <= p <= UDP_MAX_PAYLOAD[ip]:
+        raise ModelError(f"UDP payload {p} is outside 1..{UDP_MAX_PAYLOAD[ip]}, what one IPv{ip} datagram carries")
+    if p > most:
+        frags = udp_fragments(p, mtu, ip)
+        wire = sum(wire_bytes(f, vlan) for f in frags)
+        dps = speed_bps / (wire * 8)                       # datagrams per second
+        n = len(frags)
+        return Ceiling("udp", speed_bps, mtu, dps * p * 8, dps * n, p / n, wire / n,
+                       notes=(f"IPv{ip}", f"{p}-byte datagrams", f"fragmented: {n} IP fragments each"),
+                       fragments=n)
     wire = wire_bytes(p + UDP_HDR + IP_HDR[ip], vlan)
     fps = speed_bps / (wire * 8)
     return Ceiling("udp", speed_bps, mtu, fps * p * 8, fps, p, wire, notes=(f"IPv{ip}", f"{p}-byte datagrams"))
+
+
+def udp_fragments(payload: int, mtu: int = 1500, ip: int = 4) -> list[int]:
+    """The L3 sizes of the packets one UDP datagram of ``payload`` bytes takes.
+
+    The UDP header and payload are split into fragments whose data is a
+    multiple of 8 bytes (the last excepted), each behind its own IP header
+    (IPv6: and an 8-byte fragment header).  A datagram that fits one packet
+    is one packet: [payload + 8 + IP header].
+    """
+    data = payload + UDP_HDR
+    if data + IP_HDR[ip] <= mtu:
+        return [data + IP_HDR[ip]]
+    hdr = IP_HDR[ip] + (IPV6_FRAG_HDR if ip == 6 else 0)
+    per = (mtu - hdr) // 8 * 8
+    n = math.ceil(data / per)
+    return [hdr + per] * (n - 1) + [hdr + data - (n - 1) * per]
 
 
 def _over_tcp(base: Ceiling, proto: str, data: float, overhead: float, io: int | None,

@@ -1,10 +1,19 @@
 """Pydantic validation errors as one-line InputErrors that name the file and key path.
 
 Shared by plans and tuning profiles; imports no schema, so either can use it.
+
+What a reader most needs comes first: an unknown table or key is usually the
+real mistake (``[studdy]`` also makes ``study`` "missing"), so unknown names
+are reported before anything else, with the closest allowed name ("did you
+mean"), and a "missing" error that such a suggestion explains is not counted
+as a second problem.  A value outside a fixed set names the closest allowed
+value too.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -14,8 +23,8 @@ from ..core.errors import InputError
 M = TypeVar("M", bound=BaseModel)
 
 _HINTS = {
-    "extra_forbidden": "check the spelling; see examples/*.toml for every key",
-    "missing": "add the key; see examples/*.toml",
+    "extra_forbidden": "check the spelling; 'nicbench schema' lists every key, 'nicbench init' writes a plan",
+    "missing": "add the key; 'nicbench init --example NAME' writes a complete plan",
     "literal_error": None,
     "float_parsing": "write a plain number (seconds for durations): duration = 10",
     "float_type": "write a plain number (seconds for durations): duration = 10",
@@ -103,19 +112,86 @@ def _kind_of(model: type[BaseModel]) -> str | None:
     return str(args[0]) if args else None
 
 
+def closest(word: object, choices: list[str]) -> str | None:
+    """The allowed name a typo most likely meant (difflib's ratio >= 0.6), or None."""
+    got = difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
+    return got[0] if got else None
+
+
+def _allowed_keys(err: dict[str, Any], root: type[BaseModel]) -> list[str]:
+    loc = tuple(err.get("loc", ()))
+    _, parent = _untag(loc[:-1], root)
+    parent = parent or _model_at(_untag(loc, root)[0][:-1], root)
+    return list(parent.model_fields) if parent else []
+
+
+def _suggestion(err: dict[str, Any], root: type[BaseModel]) -> str | None:
+    """For an unknown key: the allowed key it most likely meant."""
+    if err.get("type") != "extra_forbidden":
+        return None
+    return closest(tuple(err.get("loc", ()))[-1], _allowed_keys(err, root))
+
+
+def _choices(err: dict[str, Any]) -> list[str]:
+    """The allowed values an enum-like error lists ('a', 'b' or 'c' / "a", "b")."""
+    ctx = err.get("ctx") or {}
+    text = str(ctx.get("expected") or ctx.get("expected_tags") or err.get("msg", ""))
+    return re.findall(r"""['"]([^'"]+)['"]""", text)
+
+
 def _format(err: dict[str, Any], root: type[BaseModel]) -> tuple[str, str, str | None]:
     loc, _ = _untag(tuple(err.get("loc", ())), root)
     typ = err.get("type", "")
     msg = str(err.get("msg", "invalid"))
     hint = _HINTS.get(typ)
     if typ == "extra_forbidden":
-        _, parent = _untag(tuple(err.get("loc", ()))[:-1], root)
-        parent = parent or _model_at(loc[:-1], root)
-        allowed = ", ".join(parent.model_fields) if parent else "?"
-        msg = f"unknown key {loc[-1]!r}; allowed here: {allowed}"
+        allowed = _allowed_keys(err, root)
+        guess = _suggestion(err, root)
+        table = isinstance(err.get("input"), dict)
+        what = f"unknown table [{_loc_text(loc)}]" if table else f"unknown key {loc[-1]!r}"
+        mean = (f" (did you mean [{_loc_text((*loc[:-1], guess))}]?)" if table else f" (did you mean {guess!r}?)") \
+            if guess else ""
+        msg = f"{what}{mean}; allowed here: {', '.join(allowed) or '?'}"
+        if len(loc) > 1 and not guess and str(loc[-1]) in root.model_fields:
+            # TOML puts every key after a [table] header into that table
+            hint = (f"{loc[-1]!r} is a top-level key: move it above the first [table] header "
+                    "(TOML puts keys after a header into that table)")
+    elif typ == "literal_error" or "expected_tags" in (err.get("ctx") or {}):
+        choices = _choices(err)
+        inp = err.get("input")
+        disc = (err.get("ctx") or {}).get("discriminator")
+        if isinstance(inp, dict) and disc:       # a tagged union: the tag's value is what is wrong
+            disc = str(disc).strip("'\"")
+            loc, inp = (*loc, disc), inp.get(disc)
+        guess = closest(inp, choices) if isinstance(inp, str) else None
+        msg = f"{inp!r} is not allowed: use {_or(choices)}" + (f" (did you mean {guess!r}?)" if guess else "") \
+            if choices else msg
     elif msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
+        # a model's own check names the key it is about ("study.trim: ..."): that key is the where
+        m = re.match(rf"^({re.escape(_loc_text(loc))}\.[A-Za-z_][A-Za-z0-9_.\[\]]*): (.+)$", msg, re.S)
+        if m and loc:
+            return m.group(1), m.group(2), hint
     return _loc_text(loc), msg, hint
+
+
+def _or(words: list[str]) -> str:
+    quoted = [repr(w) for w in words]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def _ordered(errors: list[dict[str, Any]], root: type[BaseModel]) -> list[dict[str, Any]]:
+    """Unknown names first; a 'missing' key that an unknown key's suggestion
+    names (``[studdy]`` -> ``study``) is the same mistake and is dropped."""
+    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
+    meant = set()
+    for e in unknown:
+        guess = _suggestion(e, root)
+        if guess is not None:
+            meant.add(_untag((*tuple(e["loc"])[:-1], guess), root)[0])
+    rest = [e for e in errors if e.get("type") != "extra_forbidden"
+            and not (e.get("type") == "missing" and _untag(tuple(e.get("loc", ())), root)[0] in meant)]
+    return unknown + rest
 
 
 def validate(model: type[M], data: Any, source: str) -> M:
@@ -124,7 +200,7 @@ def validate(model: type[M], data: Any, source: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        errors = e.errors()
-        where, msg, hint = _format(dict(errors[0]), model)
+        errors = _ordered([dict(x) for x in e.errors()], model)
+        where, msg, hint = _format(errors[0], model)
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise InputError(msg + more, where=f"{source}: {where}" if where else source, hint=hint) from None

@@ -22,17 +22,20 @@ from collections.abc import Sequence
 
 from ..core.errors import NicbenchError, ToolError, tail
 from ..records import Fact, HostFacts
+from . import facts_freebsd
 from .factparse import parse_facts
-from .transport import Transport
+from .transport import Transport, host_os
 
-# The sysctls the seeds tune (000, 002) and the ones that explain TCP results.
+# The sysctls the seeds tune (000, 002), the ones that explain TCP results, and
+# busy polling (busy_poll/busy_read: us a socket spins on the NIC queue instead
+# of sleeping for the interrupt), which explains request/response latency.
 SYSCTLS = (
     "net.core.rmem_max", "net.core.wmem_max", "net.core.rmem_default", "net.core.wmem_default",
     "net.core.optmem_max", "net.core.netdev_max_backlog", "net.core.netdev_budget",
     "net.core.default_qdisc", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_mem",
     "net.ipv4.tcp_timestamps", "net.ipv4.tcp_sack", "net.ipv4.tcp_window_scaling",
     "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
-    "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_low_latency",
+    "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_low_latency", "net.core.busy_poll", "net.core.busy_read",
 )
 
 # tool -> argv printing its version (stdout or stderr; both are captured)
@@ -48,6 +51,8 @@ TOOL_VERSION_ARGV: dict[str, tuple[str, ...]] = {
     "tgtd": ("tgtd", "--version"),
     "numactl": ("numactl", "--show"),
     "openssl": ("openssl", "version"),
+    "irtt": ("irtt", "version"),
+    "sockperf": ("sockperf", "--version"),
 }
 
 _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
@@ -132,9 +137,16 @@ def script(ifnames: Sequence[str], tools: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def script_for(t: Transport, ifnames: Sequence[str], tools: Sequence[str]) -> str:
+    """The collection script for the OS preflight found on ``t`` (Linux or FreeBSD)."""
+    if host_os(t) == "FreeBSD":
+        return facts_freebsd.script(ifnames, [(x, TOOL_VERSION_ARGV.get(x, (x, "--version"))) for x in tools])
+    return script(ifnames, tools)
+
+
 def collect_raw(t: Transport, ifnames: Sequence[str], tools: Sequence[str], timeout: float = 30.0) -> str:
     """Run the script on the host; the raw sectioned text."""
-    r = t.run(["sh", "-c", script(ifnames, tools)], timeout=timeout)
+    r = t.run(["sh", "-c", script_for(t, ifnames, tools)], timeout=timeout)
     if "@@nicbench-section" not in r.stdout:
         raise ToolError(
             f"host facts script printed nothing usable (exit {r.returncode}): {tail(r.stderr) or tail(r.stdout)}",
@@ -147,7 +159,8 @@ def collect_raw(t: Transport, ifnames: Sequence[str], tools: Sequence[str], time
 def collect(t: Transport, role: str, ifnames: Sequence[str], tools: Sequence[str]) -> tuple[HostFacts, str]:
     """Facts of one host and the raw text they were read from."""
     raw = collect_raw(t, ifnames, tools)
-    return parse_facts(raw, host=t.host, role=role, collected=time.time()), raw
+    parse = facts_freebsd.parse_facts if host_os(t) == "FreeBSD" else parse_facts
+    return parse(raw, host=t.host, role=role, collected=time.time()), raw
 
 
 def collect_quietly(t: Transport, role: str, ifnames: Sequence[str], tools: Sequence[str]) -> tuple[HostFacts, str]:

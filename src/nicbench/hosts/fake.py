@@ -7,12 +7,17 @@ their start stamp and output only when released, as the real gate does.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
+import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from ..core.errors import PreflightError
 from .spec import HostsSpec
@@ -27,11 +32,15 @@ class Script:
     returncode: int = 0
     hang: bool = False                  # never exits until stopped
     listen: int | tuple[int, ...] | None = None   # port(s) shown as LISTEN in /proc/PID/net/tcp6
+    udp_bound: int | None = None        # a port shown bound in /proc/PID/net/udp6 (an iperf 2 UDP server)
+    udp_streams: int = 0                # connected sockets on ``listen`` in /proc/PID/net/udp6 (iperf3's UDP streams)
     runtime: float = 0.0                # seconds from release to the exit stamp (gated)
     render: Callable[[float], str] | None = None   # stdout made from the release time (tools that print times)
+    launcher: bool = False              # a wrapper (coreutils timeout) whose one child, the tool, holds the sockets
 
 
 _pids = itertools.count(40000)
+CHILD = 500000                          # a launcher's tool has the launcher's PID + this
 
 
 class FakeProcess:
@@ -100,6 +109,13 @@ class FakeTransport:
     counters: Callable[[], str] | None = None    # what /proc/.../net/dev shows, read after read
     net_dev_fallback_reads: int = 0
     gone: bool = False                           # the host became unreachable
+    os: str = "Linux"                            # uname -s, as preflight would find it
+    # a host whose counters are read by a sampler running there (as over SSH):
+    # ``host_sampler`` plays that sampler (see FakeSamplerHost)
+    samples_on_host: bool = False
+    host_sampler: Callable[[list[str]], FakeStream] | None = None
+    clock_offset: float = 0.0                    # host clock - this clock, s (as preflight would apply it)
+    clock_uncertainty: float = 0.0
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return list(argv)
@@ -122,8 +138,26 @@ class FakeTransport:
         self.spawned.append(p)
         return p
 
+    def _tool_of(self, pid: int) -> FakeProcess | None:
+        """The process whose tool has ``pid``: itself, or the child below a launcher."""
+        for p in self.spawned:
+            if (p.pid == pid and not p.script.launcher) or (p.script.launcher and pid == p.pid + CHILD):
+                return p
+        return None
+
+    def stream(self, argv: Sequence[str]) -> FakeStream:
+        self.commands.append(list(argv))
+        if self.host_sampler is None:
+            raise PreflightError("this fake host runs no streamed command", where=self.host)
+        return self.host_sampler(list(argv))
+
     def fd_links(self, pid: int) -> list[str]:
-        return [f"socket:[{pid}]"] if any(p.pid == pid and p.script.listen for p in self.spawned) else []
+        out = []
+        for p in self.spawned:
+            if self._tool_of(pid) is p and (p.script.listen or p.script.udp_bound):
+                out.append(f"socket:[{p.pid}]")      # the inode its tables show
+                out += [f"socket:[{p.pid * 1000 + k}]" for k in range(p.script.udp_streams)]
+        return out
 
     def alive(self) -> bool:
         return not self.gone
@@ -148,7 +182,14 @@ class FakeTransport:
                 raise FileNotFoundError(path)       # that process has exited
             return self.counters()
         for p in self.spawned:
-            if path in (f"/proc/{p.pid}/net/tcp", f"/proc/{p.pid}/net/tcp6"):
+            if p.script.launcher and path == f"/proc/{p.pid}/task/{p.pid}/children":
+                return f"{p.pid + CHILD}\n" if p.poll() is None else ""
+            if p.script.launcher and path == f"/proc/{p.pid + CHILD}/comm":
+                return "tool\n"
+            tool = p.pid + CHILD if p.script.launcher else p.pid
+            if path in (f"/proc/{tool}/net/udp", f"/proc/{tool}/net/udp6"):
+                return _udp_table(p) if path.endswith("6") else _UDP_HEADER
+            if path in (f"/proc/{tool}/net/tcp", f"/proc/{tool}/net/tcp6"):
                 header = "  sl  local_address rem_address   st\n"
                 ports = (p.script.listen,) if isinstance(p.script.listen, int) else p.script.listen or ()
                 if p.poll() is not None:
@@ -159,6 +200,23 @@ class FakeTransport:
         if path in self.files:
             return self.files[path]
         raise FileNotFoundError(path)
+
+
+_UDP_HEADER = "  sl  local_address remote_address st tx_queue rx_queue tr tm->when retrnsmt uid timeout inode\n"
+
+
+def _udp_table(p: FakeProcess) -> str:
+    """A process's UDP sockets as /proc/PID/net/udp6 shows them: its bound port
+    (state 07), its connected streams on its listen port (state 01)."""
+    rows = []
+    zero = "0" * 32
+    if p.poll() is None and p.script.udp_bound:
+        rows.append(f"{zero}:{p.script.udp_bound:04X} {zero}:0000 07 0:0 0:0 0 0 0 {p.pid}")
+    port = p.script.listen if isinstance(p.script.listen, int) else None
+    if p.poll() is None and port:
+        rows += [f"{zero}:{port:04X} {zero}:{40000 + k:04X} 01 0:0 0:0 0 0 0 {p.pid * 1000 + k}"
+                 for k in range(p.script.udp_streams)]
+    return _UDP_HEADER + "".join(f"   {i}: {r}\n" for i, r in enumerate(rows))
 
 
 class FakeHosts:
@@ -187,3 +245,169 @@ class FakeHosts:
 
     def close(self) -> None:
         self.closed = True
+
+
+class FakeStream:
+    """The local end of a streamed remote command (``subprocess.Popen``-like):
+    ``stdin`` writes reach :meth:`lines`, ``write`` text reaches ``stdout``."""
+
+    def __init__(self) -> None:
+        r, w = os.pipe()
+        self.stdout: IO[bytes] | None = open(r, "rb")
+        self._out = open(w, "wb")
+        ir, iw = os.pipe()
+        self.stdin: IO[bytes] | None = open(iw, "wb")
+        self._in = open(ir, "rb")
+        self.stderr: IO[bytes] | None = io.BytesIO()
+        self.returncode: int | None = None
+        self.pid = next(_pids)
+        self._exited = threading.Event()
+
+    def lines(self) -> list[str]:
+        """The next line(s) written to stdin (blocks); [] at end of file."""
+        line = self._in.readline()
+        return [line.decode().strip()] if line else []
+
+    def write(self, text: str) -> bool:
+        try:
+            self._out.write(text.encode())
+            self._out.flush()
+            return True
+        except (OSError, ValueError):
+            return False
+
+    def exit(self, rc: int) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._out.close()
+        with contextlib.suppress(OSError, ValueError):
+            self._in.close()
+        self.returncode = rc
+        self._exited.set()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._exited.wait(timeout):
+            raise TimeoutError("still running")
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        self.exit(-signal.SIGKILL)
+
+
+class FakeSamplerHost:
+    """A host as ``hostsampler.sh`` would see it, for tests of the controller's side.
+
+    Its sampler clock is this machine's monotonic clock (CLOCK_MONOTONIC,
+    printed in ns like the real ``mono_ns`` clock) and its wall clock runs
+    ``offset`` s ahead of this machine's.  ``counters(t)`` gives the text of
+    /proc/net/dev at host wall time ``t``, ``stat(t)`` that of /proc/stat.
+    Each record is made (and stamped) at its tick, then delivered after
+    ``delay()`` s, in order, like a TCP stream over a slow or jittery
+    path.  ``die_after``: s after which it stops printing mid-stream and
+    exits 255, without its goodbye (a sampler or a link that died)."""
+
+    def __init__(self, counters: Callable[[float], str], *, stat: Callable[[float], str] | None = None,
+                 offset: float = 0.0, delay: Callable[[], float] = lambda: 0.0, die_after: float | None = None):
+        self.counters, self.stat, self.offset, self.delay, self.die_after = counters, stat, offset, delay, die_after
+        self.started: list[FakeStream] = []
+        self.late: list[float] = []          # how late each record was delivered after it was made, s
+        self._wall_minus_mono = time.time() - time.monotonic()
+
+    def __call__(self, argv: list[str]) -> FakeStream:
+        i = argv.index("nicbench-sampler")
+        interval, items = float(argv[i + 1]), argv[i + 3:]
+        st = FakeStream()
+        self.started.append(st)
+        threading.Thread(target=self._run, args=(st, interval, items), daemon=True).start()
+        return st
+
+    def _tick(self, seq: int, items: list[str]) -> str:
+        mono = time.monotonic()
+        # the counters' time from the same instant as the stamp: two clock calls
+        # can be a preemption apart on a loaded machine, which a real tick's
+        # stamps (taken around its reads) bound but this one-instant fake would not
+        wall = mono + self._wall_minus_mono + self.offset
+        out = [f"@@nbs tick {seq} {int(mono * 1e9)}"]
+        if any(x == "net" or x.startswith("net:") for x in items):
+            text = self.counters(wall)
+            out += [f"@@nbs src net/dev {text.count(chr(10))}", text.rstrip("\n")]
+        if "cpu" in items and self.stat is not None:
+            text = self.stat(wall)
+            out += [f"@@nbs src stat {text.count(chr(10))}", text.rstrip("\n")]
+        out.append(f"@@nbs tock {seq} {int(mono * 1e9)}")
+        return "\n".join(out) + "\n"
+
+    def _offset_line(self) -> str:
+        before = time.monotonic()
+        wall = time.time() + self.offset
+        return f"@@nbs offset {int(before * 1e9)} {wall:.9f} {int(time.monotonic() * 1e9) + 1}\n"
+
+    def _run(self, st: FakeStream, interval: float, items: list[str]) -> None:
+        queue: list[tuple[float, str]] = []
+        made_at: dict[str, float] = {}
+        cond = threading.Condition()
+        eof = threading.Event()
+        t_start = time.monotonic()
+
+        def post(text: str, delayed: bool = True) -> None:
+            with cond:
+                made = time.monotonic()
+                at = made + (self.delay() if delayed else 0.0)
+                queue.append((max(at, queue[-1][0]) if queue else at, text))
+                made_at[text] = made
+                cond.notify()
+
+        def deliver() -> None:
+            while True:
+                with cond:
+                    while not queue:
+                        cond.wait()
+                    at, text = queue[0]
+                if text == "":
+                    return
+                time.sleep(max(0.0, at - time.monotonic()))
+                with cond:
+                    queue.pop(0)
+                if not st.write(text):
+                    return
+                self.late.append(time.monotonic() - made_at.pop(text, time.monotonic()))
+
+        def commands() -> None:
+            while True:
+                got = st.lines()
+                if not got:
+                    eof.set()
+                    return
+                if got[0] == "read":
+                    reads.append(1)
+
+        reads: list[int] = []
+        sender = threading.Thread(target=deliver, daemon=True)
+        sender.start()
+        threading.Thread(target=commands, daemon=True).start()
+        post(f"@@nbs hello 1 os=Linux clock=mono_ns res=1e-9 interval={interval:g} seconds=60 pid={st.pid}\n"
+             + self._offset_line() * 3)
+        seq, nxt = 0, time.monotonic()
+        while True:
+            if self.die_after is not None and time.monotonic() - t_start >= self.die_after:
+                post("")
+                sender.join(5)
+                st.exit(255)
+                return
+            if eof.is_set():
+                post(self._offset_line() + f"@@nbs bye stdin {int(time.monotonic() * 1e9)}\n", delayed=False)
+                post("")
+                sender.join(5)
+                st.exit(0)
+                return
+            if reads or time.monotonic() >= nxt:
+                if reads:
+                    reads.pop()
+                else:
+                    nxt += interval
+                seq += 1
+                post(self._tick(seq, items))
+            time.sleep(0.002)

@@ -31,6 +31,13 @@ def _state() -> Path:
     return Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "nicbench"
 
 
+def ssh_targets(plan: Any) -> dict[str, SshTarget]:
+    """How to reach each host of a plan on real hosts (its ssh destination,
+    user, port, key, extra arguments, sudo)."""
+    return {n: SshTarget(dest=str(h.ssh), user=h.user, port=h.port, identity=h.identity, args=tuple(h.ssh_args),
+                         sudo=h.sudo) for n, h in plan.hosts.items()}
+
+
 class RemoteHosts:
     kind = "ssh"
     shared_machine = False
@@ -41,9 +48,7 @@ class RemoteHosts:
                                h.interface or "eth0") for n, h in order)
         self.spec = HostsSpec(plan.name, plan.link.mtu, hosts, plan.link.speed, None)
         self.tracker = ProcessTracker(_state() / f"ssh-{plan.name}.pids")
-        self._t = {n: SshTransport(n, SshTarget(dest=str(h.ssh), user=h.user, port=h.port, identity=h.identity,
-                                                args=tuple(h.ssh_args), sudo=h.sudo), self.tracker)
-                   for n, h in plan.hosts.items()}
+        self._t = {n: SshTransport(n, t, self.tracker) for n, t in ssh_targets(plan).items()}
         self._checks: dict[str, HostCheck] = {}
 
     @property

@@ -224,6 +224,11 @@ class SshProcess(PopenWaiter):
     def rtt(self) -> float:
         return self.t.rtt
 
+    @property
+    def clock_offset(self) -> float:
+        """The host's clock - this machine's, s (its stamps are mapped with it)."""
+        return self.t.clock_offset
+
     def release(self, at: float | None = None) -> None:
         """Start at ``at`` (this machine's clock; sent in the host's, with the
         offset preflight measured), or at once."""
@@ -283,6 +288,7 @@ class SshTransport:
     """A host reached over SSH (see the module docstring)."""
 
     kind = "ssh"
+    samples_on_host = True  # its counters are read by a sampler running there (sampling.remote)
 
     def __init__(self, host: str, target: SshTarget, tracker: ProcessSink | None = None):
         self.host, self.target, self.tracker = host, target, tracker
@@ -290,8 +296,10 @@ class SshTransport:
         self.control = os.path.join(self._dir, "c")  # short: a socket path is at most 107 bytes
         self._master: subprocess.Popen | None = None
         self._shell: subprocess.Popen | None = None
-        self.clock_offset = 0.0  # host clock - this clock, s (set by preflight)
+        self.clock_offset = 0.0  # host clock - this clock, s, applied to every host stamp (set by preflight)
+        self.clock_uncertainty = 0.0  # of the measured offset, s (set by preflight)
         self.rtt = 0.0  # a command's round trip, s (set by preflight)
+        self.os: str | None = None  # uname -s (set by preflight): which sources facts and counters come from
         self._connected = False
         self._lock = threading.Lock()
 
@@ -509,6 +517,20 @@ class SshTransport:
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """A one-off remote command as a local argv (through the master)."""
         return self._ssh("-T", self.target.dest, self._remote(argv))
+
+    def stream(self, argv: Sequence[str]) -> subprocess.Popen:
+        """``argv`` on the host in a session of its own on the master, its
+        stdin, stdout and stderr piped to and from here (the host sampler's
+        records stream back as they are made).  Closing stdin gives the command end
+        of file; the command must stop by itself then (no wrapper, no
+        process group of its own: the host sampler does)."""
+        with self._lock:
+            self.connect()
+        p = subprocess.Popen(self.wrap(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        if self.tracker is not None:
+            self.tracker.add(self.host, p.pid)
+        return p
 
     def signal_group(self, pgid: int, sig: int) -> None:
         try:

@@ -12,7 +12,9 @@ connection itself.)
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.errors import InputError, PreflightError, tail
 from .ssh import SshTarget
@@ -69,12 +71,29 @@ class SshSettings:
     user_known_hosts: tuple[str, ...] = ()
     raw: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
 
+    def to_meta(self) -> dict[str, object]:
+        """What a run keeps: HostName, User, Port, ProxyJump (or ProxyCommand), IdentityFile."""
+        return {"hostname": self.hostname, "user": self.user, "port": self.port, "proxy_jump": self.proxy_jump,
+                "proxy_command": self.proxy_command, "identity_files": list(self.identity_files)}
+
     def summary(self) -> str:
-        """One line for preflight: ``user@hostname:port via JUMP, key FILE``."""
-        via = f" via {self.proxy_jump}" if self.proxy_jump else (
-            f" via ProxyCommand {self.proxy_command!r}" if self.proxy_command else "")
-        keys = f", keys {', '.join(self.identity_files)}" if self.identity_files else ""
-        return f"{self.user}@{self.hostname}:{self.port}{via}{keys}"
+        """One line for preflight: ``user@hostname:port via JUMP, keys FILE``."""
+        return summary_of(self.to_meta())
+
+
+# what ssh -G lists when no IdentityFile is configured (OpenSSH 9.x)
+DEFAULT_KEYS = frozenset(f"~/.ssh/id_{k}" for k in ("rsa", "ecdsa", "ecdsa_sk", "ed25519", "ed25519_sk", "xmss",
+                                                      "dsa"))
+
+
+def summary_of(m: Mapping[str, Any]) -> str:
+    """:meth:`SshSettings.summary` of settings as a run keeps them (:meth:`SshSettings.to_meta`)."""
+    via = f" via {m['proxy_jump']}" if m.get("proxy_jump") else (
+        f" via ProxyCommand {m['proxy_command']!r}" if m.get("proxy_command") else "")
+    files = list(m.get("identity_files") or [])
+    keys = (", ssh's default keys" if len(files) > 1 and set(files) <= DEFAULT_KEYS
+            else f", keys {', '.join(files)}" if files else "")
+    return f"{m.get('user')}@{m.get('hostname')}:{m.get('port')}{via}{keys}"
 
 
 def parse_ssh_g(text: str, dest: str = "?") -> SshSettings:

@@ -69,6 +69,28 @@ def parse_gate_stamp(stderr_text: str, mark: str = GATE_MARK) -> float | None:
     return None
 
 
+def host_os(t: object) -> str:
+    """The OS preflight found on a host (``uname -s``: an SSH host's); this
+    machine and its namespaces are Linux."""
+    return str(getattr(t, "os", None) or "Linux")
+
+
+def host_clock_offset(p: object) -> float:
+    """How far the clock of the host a process runs on is ahead of this
+    machine's, s, as preflight measured and applies it (0 on this machine;
+    an SSH host's offset within its own uncertainty is not applied either)."""
+    return float(getattr(p, "clock_offset", 0.0))
+
+
+def gate_time(p: Process, mark: str = GATE_MARK) -> float | None:
+    """The time a gated process recorded at ``mark`` (start: GATE_MARK,
+    exit: END_MARK) on this machine's clock: the host's stamp less the
+    host's clock offset, so tool intervals and the host samplers' counters
+    (``sampling.remote``) share one time line.  None if it never got there."""
+    t = parse_gate_stamp(read_output(p.stderr_path), mark)
+    return None if t is None else t - host_clock_offset(p)
+
+
 def read_output(p: Path) -> str:
     """A tool's output file, or "" if it was never written.  Over SSH, what the
     host's login shell printed before the tool began is dropped (see
@@ -392,7 +414,9 @@ def each_host(fn, items: dict) -> dict:
     a run's start-up waits for the slowest, not the sum); {key: result, or the
     exception it raised}."""
     out: dict = {}
-    with ThreadPoolExecutor(max_workers=min(32, max(1, len(items)))) as ex:
+    # one thread per host (up to 256): a host that is down holds its own
+    # thread for its timeout, never a slot the others wait for
+    with ThreadPoolExecutor(max_workers=min(256, max(1, len(items)))) as ex:
         futs = {k: ex.submit(fn, v) for k, v in items.items()}
         for k, f in futs.items():
             try:

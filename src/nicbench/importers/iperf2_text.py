@@ -19,6 +19,7 @@ from .model import ParsedFile, Role
 
 FORMAT = "iperf2-text"
 HINT = "run iperf with -y C (CSV) for exact figures, or save its whole text output"
+_DATAGRAM = re.compile(r"(?:Sending|Receiving) (\d{1,6}) byte datagrams")
 
 
 def parse(text: str, name: str, *, role: Role | None = None) -> ParsedFile:
@@ -55,7 +56,10 @@ def parse(text: str, name: str, *, role: Role | None = None) -> ParsedFile:
         totals[("tx", "receiver")] = traffic.Total(ln.bytes, ln.end - ln.start, packets=ln.packets, lost=ln.lost,
                                                    jitter_s=ln.jitter_s, streams=streams)
     ver = re.search(r"iperf version (2\.\d+\.\d+\S*)", text)
-    params = {"direction": d, "streams": streams, "protocol": kind.upper(), "engine": "iperf2"}
+    params: dict[str, object] = {"direction": d, "streams": streams, "protocol": kind.upper(), "engine": "iperf2"}
+    size = _DATAGRAM.search(text) if udp else None
+    if size:
+        params["io_size"] = int(size[1])         # the datagram size its banner states (-l)
     notes = ["figures from iperf2 text are rounded to 3 significant digits"]
     if srv:
         notes.append("the receiver's total comes from the UDP Server Report")

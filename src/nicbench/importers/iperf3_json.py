@@ -155,6 +155,9 @@ def parse(text: str, name: str) -> ParsedFile:
         "duration": duration, "omit": omit, "engine": "iperf3"}
     if ts.get("bytes"):
         params["bytes"] = int(finite(ts["bytes"], "test_start.bytes", name))
+    if proto == "UDP" and ts.get("target_bitrate"):
+        # -b, bit/s per stream (0: unlimited, left out)
+        params["target_bitrate"] = finite(ts["target_bitrate"], "test_start.target_bitrate", name)
     return traffic.build(name=name, fmt=FORMAT, tool="iperf3", version=ver, role=role, kind=kind,  # type: ignore[arg-type]
                          params=params, intervals=ivs, totals=totals, start=t_start, host=name, notes=notes,
                          dropped=dropped, hint=HINT, pairs=_pairs(start))

@@ -49,8 +49,10 @@ class TextLine:
     packets: int | None
 
 
-def lines(text: str) -> list[TextLine]:
-    """Every interval and summary line of iperf3 text, in order."""
+def lines(text: str, udp: bool = False) -> list[TextLine]:
+    """Every interval and summary line of iperf3 text, in order.  ``udp``: the
+    number after a sender's interval rate is its datagram count (the "Total
+    Datagrams" column), not TCP's retransmits."""
     out = []
     for raw in text.splitlines():
         m = _LINE.match(raw.strip())
@@ -60,15 +62,18 @@ def lines(text: str) -> list[TextLine]:
         side = next((s for s in ("sender", "receiver") if rest.endswith(s)), None)
         omitted = "(omitted)" in rest
         u = _UDP.search(rest)
-        retr = None
+        retr = sent = None
         if side != "receiver" and not u:
             nums = rest.split()
             if nums and nums[0].isdigit():
-                retr = int(nums[0])
+                if udp:
+                    sent = int(nums[0])
+                else:
+                    retr = int(nums[0])
         out.append(TextLine(m["id"], m["tag"], float(m["a"]), float(m["b"]),
                             float(m["xfer"]) * _BYTES[m["xu"]], float(m["rate"]) * _BITS[m["ru"]], side, omitted,
                             retr, float(u["jit"]) / 1000 if u else None, int(u["lost"]) if u else None,
-                            int(u["tot"]) if u else None))
+                            int(u["tot"]) if u else sent))
     return out
 
 
@@ -97,7 +102,7 @@ def parse(text: str, name: str, *, role: Role | None = None, peer: bool = False,
     bidir = bool(re.search(r"\[[TR]X-[CS]\]", text))
     udp = "Datagrams" in text or bool(_UDP.search(text))
     sends = (role != "server") != rev
-    ls = lines(text)
+    ls = lines(text, udp)
     if not ls:
         raise InputError("no iperf3 report lines in the text", where=name, hint=HINT)
     streams = {ln.ident for ln in ls if ln.ident != "SUM"}

@@ -1,24 +1,24 @@
 """An import, stored: the files as read (bytes, digest), the trials a study's
 adapter made of them numbered as a plan's would be, and the run written in
-one piece -- into a hidden directory of the store, moved into place only
-when complete, so an error leaves nothing behind.
+one piece into the archive -- invisibly (a hidden row, a ``.tmp-`` directory),
+shown and moved into place only when complete, so an error leaves nothing
+behind and a kill -9 leaves only what ``nicbench recover`` clears.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
-import secrets
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError, StoreError
+from ..core.errors import InputError
 from ..records import RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
-from ..store.runs import RunWriter
+from ..store.archive import Archive
+from ..store.writer import RunWriter
 from .adapt import ImportedRun, label
 from .model import ParsedFile
 
@@ -83,17 +83,13 @@ def records(study: str, run: ImportedRun) -> list[tuple[TrialRecord, list[Sample
     return out
 
 
-def write_run(store: Path, info: RunInfo, trials: Sequence[tuple[TrialRecord, list[Sample]]],
+def write_run(archive: Archive, info: RunInfo, trials: Sequence[tuple[TrialRecord, list[Sample]]],
               files: Mapping[str, Sequence[tuple[ParsedFile, SourceFile]]]) -> Path:
-    """The run, complete, at ``store/<run_id>``: ``files`` by trial id are
-    copied into its ``raw/`` (once each; later trials refer to the copy)."""
-    tmp = store / f".import-{secrets.token_hex(4)}"
-    final = store / info.run_id
-    if final.exists():
-        raise StoreError("run directory already exists", where=str(final), hint="import again: ids are unique")
+    """The run, complete, in ``archive`` (its directory under the archive's
+    runs root): ``files`` by trial id are copied into its ``raw/`` (once
+    each; later trials refer to the copy).  Returns the run directory."""
+    w = RunWriter.create(archive, info, total=len(trials), visible=False)
     try:
-        tmp.mkdir(parents=True)
-        w = RunWriter.create(tmp, info)
         copied: dict[str, str] = {}
         for rec, samples in trials:
             tid = rec.spec.trial_id
@@ -105,11 +101,13 @@ def write_run(store: Path, info: RunInfo, trials: Sequence[tuple[TrialRecord, li
                     copied[src.given] = w.rel(dest)
                 raws.append(RawOutput(tid, label(p), p.role or "client", p.tool, "stdout", copied[src.given]))
             w.write_trial(rec, samples, raws)
-        w.finish("done", ok=sum(r.status == "ok" for r, _ in trials),
-                 failed=sum(r.status != "ok" for r, _ in trials))
-        os.replace(w.run_dir, final)
+        partial = sum(r.status == "partial" for r, _ in trials)
+        failed = sum(r.status not in ("ok", "partial") for r, _ in trials)
+        w.finish("done-with-failures" if failed else "done-with-partial-points" if partial else "done",
+                 ok=len(trials) - failed - partial, failed=failed, partial=partial)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        # nothing of a failed import is kept
+        archive.delete_run(info.run_id)
+        shutil.rmtree(w.run_dir, ignore_errors=True)
         raise
-    shutil.rmtree(tmp, ignore_errors=True)
-    return final
+    return w.run_dir

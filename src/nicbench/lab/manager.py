@@ -24,6 +24,7 @@ from ..core.errors import LabError, PreflightError, tail
 from ..hosts.sshcheck import HostCheck
 from ..hosts.tracker import ProcessTracker, state_root
 from ..hosts.transport import NetnsTransport, Transport, existing_namespaces
+from .owner import Ownership, record
 from .sshkeys import remove as remove_ssh
 from .topology import LabSpec, build_commands, topology_problems
 
@@ -99,8 +100,9 @@ def load(name: str) -> Lab | None:
     return Lab(spec, ProcessTracker(pids))
 
 
-def up(spec: LabSpec) -> Lab:
-    """Create the lab; on any failure remove what was made and raise LabError."""
+def up(spec: LabSpec, purpose: str = "lab up") -> Lab:
+    """Create the lab; on any failure remove what was made and raise LabError.
+    The state file records who built it and for what (``lab.owner``)."""
     require_root()
     present = set(existing_namespaces())
     clash = [ns for ns in spec.namespaces if ns in present]
@@ -111,7 +113,7 @@ def up(spec: LabSpec) -> Lab:
     spec_path, pids = _paths(spec.name)
     spec_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = spec_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(spec.to_dict(), indent=1))
+    tmp.write_text(json.dumps({**spec.to_dict(), "owner": record(purpose)}, indent=1))
     os.replace(tmp, spec_path)        # atomic: a crash never leaves half a state file
     lab = Lab(spec, ProcessTracker(pids))
     try:
@@ -180,6 +182,15 @@ def down(name: str) -> list[str]:
     return removed
 
 
+def ownership(name: str) -> Ownership:
+    """Who built lab ``name`` (None as owner when its state file does not say)."""
+    try:
+        owner = json.loads(_paths(name)[0].read_text()).get("owner")
+    except (OSError, ValueError, AttributeError):
+        owner = None
+    return Ownership(name, owner if isinstance(owner, dict) else None)
+
+
 def all_labs() -> list[str]:
     """Names of labs known by state file or by namespace name."""
     names = {p.stem for p in state_dir().glob("*.json")} if state_dir().exists() else set()
@@ -231,7 +242,7 @@ def status(name: str) -> dict:
     present = set(existing_namespaces())
     stray = sorted(ns for ns in present if (m := _NS_RE.match(ns)) and m.group(1) == name)
     out: dict = {"name": name, "state_file": lab is not None, "namespaces": stray, "hosts": [],
-                 "processes": []}
+                 "processes": [], "owner": ownership(name).owner}
     if lab:
         out["mtu"] = lab.spec.mtu
         live = live_topology(lab.spec, present)

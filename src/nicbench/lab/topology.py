@@ -55,7 +55,7 @@ def make_spec(name: str, hosts: list[tuple[str, str]], mtu: int,
     """Assign namespaces and addresses; ``hosts`` is [(name, role)], servers first."""
     net = ipaddress.IPv4Network(subnet)
     ordered = sorted(hosts, key=lambda h: (h[1] != "server", hosts.index(h)))
-    addrs = list(net.hosts())
+    addrs = list(net.hosts())[:-1]          # the last one is the switch's own (the SSH mode's controller)
     if len(ordered) > len(addrs):
         raise ValueError(f"subnet {subnet} is too small for {len(ordered)} hosts")
     return LabSpec(name, mtu, tuple(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, WithJsonSchema, field_validator
 
 from ..core.linerate import ModelError, parse_speed
 from ..core.units import UnitError, parse_size
@@ -31,8 +31,28 @@ def as_field(parse: Callable[[Any], Any], errors: tuple[type[Exception], ...]) -
     return BeforeValidator(validate)
 
 
-Size = Annotated[int, as_field(parse_size, (UnitError,))]
-Speed = Annotated[float, as_field(parse_speed, (ModelError,))]
+# What a plan may write, for the JSON Schema editors check plans against (``nicbench schema``):
+# the parsers above accept more spellings than JSON Schema can say, never fewer.
+SIZE_SCHEMA: dict[str, Any] = {
+    # one schema for both forms (minimum applies to numbers, pattern to strings), so a validator's
+    # error names the pattern rather than "valid under none of anyOf"
+    "type": ["integer", "string"], "minimum": 1, "pattern": r"^\s*[0-9]+\s*([KMGkmg](iB)?|B)?\s*$",
+    "description": "bytes: 512, or a binary multiple: \"4K\" = \"4KiB\" = 4096 (\"4kB\" is refused as ambiguous)"}
+SPEED_SCHEMA: dict[str, Any] = {
+    "type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*[kKmMgGtT]\s*(b|b/s|bps|[bB][iI][tT][sS]?(/[sS])?)?\s*$",
+    "description": "bit/s with a decimal prefix: \"100M\", \"2.5G\", \"10G\""}
+
+Size = Annotated[int, as_field(parse_size, (UnitError,)), WithJsonSchema(SIZE_SCHEMA)]
+Speed = Annotated[float, as_field(parse_speed, (ModelError,)), WithJsonSchema(SPEED_SCHEMA)]
+
+
+def one_or_many(schema: dict[str, Any]) -> None:
+    """JSON Schema of a swept list whose validator also takes one value (``threads = 2``):
+    if/then/else on the type rather than anyOf, so a validator names the wrong value."""
+    items = schema.get("items")
+    if isinstance(items, dict):
+        many = {k: schema.pop(k) for k in ("type", "items", "minItems", "maxItems") if k in schema}
+        schema.update({"if": {"type": "array"}, "then": many, "else": items})
 
 
 class HostLike(Protocol):
@@ -110,3 +130,14 @@ class StudySchema(Strict):
     def measured_seconds(self) -> float:
         """Seconds of traffic one trial asks for, warm-up included (for ``nicbench check``)."""
         raise NotImplementedError
+
+
+def trim_problem(duration: float, trim: float, trim_given: bool) -> str:
+    """Why ``duration`` is too short for ``trim`` seconds cut at both ends, and
+    what to change -- saying so when the trim is a default the plan never wrote."""
+    if trim_given:
+        return (f"study.duration: {duration:g} s leaves nothing after trimming study.trim = {trim:g} s at both "
+                f"ends: make the duration longer than {2 * trim:g} s or the trim shorter")
+    return (f"study.duration: {duration:g} s leaves nothing after the default study.trim = {trim:g} s is cut at "
+            f"both ends: set a longer duration (more than {2 * trim:g} s), or a shorter trim, e.g. trim = "
+            f"{duration / 4:g}")

@@ -22,8 +22,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise InputError(f"not valid TOML: {e}", where=source,
-                         hint="strings need quotes, e.g. io_sizes = [\"4K\", \"64K\"]") from None
+        raise InputError(f"not valid TOML: {e}", where=source, hint=toml_hint(str(e))) from None
     except RecursionError:
         # a nesting bomb ([[[[...]]]] or {a={a=...}}): tomllib recurses per level
         raise InputError("nested too deeply to be a plan", where=source,
@@ -34,6 +33,26 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
     plan = validate(Plan, data, source)
     plan.warnings.extend(warnings)
     return plan
+
+
+# tomllib's messages (Python 3.11) -> what usually causes them
+_TOML_HINTS = (
+    ("Cannot overwrite a value", "a key is given twice, or a key and a table share a name: keep one"),
+    ("Cannot declare", "this table appears twice: merge its keys under one [table] header"),
+    ("Cannot mutate immutable namespace", "a table was already given inline ({...}): write its keys there"),
+    ("Invalid value", "strings need quotes, e.g. io_sizes = [\"4K\", \"64K\"]"),
+    ("Expected newline or end of document", "one key = value per line; strings need quotes, e.g. io = \"4K\""),
+    ("Invalid statement", "write key = value, or a [table] header"),
+    ("Unclosed array", "close the list with ]; strings in it need quotes, e.g. [\"4K\", \"64K\"]"),
+)
+
+
+def toml_hint(message: str) -> str:
+    """A hint for a TOML syntax error, from tomllib's message."""
+    for start, hint in _TOML_HINTS:
+        if message.startswith(start):
+            return hint
+    return "see https://toml.io: key = value, strings in quotes, [table] headers"
 
 
 def _with_inventory(data: dict, source: str) -> tuple[dict, list[str]]:
@@ -64,7 +83,7 @@ def load_plan(path: str | Path) -> tuple[Plan, str]:
         text = p.read_text()
     except FileNotFoundError:
         raise InputError("plan file not found", where=str(p),
-                         hint="give a path to a .toml plan, e.g. examples/seed000-tcp-multiclient.toml") from None
+                         hint="give a path to a .toml plan; 'nicbench init' writes one") from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read plan: {e}", where=str(p)) from None
     return parse_plan(text, str(p)), text

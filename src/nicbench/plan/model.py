@@ -110,6 +110,16 @@ class Lab(Strict):
         return v
 
 
+# a Linux bridge takes at most 1024 ports (BR_MAX_PORTS in net/bridge/br_private.h)
+BRIDGE_PORTS = 1024
+
+
+def lab_capacity(subnet: str) -> int:
+    """How many hosts a lab on ``subnet`` holds: its host addresses less the
+    last one, which the switch takes in the SSH mode, and at most a bridge's ports."""
+    return min(BRIDGE_PORTS, ipaddress.IPv4Network(subnet).num_addresses - 3)
+
+
 class Output(Strict):
     dir: str = "nicbench-runs"
 
@@ -165,8 +175,12 @@ class Plan(Strict):
             if self.link.client_speed:
                 raise ValueError("link.client_speed shapes lab links; real hosts are not shaped: give their NIC "
                                  "speed as link.speed (the ceiling)")
-        elif len(self.hosts) > 13:
-            raise ValueError("the embedded lab holds at most 13 hosts")
+        else:
+            room = lab_capacity(self.lab.subnet)
+            if len(self.hosts) > room:
+                raise ValueError(f"the lab subnet {self.lab.subnet} holds {room} hosts (its addresses less the one "
+                                 f"the switch keeps for the SSH mode), the plan has {len(self.hosts)}: give "
+                                 "[lab] subnet a shorter prefix")
         for c in self.study.clients or []:
             if c not in self.hosts:
                 raise ValueError(f"study.clients names host {c!r}, which is not in [hosts] "

@@ -98,3 +98,12 @@ def fact_changes(a: Sequence[HostFacts], b: Sequence[HostFacts]) -> list[tuple[s
             if va != vb:
                 out.append((h.host, k, va, vb))
     return out
+
+
+def grouped_changes(changes: Sequence[tuple[str, str, str, str]]) -> list[dict[str, Any]]:
+    """Each differing fact once: ``fact``, its value in A and in B, and the hosts
+    where it changed that way (a kernel upgrade on four lab hosts is one line, not four)."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for host, key, va, vb in changes:
+        groups.setdefault((key, va, vb), []).append(host)
+    return [{"fact": k, "a": va, "b": vb, "hosts": hosts} for (k, va, vb), hosts in groups.items()]

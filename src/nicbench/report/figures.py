@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
 
 from ..core.units import format_size  # noqa: E402
 
@@ -44,3 +44,25 @@ def size_axis(ax: Axes, sizes: Any, label: str, fmt: Any = format_size) -> None:
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticklabels([fmt(t) for t in ticks])
     ax.set_xlabel(label)
+
+
+def cpu_axis(ax: Axes, xs: Any, cpu_percent: Any, legend_below: float = -0.22, ncol: int = 3) -> None:
+    """Seed 001's chart: CPU % of the machine on a second axis over throughput
+    bars, one legend for both below the axes."""
+    ax2 = ax.twinx()
+    ax2.plot(xs, cpu_percent, "o-", color="#c44e52", label="CPU % of machine")
+    ax2.set_ylim(0, 105)
+    ax2.set_ylabel("CPU % (all cores)")
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, legend_below), ncol=ncol,
+              frameon=False)
+
+
+def plain_log_axis(ax: Axes) -> None:
+    """A log y axis labelled 0.1, 1, 10 (and 2, 5 between when a decade is all
+    there is), never 6x10^0."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())

@@ -12,14 +12,11 @@ from typing import Any
 import jinja2
 
 from ..core.linerate import format_speed
+from . import numbers
+from .tables import table
 from .view import RunView
 
 EXPORT_SCHEMA = 1
-
-
-def rounded(x: float | None, nd: int = 3) -> float | None:
-    """For what a person reads (the exports keep full precision once issue 15 lands)."""
-    return None if x is None else round(x, nd)
 
 
 def write_exports(view: RunView, out: Path, rows: list[dict[str, Any]], cols: list[str], units: dict[str, str],
@@ -40,9 +37,15 @@ def write_exports(view: RunView, out: Path, rows: list[dict[str, Any]], cols: li
 
 def write_page(out: Path, template: Path, view: RunView, **context: Any) -> Path:
     """index.html from the study's ``template`` (a file beside its view) with
-    what every study's page shows."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(template.parent),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
+    what every study's page shows.  Templates format numbers with the ``num``
+    and ``count`` filters (report/numbers.py) and draw point tables with
+    ``tables.html.j2``'s macros from ``table(rows, cols)``."""
+    loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(template.parent),
+                                  jinja2.FileSystemLoader(Path(__file__).parent)])
+    env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["num"] = numbers.num
+    env.filters["count"] = numbers.count
+    env.globals["table"] = table
     index = out / "index.html"
     index.write_text(env.get_template(template.name).render(
         info=view.info, meta=view.meta, link=link_sentence(view), warnings=view.info.meta.get("warnings") or [],
@@ -65,7 +68,8 @@ def link_sentence(view: RunView) -> str:
     clients = (f", each client link {format_speed(link.client_speed_bps)}bit/s (a point's ceiling uses the "
                "slower of the server link and its clients' links together)" if link.client_speed_bps else "")
     return (f"Link: {server}{clients}, MTU {link.mtu}, IPv{link.ip}, TCP timestamps {ts}: "
-            f"ceiling {c.goodput_bps / 1e9:.3f} Gbps of goodput per direction per {format_speed(c.speed_bps)}bit/s "
+            f"ceiling {numbers.num(c.goodput_bps / 1e9)} Gbps of goodput per direction per "
+            f"{format_speed(c.speed_bps)}bit/s "
             f"({c.payload_per_frame:.0f} payload bytes per {c.wire_per_frame:.0f} wire bytes = "
             f"{c.efficiency * 100:.2f} %); bidirectional points: twice that, an upper bound since each "
             "direction also carries the other's ACKs. Wire rate = counted bytes + 24 B per frame "

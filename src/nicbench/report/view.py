@@ -8,7 +8,7 @@ in the study registry and hand it to :func:`load_run`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -16,7 +16,14 @@ from typing import Any, Protocol
 from ..analysis.trials import LinkInfo, TrialHead, float_meta
 from ..core.errors import StoreError
 from ..records import HostFacts, RunInfo, Sample, TrialRecord
+from ..store.archive import Archive, PointSummary
+from ..store.reader import RunReader as ArchiveReader
+from ..store.reader import open_run_dir
+from ..store.runs import DB as LEGACY_DB
 from ..store.runs import RunReader
+from .tables import Col
+
+__all__ = ["Metric", "PointSummary", "StudyView", "RunView", "StoredRun", "load_run", "read_run", "read_stored"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,8 @@ class Analysed:
 
 @dataclass(frozen=True)
 class CompareValues:
-    """The figure runs of a study are compared on, per point, one value per ok repeat."""
+    """A figure runs of a study are compared on, per point, one value per ok
+    repeat; ``higher_is_better`` False for loss, latency and the like."""
 
     metric: str
     values: dict[str, list[float]]
@@ -81,10 +89,30 @@ class RunView:
         return [t for t in self.trials if t.status != "ok"]
 
 
+@dataclass(frozen=True)
+class Metric:
+    """A per-point figure a study puts in the archive (for trends, exports,
+    the dashboard).  ``unit`` is what the value is in, e.g. ``Gbit/s``."""
+
+    name: str
+    unit: str
+    label: str
+    higher_is_better: bool = True
+
+
 class StudyView(Protocol):
     """The results side of one study (``studies/<kind>/view.py``)."""
 
     kind: str
+    # the per-point figures point_summaries() gives, the first one the run's
+    # headline (the runs list shows its best value over the points)
+    metrics: tuple[Metric, ...]
+
+    @property
+    def headline(self) -> Sequence[Col]:
+        """The columns a reader compares first, over ``rows``: the report's headline
+        table and the results table at the end of a run."""
+        ...
 
     def analyse(self, run: StoredRun) -> Analysed:
         """Stored trials and samples -> per-trial results and per-point statistics."""
@@ -98,33 +126,83 @@ class StudyView(Protocol):
         """The report (figures, tables, exports) into ``out``; returns its index.html."""
         ...
 
-    def compare_values(self, view: RunView) -> CompareValues: ...
+    def compare_values(self, view: RunView) -> list[CompareValues]:
+        """The figures ``nicbench compare`` compares, the headline first."""
+        ...
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         """The figure of a trial that just finished, as the live progress shows it."""
         ...
 
+    def point_summaries(self, view: RunView) -> list[PointSummary]:
+        """One summary per point: its parameters and a value (full precision,
+        None when unknown) for every metric in :attr:`metrics`."""
+        ...
 
-def read_run(run_dir: Path) -> StoredRun:
-    """A run as the store holds it."""
-    r = RunReader(run_dir)
+
+def read_stored(r: RunReader | ArchiveReader, run_dir: Path) -> StoredRun:
+    """A run from either reader: a run directory of an older nicbench, or the archive."""
+    info = r.info()
+    meta = r.meta()
+    by_trial: dict[str, list[Sample]] = {}
+    for s in r.samples():
+        by_trial.setdefault(s.trial_id, []).append(s)
+    return StoredRun(run_dir, info, meta, r.trials(), by_trial, tuple(r.facts()))
+
+
+def read_run(run_dir: Path, archive: Archive | None = None, run_id: str | None = None) -> StoredRun:
+    """A run as the store holds it: from ``archive`` (by ``run_id``), or from
+    a run directory (an older one's own database, or the archive its
+    ``run.json`` names)."""
+    if archive is not None and run_id is not None:
+        row = archive.resolve(run_id)
+        return read_stored(ArchiveReader(archive, row), Path(row.run_dir))
+    if (run_dir / LEGACY_DB).exists():
+        r = RunReader(run_dir)
+        try:
+            return read_stored(r, run_dir)
+        finally:
+            r.close()
+    ar = open_run_dir(run_dir)
     try:
-        info = r.info()
-        meta = r.meta()
-        by_trial: dict[str, list[Sample]] = {}
-        for s in r.samples():
-            by_trial.setdefault(s.trial_id, []).append(s)
-        return StoredRun(run_dir, info, meta, r.trials(), by_trial, tuple(r.facts()))
+        return read_stored(ar, run_dir)
     finally:
-        r.close()
+        ar.close()
 
 
-def load_run(run_dir: Path, views: Mapping[str, StudyView]) -> RunView:
-    """Read a run and analyse it with its study's view."""
-    stored = read_run(run_dir)
+def analyse(stored: StoredRun, views: Mapping[str, StudyView]) -> RunView:
+    """A stored run analysed with its study's view."""
     view = views.get(stored.info.study)
     if view is None:
-        raise StoreError(f"run of an unknown study {stored.info.study!r}", where=str(run_dir),
+        raise StoreError(f"run of an unknown study {stored.info.study!r}", where=str(stored.run_dir),
                          hint=f"this nicbench knows {', '.join(sorted(views))}: a newer nicbench wrote it?")
     a = view.analyse(stored)
-    return RunView(run_dir, stored.info, stored.meta, a.trials, a.points, stored.link, stored.facts)
+    return RunView(stored.run_dir, stored.info, stored.meta, a.trials, a.points, stored.link, stored.facts)
+
+
+def load_run(run_dir: Path, views: Mapping[str, StudyView], archive: Archive | None = None,
+             run_id: str | None = None) -> RunView:
+    """Read a run (see :func:`read_run`) and analyse it with its study's view."""
+    return analyse(read_run(run_dir, archive, run_id), views)
+
+
+def params_by_point(view: RunView) -> dict[str, Mapping[str, Any]]:
+    """Each point's parameters, from its first trial (every repeat has the same)."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for t in view.trials:
+        out.setdefault(t.point, dict(t.params))
+    return out
+
+
+def summaries(view: RunView, values: Callable[[Any], Mapping[str, float | int | None]]) -> list[PointSummary]:
+    """Every point of ``view`` as a :class:`PointSummary`: ``values`` maps one
+    of the study's point objects (with ``point``, ``n_ok``, ``n_failed``, and
+    ``n_partial``/``survivors_only`` where the study has partial points) to its
+    metrics."""
+    params = params_by_point(view)
+    out = []
+    for p in view.points:
+        vals = {k: None if v is None else float(v) for k, v in values(p).items()}
+        out.append(PointSummary(p.point, params.get(p.point, {}), int(p.n_ok), int(p.n_failed), vals,
+                                int(getattr(p, "n_partial", 0)), bool(getattr(p, "survivors_only", False))))
+    return out

@@ -13,6 +13,7 @@ from ..lab import manager
 from ..lab.sshd import ssh_lab
 from ..lab.topology import LabSpec, make_spec
 from ..plan.model import Plan
+from .preflight import os_problems
 
 
 def lab_spec(plan: Plan) -> LabSpec:
@@ -31,7 +32,7 @@ def acquire_lab(spec: LabSpec) -> tuple[manager.Lab, bool]:
     """An existing matching lab (reused, not ours to remove) or a new one."""
     existing = manager.load(spec.name)
     if existing is None:
-        return manager.up(spec), True
+        return manager.up(spec, purpose="run"), True
     if existing.spec != spec:
         raise LabError(f"lab {spec.name!r} exists but was built for other hosts or another link "
                        f"(MTU {existing.spec.mtu}, hosts {', '.join(h.name for h in existing.spec.hosts)})",
@@ -72,12 +73,13 @@ def open_hosts(plan: Plan) -> OpenedHosts:
         remote = RemoteHosts(plan)         # no root needed here: the hosts are reached as the plan says
         try:
             problems = remote.connect(plan.lab.max_clock_offset)
+            problems += os_problems(plan, {h: c.os for h, c in remote.checks.items()})
         except BaseException:
             remote.close()
             raise
         if problems:
             remote.close()
-            raise PreflightError("; ".join(problems), where="ssh preflight",
+            raise PreflightError("; ".join(problems), where="ssh to the hosts",
                                  hint="fix every item listed, then run again")
         return OpenedHosts(remote)
     manager.require_root()

@@ -16,7 +16,8 @@ from types import TracebackType
 
 from ..core.errors import NicbenchError, ToolError, tail
 from ..hosts.transport import Process, Transport, read_output
-from ..records import Sample
+from ..records import RawOutput, Sample
+from ..sampling.remote import HostPlan, HostSamplers, samples_on_host
 from ..sampling.sampler import CpuSampler, NetSampler, NetTarget
 
 
@@ -41,6 +42,22 @@ class PointEnv:
         return [*self.pin.get(host, ()), *argv]
 
 
+class RawFiles:
+    """Where a point's tools write: ``NAME.out`` and ``NAME.err`` under the
+    point's raw directory, each recorded as a RawOutput (kept before any
+    parsing)."""
+
+    def __init__(self, trial_id: str, env: PointEnv, raw_dir: Path, tool: str):
+        self.trial_id, self.env, self.raw_dir, self.tool = trial_id, env, raw_dir, tool
+        self.outputs: list[RawOutput] = []
+
+    def pair(self, host: str, role: str, name: str) -> tuple[Path, Path]:
+        out, err = self.raw_dir / f"{name}.out", self.raw_dir / f"{name}.err"
+        self.outputs.append(RawOutput(self.trial_id, host, role, self.tool, "stdout", self.env.rel(out)))
+        self.outputs.append(RawOutput(self.trial_id, host, role, self.tool, "stderr", self.env.rel(err)))
+        return out, err
+
+
 def even_shares(total: int, n: int) -> list[int]:
     """``total`` split over ``n`` as evenly as possible, the first ones one more."""
     return [total // n + (1 if i < total % n else 0) for i in range(n)]
@@ -51,6 +68,17 @@ def release_together(procs: Sequence[Process], what: str, where: str, timeout: f
     them back to back (over SSH: with one start time for all); returns the
     release time.  A process that dies first,
     or a gate not reached in ``timeout``, is a ToolError naming it."""
+    return release_staggered([(0.0, procs)], what, where, timeout)[0]
+
+
+def release_staggered(stages: Sequence[tuple[float, Sequence[Process]]], what: str, where: str,
+                      timeout: float = 5.0) -> list[float]:
+    """One barrier, several start times: once every gated process of every
+    stage waits at its gate, stage ``(offset, procs)`` is released ``offset``
+    seconds after the first (a load that must be running before the probes
+    that measure it start).  Returns each stage's release time (wall clock).
+    Errors as :func:`release_together`."""
+    procs = [p for _, ps in stages for p in ps]
     ready_by = time.monotonic() + timeout
     while not all(p.is_ready() for p in procs):
         dead = [p for p in procs if p.poll() is not None]
@@ -66,17 +94,29 @@ def release_together(procs: Sequence[Process], what: str, where: str, timeout: f
         # three of the slowest host's measured round trips)
         rtt = max((p.rtt for p in procs), default=0.0)
         at = time.time() + 0.05 + 0.004 * len(procs) + 3 * rtt
-        for p in procs:
-            p.release(at)
-        return at
-    t = time.time()
-    for p in procs:
-        p.release()
-    return t
+        for offset, ps in stages:
+            for p in ps:
+                p.release(at + offset)
+        return [at + offset for offset, _ in stages]
+    t0 = time.time()
+    out = []
+    for offset, ps in sorted(stages, key=lambda st: st[0]):
+        wait = t0 + offset - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        out.append(time.time())
+        for p in ps:
+            p.release()
+    order = sorted(range(len(stages)), key=lambda i: stages[i][0])
+    return [out[order.index(i)] for i in range(len(stages))]
 
 
 class PointSamplers:
     """The network and CPU samplers of one point.
+
+    Hosts reached over SSH are sampled by a sampler running on each of them
+    (``sampling.remote``: host-stamped reads, no round trip in the rates);
+    the lab's namespaces and this machine are read from here.
 
     ``start(first_read=True)`` reads once before returning, for studies whose
     window starts at the tools' release (HTTPS, storage); the TCP study's
@@ -86,25 +126,50 @@ class PointSamplers:
     def __init__(self, trial_id: str, targets: list[NetTarget], cpu_transport: Transport | None,
                  procs: Callable[[], list[tuple[int, str, str, str]]], *, machine: str,
                  nic_irqs: Mapping[str, str], net_interval: float = 0.5, cpu_interval: float = 0.25):
-        self.net = NetSampler(targets, trial_id=trial_id, interval=net_interval) if targets else None
+        local = [tg for tg in targets if not samples_on_host(tg.transport)]
+        plans: dict[str, HostPlan] = {}
+        for tg in targets:
+            if samples_on_host(tg.transport):
+                plans.setdefault(tg.host, HostPlan(tg.host, tg.transport)).ifnames.append(tg.ifname)  # type: ignore[arg-type]
+        if cpu_transport is not None and samples_on_host(cpu_transport):
+            plan = plans.setdefault(cpu_transport.host, HostPlan(cpu_transport.host, cpu_transport))  # type: ignore[arg-type]
+            plan.cpu_machine, plan.procs, plan.nic_irqs = machine, procs, nic_irqs
+            cpu_transport = None
+        self.net = NetSampler(local, trial_id=trial_id, interval=net_interval) if local else None
         self.cpu = (CpuSampler(cpu_transport, procs, machine=machine, trial_id=trial_id, interval=cpu_interval,
                                nic_irqs=nic_irqs) if cpu_transport is not None else None)
+        self.hosts = (HostSamplers(list(plans.values()), trial_id=trial_id,
+                                   interval=min(net_interval, cpu_interval) if any(
+                                       p.cpu_machine for p in plans.values()) else net_interval)
+                      if plans else None)
 
     def _each(self):
         return [s for s in (self.net, self.cpu) if s is not None]
 
     def start(self, first_read: bool = False) -> PointSamplers:
+        if self.hosts is not None:
+            self.hosts.start(wait_first=first_read)
         for s in self._each():
             if first_read:
                 s.read()
             s.start()
         return self
 
+    def read_at(self, instants: Sequence[float]) -> None:
+        """Hosts sampled on the host also read at these instants (this
+        machine's clock, s): the edges of the window a study will measure
+        (see ``HostSamplers.read_at``).  Reads made from here (the lab's)
+        are not moved: they tick from their first read, just before the release."""
+        if self.hosts is not None:
+            self.hosts.read_at(instants)
+
     def last_read(self) -> None:
         """As the tools finish (a read through the namespace if they are gone).
         Like every periodic read, it never fails the point: a read that cannot
         be made leaves the series short, and the analysis says a series does
         not cover the window rather than counting what it did not see."""
+        if self.hosts is not None:
+            self.hosts.read_now()
         for s in self._each():
             try:
                 s.read()
@@ -112,13 +177,17 @@ class PointSamplers:
                 pass
 
     def stop(self, meta: dict) -> list[Sample]:
-        """Every sample, and into ``meta`` the samplers' own CPU and where each tool ran."""
+        """Every sample, and into ``meta`` the samplers' own CPU, where each
+        tool ran, and what each host sampler said (``host_sampling``; a host
+        whose counters are missing in ``counters_missing`` and a warning)."""
         out: list[Sample] = []
         for s in self._each():
             out += s.stop()
         if self.cpu is not None:
             meta["sampler_cpu_s"] = self.cpu.cpu_seconds
             meta["tool_cpus"] = self.cpu.tool_cpus()
+        if self.hosts is not None:
+            out += self.hosts.stop(meta)
         return out
 
 

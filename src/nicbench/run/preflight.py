@@ -3,8 +3,11 @@ ports something already listens on, whether the peers answer a ping."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from ..core.errors import PreflightError, tail
 from ..hosts.transport import Transport
+from ..plan.model import Plan
 from ..tools.base import parse_version
 from .procnet import listening_ports
 
@@ -44,3 +47,50 @@ def reach_problems(t: Transport, peers: dict[str, str]) -> list[str]:
         if r.returncode != 0:
             out.append(f"{t.host} cannot reach {name} ({addr}): {tail(r.stdout + r.stderr) or 'no reply'}")
     return out
+
+
+# What a study needs of a host that only Linux has: (study kind) -> function
+# of (plan, host) giving the Linux-only things that host would run
+def _packets_needs(plan: Plan, host: str) -> list[str]:
+    out = []
+    if host == plan.server:
+        out += [{"nbgen": "nbgen (an XDP / AF_XDP generator)",
+                 "trafgen": "trafgen (netsniff-ng, AF_PACKET)"}[e] for e in plan.study.engines]  # type: ignore[attr-defined]
+    if host in plan.clients[:1]:
+        out.append("the XDP receiver (nbgen rx)")
+    return out
+
+
+def _storage_needs(plan: Plan, host: str) -> list[str]:
+    s = plan.study
+    out = []
+    if host == plan.server and s.target == "iscsi":  # type: ignore[attr-defined]
+        out.append("the iSCSI target tgtd (Linux SCSI target framework)")
+    if host in plan.clients and s.target == "devices" and s.engine in ("libaio", "io_uring"):  # type: ignore[attr-defined]
+        out.append(f"fio's {s.engine} engine")  # type: ignore[attr-defined]
+    return out
+
+
+LINUX_ONLY: dict[str, Callable[[Plan, str], list[str]]] = {"packets": _packets_needs, "storage": _storage_needs}
+
+
+def os_problems(plan: Plan, oses: Mapping[str, str | None]) -> list[str]:
+    """A FreeBSD host asked to run what only Linux has (XDP, AF_PACKET, tgtd,
+    libaio/io_uring): one problem per host, naming it and what (pure).
+    ``oses``: host -> ``uname -s`` as preflight found it."""
+    out = []
+    needs = LINUX_ONLY.get(plan.study.kind)
+    for host, os_name in oses.items():
+        if os_name == "FreeBSD" and needs is not None:
+            what = needs(plan, host)
+            if what:
+                out.append(f"{host}: a FreeBSD host, but the {plan.study.kind} study would run {', '.join(what)} "
+                           "there, which need Linux")
+    return out
+
+
+def problems_found(problems: list[str], study: str) -> PreflightError:
+    """Every problem a study's preflight found, as one error.  ``where`` names the
+    study (the error's kind already says "preflight"; each problem names its host)."""
+    return PreflightError("; ".join(problems), where=f"{study} study",
+                          hint="fix every item listed, then run again")

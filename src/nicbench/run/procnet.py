@@ -1,6 +1,7 @@
-"""Readiness of a server: is PORT in LISTEN state *on a socket that process owns*?
+"""Readiness of a server: is PORT in LISTEN state (TCP), or bound (UDP), *on a
+socket that process owns*?
 
-Read from ``/proc/PID/net/tcp{,6}`` (the table of PID's network namespace) and
+Read from ``/proc/PID/net/{tcp,udp}{,6}`` (the table of PID's network namespace) and
 matched against the socket inodes among ``/proc/PID/fd``: a LISTEN row alone
 could belong to another process, or to the root namespace in the instant
 before ``ip netns exec`` switched namespace.  No extra process is started.
@@ -9,12 +10,12 @@ before ``ip netns exec`` switched namespace.  No extra process is started.
 from __future__ import annotations
 
 
-def listening(text: str) -> dict[int, set[int]]:
+def listening(text: str, state: str = "0A") -> dict[int, set[int]]:
     """Port -> socket inodes in state LISTEN (0A), from a /proc/net/tcp or tcp6 table."""
     out: dict[int, set[int]] = {}
     for line in text.splitlines()[1:]:
         f = line.split()
-        if len(f) > 3 and f[3] == "0A":
+        if len(f) > 3 and f[3] == state:
             try:
                 port = int(f[1].rsplit(":", 1)[1], 16)
             except (IndexError, ValueError):
@@ -22,6 +23,18 @@ def listening(text: str) -> dict[int, set[int]]:
             inode = int(f[9]) if len(f) > 9 and f[9].isdigit() else 0
             out.setdefault(port, set()).add(inode)
     return out
+
+
+def bound_udp(text: str) -> dict[int, set[int]]:
+    """Port -> inodes of UDP sockets bound and not connected (state 07), from a
+    /proc/net/udp or udp6 table: a UDP server waiting for its first datagram."""
+    return listening(text, "07")
+
+
+def connected_udp(text: str) -> dict[int, set[int]]:
+    """Port -> inodes of connected UDP sockets (state 01): an iperf3 UDP server
+    connects one per stream once the stream's set-up datagram arrived."""
+    return listening(text, "01")
 
 
 def listening_ports(text: str) -> set[int]:

@@ -3,7 +3,9 @@
 Side effects only; what to run comes from the plan, what it means is worked
 out later by ``analysis``.  Guarantees:
 - preflight lists every problem at once, before the run directory exists;
-- each finished trial is committed on its own (a crash keeps it);
+- the run is in the archive from its start (a crash leaves a visible run,
+  shown as aborted once its process is gone); each finished trial is
+  committed on its own (a crash keeps it);
 - on success, error, Ctrl-C or SIGTERM every process nicbench started is
   killed by process group and a lab this run built is torn down.
 """
@@ -32,7 +34,10 @@ from ..hosts.transport import LocalTransport, Transport, each_host
 from ..plan.matrix import trials as plan_trials
 from ..plan.model import Plan
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
-from ..store.runs import RunWriter, new_run_id
+from ..store.archive import Archive
+from ..store.location import StoreLocation
+from ..store.names import new_run_id
+from ..store.writer import RunWriter
 from ..tuning.apply import apply as tune_apply
 from ..tuning.apply import restore_targets
 from ..tuning.audit import audit as tune_audit
@@ -71,6 +76,7 @@ class RunOutcome:
     warnings: tuple[str, ...]
     partial: int = 0
     unreachable: Mapping[str, str] = field(default_factory=dict)   # host -> the point it was lost at
+    archive: StoreLocation | None = None      # where the run was written (the local spool if PostgreSQL went away)
 
 
 def cpu_facts() -> dict:
@@ -256,15 +262,19 @@ class _Run:
     signals: StopSignals = field(default_factory=StopSignals)
 
 
-def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
-            progress: ProgressSink | None = None, keep_lab: bool = False, host_wide: bool = False,
+def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
+            store: Archive | StoreLocation | Path | str | None = None, progress: ProgressSink | None = None,
+            keep_lab: bool = False, host_wide: bool = False, tags: tuple[str, ...] = (),
             hosts_for: Callable[[Plan], OpenedHosts] = open_hosts) -> RunOutcome:
     """Run ``plan`` with the study runner ``runner`` makes (the CLI gets it
     from the study registry: the session knows no study) on the hosts
-    ``hosts_for`` opens (the lab or real hosts; fakes in unit tests)."""
+    ``hosts_for`` opens (the lab or real hosts; fakes in unit tests), into
+    the archive ``store`` (an open one, or a path/URL; None: the default)."""
     progress = progress or NoProgress()
     trial_list = plan_trials(plan)
     r = _Run(plan, host_wide)
+    # the archive first: a store that cannot be reached is known before any host is touched
+    archive = store if isinstance(store, Archive) else Archive.open(store)
     with _handlers(r.signals.handle):
         try:
             r.opened = hosts_for(plan)
@@ -273,7 +283,7 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
             r.warnings = [*plan.warnings, *pre.warnings]
             facts, tuning, pin = _facts_and_tuning(r, pre)
             info = _run_info(r, pre, plan_text, facts, tuning)
-            r.writer = RunWriter.create(store, info)
+            r.writer = RunWriter.create(archive, info, total=len(trial_list), tags=tags)
             r.env = _point_env(r, r.writer, facts, pin)
             store_facts(r.writer, facts)
             r.started = True
@@ -298,9 +308,11 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory, store: Path,
                               hint="nicbench report latest renders what was finished") from None
         finally:
             _clean_up(r, progress, keep_lab)
+            if archive is not store:
+                archive.close()
     assert r.writer is not None
-    return RunOutcome(r.writer.run_dir.name, r.writer.run_dir, r.status, r.ok, r.failed, tuple(r.warnings),
-                      r.partial, dict(r.unreachable))
+    return RunOutcome(r.writer.run_dir.name, r.writer.run_dir, r.status, r.ok, r.failed,
+                      tuple(r.warnings + r.writer.notes), r.partial, dict(r.unreachable), r.writer.archive.loc)
 
 
 def _facts_and_tuning(r: _Run, pre: Preflight) -> tuple[list[tuple[HostFacts, str]], dict[str, object],
@@ -320,9 +332,10 @@ def _facts_and_tuning(r: _Run, pre: Preflight) -> tuple[list[tuple[HostFacts, st
     if not profile.audit_only:
         left = in_force(targets, r.host_wide)
         if left:
-            raise PreflightError(f"tuning from an earlier 'nicbench tune apply' is in force ({', '.join(left)}): "
-                                 "this run would stack on it and undo it at its end", where="tuning",
-                                 hint="nicbench tune restore, then run again")
+            raise PreflightError(f"tuning from a killed run or an earlier 'nicbench tune apply' is in force "
+                                 f"({', '.join(left)}): this run would stack on it and undo it at its end",
+                                 where="tuning", hint="nicbench recover says which; nicbench tune restore puts it "
+                                                      "back, then run again")
         r.lock.acquire(f"run of {plan.name}")
         r.tuned = targets         # before the first change: a Ctrl-C mid-apply still restores
     result, facts = tune_for_run(plan, profile, targets, facts, fact_hosts, list(pre.tools), r.host_wide)
@@ -355,8 +368,7 @@ def _run_info(r: _Run, pre: Preflight, plan_text: str, facts: list[tuple[HostFac
             "shared_by": "nothing: the study server's own CPUs, read over SSH"}, "tuning": tuning,
         "lab_reused": r.opened.lab is not None and not r.opened.owned, "pid": os.getpid(),
         "host_transport": plan.lab.transport,
-        "ssh": {h: {"clock_offset_s": c.clock_offset_s, "clock_uncertainty_s": c.clock_uncertainty_s,
-                    "root": c.root} for h, c in hosts.checks.items()}})
+        "ssh": {h: c.meta() for h, c in hosts.checks.items()}})
 
 
 def _point_env(r: _Run, writer: RunWriter, facts: list[tuple[HostFacts, str]],

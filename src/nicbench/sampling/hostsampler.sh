@@ -11,7 +11,8 @@
 #           (pid:PID follows PID and its descendants, 4 levels deep)
 #
 # It also stops when its stdin reaches end of file; a stdin line "pid PID"
-# adds a process to follow, "unpid PID" drops one.  The record format and
+# adds a process to follow, "unpid PID" drops one, "read" reads everything
+# at once (a tick out of turn, numbered like the others).  The record format and
 # its parser are in nicbench/sampling/hostrecords.py.
 #
 # Linux: every read is awk reading /proc (no process spawned per read); the
@@ -233,9 +234,10 @@ BEGIN {
 	fflush()
 	start = secs_of(clk())
 	seq = 0
+	nt = 0
 }
-# a tick from the ticker: one read of everything
-$1 == "t" {
+# one read of everything
+function tick() {
 	seq++
 	if (os == "Linux") {
 		# the tick is written in one piece: one write(2), one SSH packet
@@ -246,12 +248,19 @@ $1 == "t" {
 	} else bsd_tick()
 	printf "%s", O
 	fflush()
-	# the clock says when the deadline has passed; the count of ticks (each
-	# at least one interval after the last) is the backstop should the
-	# clock read fail
-	if ((last != "" && secs_of(last) - start >= secs) || (seq - 1) * iv >= secs) bye("deadline")
+}
+# a tick from the ticker
+$1 == "t" {
+	nt++
+	tick()
+	# the clock says when the deadline has passed; the count of the
+	# ticks of the ticker (each at least one interval after the last) is the
+	# backstop should the clock read fail
+	if ((last != "" && secs_of(last) - start >= secs) || (nt - 1) * iv >= secs) bye("deadline")
 	next
 }
+# a read asked for on stdin ("read"): the last read of a point, as its tools end
+$1 == "c" && $2 == "read" { tick(); next }
 $1 == "c" && $2 == "pid" && $3 ~ /^[0-9]+$/ { roots[$3] = 1; next }
 $1 == "c" && $2 == "unpid" && $3 ~ /^[0-9]+$/ { delete roots[$3]; next }
 $1 == "eof" { bye("stdin") }

@@ -25,14 +25,37 @@ def parse_snmp(text: str) -> dict[str, dict[str, int]]:
     return out
 
 
-# the counters a throughput study wants beside its results
+# the counters a throughput study wants beside its results.  UDP's say where
+# datagrams were lost: SndbufErrors on the sender (a full socket buffer, or a
+# qdisc or device queue refusing the packet: the kernel counts ENOBUFS there
+# and the application never hears of it), RcvbufErrors on the receiver (its
+# socket buffer was full; InErrors includes them), NoPorts (nobody listened),
+# ReasmFails (a fragmented datagram missed a fragment)
 WATCHED = {("Tcp", "RetransSegs"): "tcp.retrans_segs", ("Tcp", "OutSegs"): "tcp.out_segs",
            ("Udp", "InErrors"): "udp.in_errors", ("Udp", "RcvbufErrors"): "udp.rcvbuf_errors",
-           ("Ip", "InDiscards"): "ip.in_discards", ("TcpExt", "TCPLostRetransmit"): "tcp.lost_retransmit"}
+           ("Udp", "SndbufErrors"): "udp.sndbuf_errors", ("Udp", "InDatagrams"): "udp.in_datagrams",
+           ("Udp", "OutDatagrams"): "udp.out_datagrams", ("Udp", "NoPorts"): "udp.no_ports",
+           ("Ip", "InDiscards"): "ip.in_discards", ("Ip", "ReasmFails"): "ip.reasm_fails",
+           ("TcpExt", "TCPLostRetransmit"): "tcp.lost_retransmit"}
 
 
 def watched(counters: dict[str, dict[str, int]]) -> dict[str, int]:
     return {name: counters[p][k] for (p, k), name in WATCHED.items() if p in counters and k in counters[p]}
+
+
+def fragment_memory(sockstat: str) -> int | None:
+    """Bytes held by incomplete IPv4 fragmented datagrams (``FRAG: inuse N
+    memory M`` of /proc/net/sockstat, per network namespace); None if absent.
+
+    Held until the datagram completes or ``net.ipv4.ipfrag_time`` passes;
+    above ``ipfrag_high_thresh`` every new fragment is dropped."""
+    for line in sockstat.splitlines():
+        f = line.split()
+        if f[:1] == ["FRAG:"] and "memory" in f:
+            i = f.index("memory")
+            if i + 1 < len(f) and f[i + 1].isdigit():
+                return int(f[i + 1])
+    return None
 
 
 def parse_interrupts(text: str) -> dict[str, tuple[dict[str, int], str]]:

@@ -17,7 +17,7 @@ from ..hosts.transport import Transport
 from ..records import Sample, make_tags
 from .netdev import delta, parse_net_dev
 from .netstat import net_softirqs, parse_interrupts, parse_snmp, watched
-from .procstat import cpu_deltas, cpus_allowed, parse_pid_stat, parse_proc_stat
+from .procstat import USER_HZ, CpuTimes, cpu_deltas, cpus_allowed, parse_pid_stat, parse_proc_stat
 
 # interface counters seen from the study server: tx = server sends = study "tx"
 DIRECTION = {"tx": "tx", "rx": "rx"}
@@ -128,34 +128,44 @@ class NetSampler(PeriodicSampler):
     def samples(self) -> list[Sample]:
         with self._lock:
             reads = list(self.reads)
-        # one series per (host, interface): a host followed on several ports
-        # (the packet study) gives one target per port; its protocol counters
-        # are taken from the first only, or they would count twice
-        by_host: dict[tuple[str, str | None], list] = {}
-        for r in sorted(reads, key=lambda r: r[2]):
-            by_host.setdefault((r[0], r[1]), []).append(r)
-        first_if: dict[str, str | None] = {}
-        for h, ifn in by_host:
-            first_if.setdefault(h, ifn)
-        out = []
-        for (host, ifn), rs in by_host.items():
-            for (_, ifname, t0, a, pa), (_, _, t1, b, pb) in pairwise(rs):
-                if t1 <= t0:
-                    continue
-                if a is not None and b is not None:
-                    for d in ("tx", "rx"):
-                        tags = make_tags(host=host, ifname=ifname, direction=DIRECTION[d])
-                        for what, unit, keys in _IF_METRICS:
-                            v = _sum_delta(a, b, [f"{d}_{k}" for k in keys])
-                            if v is not None:
-                                out.append(Sample(self.trial_id, f"if.{what}", float(v), unit,  # type: ignore[arg-type]
-                                                  t0, t1, tags))
-                for name in (pa.keys() & pb.keys()) if first_if[host] == ifn else ():
-                    v = delta(pa[name], pb[name])
-                    if v is not None:
-                        out.append(Sample(self.trial_id, f"net.{name}", float(v), "count", t0, t1,
-                                          make_tags(host=host)))
-        return out
+        return net_samples(reads, self.trial_id)
+
+
+def net_samples(reads: list[tuple[str, str | None, float, dict[str, int] | None, dict[str, int]]],
+                trial_id: str) -> list[Sample]:
+    """Interface and protocol counter Samples from reads ``(host, ifname, t,
+    interface counters or None, watched protocol counters)``, ``t`` on this
+    machine's clock (s): the deltas between consecutive reads of each
+    (host, interface).  Shared by the reads made from here and the host
+    sampler's (``sampling.remote``)."""
+    # one series per (host, interface): a host followed on several ports
+    # (the packet study) gives one target per port; its protocol counters
+    # are taken from the first only, or they would count twice
+    by_host: dict[tuple[str, str | None], list] = {}
+    for r in sorted(reads, key=lambda r: r[2]):
+        by_host.setdefault((r[0], r[1]), []).append(r)
+    first_if: dict[str, str | None] = {}
+    for h, ifn in by_host:
+        first_if.setdefault(h, ifn)
+    out = []
+    for (host, ifn), rs in by_host.items():
+        for (_, ifname, t0, a, pa), (_, _, t1, b, pb) in pairwise(rs):
+            if t1 <= t0:
+                continue
+            if a is not None and b is not None:
+                for d in ("tx", "rx"):
+                    tags = make_tags(host=host, ifname=ifname, direction=DIRECTION[d])
+                    for what, unit, keys in _IF_METRICS:
+                        v = _sum_delta(a, b, [f"{d}_{k}" for k in keys])
+                        if v is not None:
+                            out.append(Sample(trial_id, f"if.{what}", float(v), unit,  # type: ignore[arg-type]
+                                              t0, t1, tags))
+            for name in (pa.keys() & pb.keys()) if first_if[host] == ifn else ():
+                v = delta(pa[name], pb[name])
+                if v is not None:
+                    out.append(Sample(trial_id, f"net.{name}", float(v), "count", t0, t1,
+                                      make_tags(host=host)))
+    return out
 
 
 # metric, unit, the /proc/net/dev columns summed into it
@@ -247,72 +257,86 @@ class CpuSampler(PeriodicSampler):
 
     def samples(self) -> list[Sample]:
         with self._lock:
-            reads = sorted(self.reads, key=lambda r: r[0])
+            reads = list(self.reads)
             procs = {k: list(v) for k, v in self.proc_reads.items()}
-            irqs = sorted(self.irq_reads, key=lambda r: r[0])
-        out = []
-        for (t0, a), (t1, b) in pairwise(irqs):
-            if t1 <= t0:
+            irqs = list(self.irq_reads)
+        return cpu_samples(reads, irqs, procs, machine=self.machine, trial_id=self.trial_id)
+
+
+def cpu_samples(reads: list[tuple[float, dict[str, CpuTimes]]], irqs: list[tuple[float, dict[tuple[str, str], int]]],
+                procs: Mapping[tuple[str, str, str], list[tuple[float, float, float]]], *, machine: str,
+                trial_id: str, hz: int = USER_HZ) -> list[Sample]:
+    """CPU Samples from reads on this machine's clock (s): per-CPU time
+    (``reads``: (t, parsed /proc/stat or kern.cp_times), ``hz`` ticks per
+    second), softirq and NIC interrupt counts per CPU (``irqs``: (t,
+    {(what, cpu): count})) and each tool process's own CPU (``procs``: (host,
+    role, proc) -> [(t, utime s, stime s)]).  Shared by the reads made from
+    here and the host sampler's (``sampling.remote``)."""
+    reads = sorted(reads, key=lambda r: r[0])
+    irqs = sorted(irqs, key=lambda r: r[0])
+    out: list[Sample] = []
+    for (t0, ca), (t1, cb) in pairwise(irqs):
+        if t1 <= t0:
+            continue
+        for what, cpu in ca.keys() & cb.keys():
+            # the kernel keeps both per-CPU counts in unsigned int
+            d = delta(ca[(what, cpu)], cb[(what, cpu)], bits=32)
+            if d is None:
                 continue
-            for what, cpu in a.keys() & b.keys():
-                # the kernel keeps both per-CPU counts in unsigned int
-                d = delta(a[(what, cpu)], b[(what, cpu)], bits=32)
-                if d is None:
-                    continue
-                kind, _, name = what.partition(":")
+            kind, _, name = what.partition(":")
+            out.append(
+                Sample(
+                    trial_id,
+                    f"{kind}.count",
+                    float(d),
+                    "count",
+                    t0,
+                    t1,
+                    make_tags(host=machine, cpu=cpu, **{"kind" if kind == "softirq" else "irq": name}),
+                )
+            )
+    for (t0, a), (t1, b) in pairwise(reads):
+        if t1 <= t0:
+            continue
+        deltas = cpu_deltas(a, b, hz)
+        # a CPU seen in either read but without a span here is a gap, said as
+        # such: offline (hot-unplugged) or its counters went backwards
+        for cpu in sorted((a.keys() | b.keys()) - deltas.keys() - {"all"}):
+            why = "counters went backwards" if cpu in a and cpu in b else "offline"
+            out.append(Sample(trial_id, "cpu.gap", t1 - t0, "s", t0, t1,
+                              make_tags(host=machine, cpu=cpu, reason=why)))
+        for cpu, per_state in deltas.items():
+            if cpu == "all":
+                continue
+            for state, secs in per_state.items():
                 out.append(
                     Sample(
-                        self.trial_id,
-                        f"{kind}.count",
-                        float(d),
-                        "count",
+                        trial_id,
+                        "cpu.time",
+                        secs,
+                        "s",
                         t0,
                         t1,
-                        make_tags(host=self.machine, cpu=cpu, **{"kind" if kind == "softirq" else "irq": name}),
+                        make_tags(host=machine, cpu=cpu, state=state),
                     )
                 )
-        for (t0, a), (t1, b) in pairwise(reads):
-            if t1 <= t0:
+    for (host, role, proc), rs in procs.items():
+        for (t0, u0, s0), (t1, u1, s1) in pairwise(rs):
+            if t1 <= t0 or u1 < u0 or s1 < s0:
                 continue
-            deltas = cpu_deltas(a, b)
-            # a CPU seen in either read but without a span here is a gap, said as
-            # such: offline (hot-unplugged) or its counters went backwards
-            for cpu in sorted((a.keys() | b.keys()) - deltas.keys() - {"all"}):
-                why = "counters went backwards" if cpu in a and cpu in b else "offline"
-                out.append(Sample(self.trial_id, "cpu.gap", t1 - t0, "s", t0, t1,
-                                  make_tags(host=self.machine, cpu=cpu, reason=why)))
-            for cpu, per_state in deltas.items():
-                if cpu == "all":
-                    continue
-                for state, secs in per_state.items():
-                    out.append(
-                        Sample(
-                            self.trial_id,
-                            "cpu.time",
-                            secs,
-                            "s",
-                            t0,
-                            t1,
-                            make_tags(host=self.machine, cpu=cpu, state=state),
-                        )
+            for kind, v in (("user", u1 - u0), ("system", s1 - s0)):
+                out.append(
+                    Sample(
+                        trial_id,
+                        "proc.cpu",
+                        v,
+                        "s",
+                        t0,
+                        t1,
+                        make_tags(host=host, role=role, proc=proc, kind=kind),
                     )
-        for (host, role, proc), rs in procs.items():
-            for (t0, u0, s0), (t1, u1, s1) in pairwise(rs):
-                if t1 <= t0 or u1 < u0 or s1 < s0:
-                    continue
-                for kind, v in (("user", u1 - u0), ("system", s1 - s0)):
-                    out.append(
-                        Sample(
-                            self.trial_id,
-                            "proc.cpu",
-                            v,
-                            "s",
-                            t0,
-                            t1,
-                            make_tags(host=host, role=role, proc=proc, kind=kind),
-                        )
-                    )
-        return out
+                )
+    return out
 
 
 def tool_pid(t: Transport, shim_pid: int, depth: int = 4) -> int | None:

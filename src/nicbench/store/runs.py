@@ -1,16 +1,17 @@
-"""Writing and reading runs.
+"""Run directories of older nicbench: one ``results.sqlite`` per run.
 
-A run is a directory ``<store>/<run_id>/`` holding ``plan.toml`` (the exact plan
-text), ``raw/`` (every tool's stdout/stderr, written by the tool itself before
-we parse anything) and ``results.sqlite``.  Each finished trial is committed in
-one transaction, so a crash loses at most the trial in flight.
+Before the archive (``store/archive.py``), a run was a directory
+``<store>/<run_id>/`` holding ``plan.toml``, ``raw/`` and its own
+``results.sqlite``.  This module still reads them (``nicbench archive add``
+brings them into the archive, read-only) and writes them for the upgrade
+tests.  A directory whose database lacks its meta (an import killed half-way)
+is listed as damaged, never a crash.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -18,9 +19,11 @@ from pathlib import Path
 
 from ..core.errors import StoreError
 from ..records import Fact, HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
-from .schema import migrate
+from .names import new_run_id as _new_run_id
+from .schema import SCHEMA_VERSION, migrate
 
 DB = "results.sqlite"
+REQUIRED_META = ("run_id", "name", "study", "created")
 
 
 def default_store() -> Path:
@@ -28,13 +31,16 @@ def default_store() -> Path:
 
 
 def new_run_id(name: str, now: float | None = None) -> str:
-    t = time.strftime("%Y%m%d-%H%M%S", time.localtime(now or time.time()))
-    return f"{t}-{name[:40]}-{secrets.token_hex(2)}"
+    """A run id made only of safe characters (see ``store.names``)."""
+    return _new_run_id(name, now)
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
     try:
-        db = sqlite3.connect(str(path), timeout=10)
+        if readonly:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        else:
+            db = sqlite3.connect(str(path), timeout=10)
         db.execute("PRAGMA foreign_keys = ON")
         db.execute("PRAGMA user_version").fetchone()   # fails early on a file that is not SQLite
     except sqlite3.Error as e:
@@ -118,20 +124,54 @@ class RunWriter:
 
 
 class RunReader:
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, readonly: bool = False):
+        """``readonly``: read the database as it is (no migration written into it)."""
         self.run_dir = run_dir
         path = run_dir / DB
         if not path.exists():
             raise StoreError("no results.sqlite in this directory", where=str(run_dir),
                              hint="nicbench runs lists the runs in the store")
-        self.db = _connect(path)
-        migrate(self.db, str(path))
+        self.db = _connect(path, readonly)
+        if readonly:
+            try:
+                (have,) = self.db.execute("PRAGMA user_version").fetchone()
+            except sqlite3.Error as e:
+                raise StoreError(f"cannot read result database: {e}", where=str(path)) from None
+            if have > SCHEMA_VERSION:
+                raise StoreError(f"result database has schema {have}, this nicbench knows up to {SCHEMA_VERSION}",
+                                 where=str(path), hint="upgrade nicbench to read this run")
+            self.version = have
+        else:
+            migrate(self.db, str(path))
+            self.version = SCHEMA_VERSION
 
     def meta(self) -> dict[str, object]:
-        return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM meta")}
+        try:
+            rows = self.db.execute("SELECT key, value FROM meta").fetchall()
+        except sqlite3.Error as e:
+            raise StoreError(f"run database is damaged: {e}", where=str(self.run_dir)) from None
+        out: dict[str, object] = {}
+        for k, v in rows:
+            try:
+                out[k] = json.loads(v)
+            except (TypeError, ValueError):
+                out[k] = None
+        return out
+
+    def damaged(self) -> str | None:
+        """Why this run cannot be read as a run (None: it can)."""
+        m = self.meta()
+        missing = [k for k in REQUIRED_META if m.get(k) is None]
+        if missing:
+            return f"no {', '.join(missing)} in its meta (written half: an import or run killed early?)"
+        return None
 
     def info(self) -> RunInfo:
         m = self.meta()
+        bad = self.damaged()
+        if bad:
+            raise StoreError(f"damaged run: {bad}", where=str(self.run_dir),
+                             hint="its raw files are still there; nicbench runs lists the readable runs")
         return RunInfo(run_id=str(m["run_id"]), name=str(m["name"]), study=str(m["study"]),
                        created=float(m["created"]),  # type: ignore[arg-type]
                        plan_text=(self.run_dir / "plan.toml").read_text()
@@ -165,6 +205,8 @@ class RunReader:
         made before facts were recorded)."""
         hosts: dict[str, HostFacts] = {}
         rows: dict[str, list[Fact]] = {}
+        if self.version < 2:
+            return []
         for host, role, collected, key, value, unknown, source in self.db.execute(
                 "SELECT host, role, collected, key, value, unknown, source FROM facts ORDER BY rowid"):
             hosts.setdefault(host, HostFacts(host, role, collected, ()))
@@ -189,12 +231,16 @@ def list_runs(store: Path) -> list[dict[str, object]]:
         if not (d / DB).exists():
             continue
         try:
-            r = RunReader(d)
+            r = RunReader(d, readonly=True)
             m = r.meta()
+            bad = r.damaged()
             counts = dict(r.db.execute("SELECT status, COUNT(*) FROM trials GROUP BY status").fetchall())
             r.close()
         except (StoreError, sqlite3.Error) as e:
-            out.append({"run_id": d.name, "path": str(d), "status": f"unreadable: {e}"})
+            out.append({"run_id": d.name, "path": str(d), "status": f"unreadable: {e}", "damaged": True})
+            continue
+        if bad:
+            out.append({"run_id": d.name, "path": str(d), "status": f"damaged: {bad}", "damaged": True})
             continue
         out.append({"run_id": d.name, "path": str(d), "name": m.get("name"), "study": m.get("study"),
                     "created": m.get("created"), "status": m.get("status"), "source": m.get("source"),
@@ -208,7 +254,7 @@ def resolve(store: Path, ref: str) -> Path:
     if (p / DB).exists():
         return p
     if ref == "latest":
-        runs = list_runs(store)
+        runs = [r for r in list_runs(store) if not r.get("damaged")]
         if not runs:
             raise StoreError("the store has no runs", where=str(store), hint="nicbench run PLAN.toml")
         return Path(str(runs[0]["path"]))

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from ..core.errors import InputError
 from ..importers.adapt import StudyImport
 from ..plan.base import StudySchema
-from ..plan.studies import HttpsStudy, PacketStudy, StorageStudy, TcpStudy
+from ..plan.studies import HttpsStudy, LatencyStudy, PacketStudy, StorageStudy, TcpStudy, UdpStudy
 from ..report.view import StudyView
 from ..run.study import RunnerFactory
 from .https.imported import HttpsImport
 from .https.runner import HttpsRunner
 from .https.view import HttpsView
+from .latency.runner import LatencyRunner
+from .latency.view import LatencyView
 from .packets.imported import PacketImport
 from .packets.runner import PacketRunner
 from .packets.view import PacketView
@@ -30,6 +32,9 @@ from .storage.view import StorageView
 from .tcp.imported import TcpImport
 from .tcp.runner import TcpRunner
 from .tcp.view import TcpView
+from .udp.imported import UdpImport
+from .udp.runner import UdpRunner
+from .udp.view import UdpView
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,8 @@ STUDIES: dict[str, Study] = {s.kind: s for s in (
     Study("https", HttpsStudy, HttpsRunner, HttpsView(), HttpsImport()),
     Study("storage", StorageStudy, StorageRunner, StorageView(), StorageImport()),
     Study("packets", PacketStudy, PacketRunner, PacketView(), PacketImport()),
+    Study("udp", UdpStudy, UdpRunner, UdpView(), UdpImport()),
+    Study("latency", LatencyStudy, LatencyRunner, LatencyView()),
 )}
 
 VIEWS: dict[str, StudyView] = {k: s.view for k, s in STUDIES.items()}

@@ -53,6 +53,7 @@ class FlowInterval:
     packets: int | None = None        # UDP datagrams in the interval
     lost: int | None = None           # UDP datagrams the receiver counted as lost
     jitter_s: float | None = None     # UDP jitter the receiver reported, seconds
+    out_of_order: int | None = None   # UDP datagrams the receiver got out of order
 
 
 P = ParamSpec("P")

@@ -75,6 +75,39 @@ def client_argv(*, target: str, port: int, duration: float, omit: float, interva
     return argv
 
 
+# iperf 2 has no unpaced UDP (-b 0 is refused: "IPG delay target of inf secs"):
+# "unlimited" asks for a rate no sender reaches, so the sender goes as fast as it can
+UNPACED_BPS = 1e12
+
+
+def udp_server_argv(*, port: int, interval: float, size: int, lifetime: float,
+                    window: int | None = None) -> list[str]:
+    """A UDP server (``-u``) that stops by itself after ``lifetime`` seconds; its
+    report lines are the receiver's (loss, jitter, out-of-order)."""
+    argv = ["iperf", "-s", "-u", "-p", str(port), "-i", f"{interval:g}", "-e", "-y", "C",
+            "-l", str(size), "-t", f"{lifetime:g}"]
+    if window:
+        argv += ["-w", str(window)]
+    return argv
+
+
+def udp_client_argv(*, target: str, port: int, duration: float, omit: float, interval: float,
+                    size: int, streams: int, mode: str, rate_bps: float | None,
+                    window: int | None = None) -> list[str]:
+    """``rate_bps``: bit/s of UDP payload per stream (``-b`` paces each stream),
+    None: unpaced (see :data:`UNPACED_BPS`); ``size``: payload bytes per datagram."""
+    rate = UNPACED_BPS if rate_bps is None else rate_bps
+    argv = ["iperf", "-c", target, "-p", str(port), "-u", "-b", f"{rate:.0f}", "-t", f"{duration + omit:g}",
+            "-i", f"{interval:g}", "-e", "-y", "C", "-l", str(size), "-P", str(streams)]
+    if mode == "rev":
+        argv.append("-R")
+    elif mode == "bidir":
+        argv.append("--full-duplex")
+    if window:
+        argv += ["-w", str(window)]
+    return argv
+
+
 @dataclass(frozen=True)
 class CsvLine:
     stamp: float
@@ -98,7 +131,8 @@ class Iperf2Report:
     server_port: int | None
     lines: int
     spans: dict[str, float] = field(default_factory=dict)           # "fwd.receiver" -> summary seconds
-    udp: dict[str, tuple[float, ...]] = field(default_factory=dict)  # "fwd.receiver" -> summary UDP fields
+    # "fwd.receiver" -> summary UDP fields (jitter ms, lost, total, percent, out-of-order), streams summed
+    udp: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
 
 _TZ_STAMP = re.compile(r"^(\d{14})(\.\d+)?\s*([+-]\d{4}|[A-Z]{1,5})?$")
@@ -247,7 +281,7 @@ def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
                 totals[k] = totals.get(k, 0) + ln.bytes
                 spans[k] = max(spans.get(k, 0.0), ln.end - ln.start)
                 if ln.udp:
-                    udp[k] = ln.udp
+                    udp[k] = _udp_summed(udp.get(k), ln.udp)
             else:
                 kept.append(ln)
         if kept:
@@ -257,10 +291,42 @@ def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
     intervals = []
     for (flow, side, start, end), lns in sorted(per_iv.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
         abs_start = statistics.median(anchor + ln.start for ln, anchor in lns)
+        packets, lost, jitter, ooo = _udp_fields([ln for ln, _ in lns], side)
         intervals.append(FlowInterval(start=start, end=end, flow=flow, side=side,
                                       bytes=sum(ln.bytes for ln, _ in lns), streams=len(lns),
-                                      omitted=start < omit - 1e-9, abs_start=abs_start))
+                                      omitted=start < omit - 1e-9, abs_start=abs_start, packets=packets,
+                                      lost=lost, jitter_s=jitter, out_of_order=ooo))
     return Iperf2Report(tuple(intervals), totals, port, len(lines), spans, udp)
+
+
+def _udp_summed(a: tuple[float, ...] | None, b: tuple[float, ...]) -> tuple[float, ...]:
+    """Two streams' UDP summary fields as one flow's: the worst jitter, lost,
+    total and out-of-order summed, the percent recomputed.  A sender's total
+    (-1: it has none) stays -1."""
+    if a is None:
+        return b
+    if len(a) < 4 or len(b) < 4 or a[2] < 0 or b[2] < 0:
+        return a if len(a) >= len(b) else b
+    lost, total = a[1] + b[1], a[2] + b[2]
+    out = (max(a[0], b[0]), lost, total, 100.0 * lost / total if total else 0.0)
+    return out + ((a[4] + b[4],) if len(a) >= 5 and len(b) >= 5 else ())
+
+
+def _udp_fields(lines: list[CsvLine], side: str) -> tuple[int | None, int | None, float | None, int | None]:
+    """A UDP interval's (packets, lost, jitter s, out-of-order), streams summed.
+
+    The receiver's lines carry jitter (ms), lost, total (datagrams expected by
+    sequence number), percent and out-of-order; on the sender's, total is the
+    datagrams sent and the other fields are zeros, not measurements.  TCP
+    lines (no UDP fields): all None."""
+    udp = [ln.udp for ln in lines if len(ln.udp) >= 3 and ln.udp[2] >= 0]
+    if not udp or len(udp) != len(lines):
+        return None, None, None, None
+    packets = int(sum(u[2] for u in udp))
+    if side != "receiver":
+        return packets, None, None, None
+    ooo = int(sum(u[4] for u in udp)) if all(len(u) >= 5 for u in udp) else None
+    return packets, int(sum(u[1] for u in udp)), max(u[0] for u in udp) / 1000, ooo
 
 
 def finished_flows(text: str, interval: float) -> int:

@@ -17,7 +17,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ToolError
@@ -84,6 +84,42 @@ def client_argv(info: ToolInfo, *, target: str, port: int, duration: float, omit
     return argv
 
 
+def udp_client_argv(info: ToolInfo, *, target: str, port: int, duration: float, omit: float,
+                    interval: float, size: int, streams: int, mode: str, rate_bps: float | None,
+                    window: int | None = None) -> list[str]:
+    """A UDP test: ``rate_bps`` is bit/s of UDP payload *per stream* (iperf3's
+    ``-b``; left out, iperf3 would send 1 Mbit/s), None for unpaced (``-b 0``);
+    ``size`` is the payload bytes of each datagram (``-l``, 16..65507)."""
+    if not 1 <= streams <= MAX_STREAMS:
+        raise ValueError(f"iperf3 takes 1..{MAX_STREAMS} streams per process, not {streams}")
+    argv = ["iperf3", "-c", target, "-p", str(port), "-u", "-b", "0" if rate_bps is None else f"{rate_bps:.0f}",
+            "-t", str(int(math.ceil(duration))), "-O", str(int(math.ceil(omit))),
+            "-i", f"{interval:g}", "-l", str(size), "-P", str(streams), "-J", "--get-server-output"]
+    if mode == "rev":
+        argv.append("-R")
+    elif mode == "bidir":
+        if not info.has("bidir"):
+            raise ToolError(f"iperf3 {info.version_str} has no --bidir", hint="install iperf3 >= 3.7")
+        argv.append("--bidir")
+    if window:
+        argv += ["-w", str(window)]
+    return argv
+
+
+@dataclass(frozen=True)
+class UdpTotal:
+    """One UDP flow and side over the measured part of a test, as iperf3's end
+    report gives it.  The receiver's ``packets`` are those it expected by
+    sequence number, ``lost`` the gaps; the sender's are the datagrams sent
+    (its own lost and out-of-order are echoes of the receiver's: left out)."""
+
+    packets: int
+    lost: int | None = None
+    out_of_order: int | None = None
+    jitter_s: float | None = None
+    streams: int = 1
+
+
 @dataclass(frozen=True)
 class Iperf3Report:
     version: str | None
@@ -101,6 +137,10 @@ class Iperf3Report:
     totals: dict[str, int]           # "fwd.sender" -> bytes, from per-stream end entries
     last_end: float = 0.0            # end of this process's own last interval, on its clock
     peer_last_end: float = 0.0       # the same for the server's intervals, on the server's clock
+    udp: dict[str, UdpTotal] = field(default_factory=dict)   # "fwd.receiver" -> UDP datagram totals
+    # bytes: what -w asked (sock_bufsize, 0: nothing), what each end's sockets got
+    # (sndbuf/rcvbuf_actual: the kernel doubles the ask and caps it at [rw]mem_max)
+    socket_buffers: dict[str, int] = field(default_factory=dict)
     damage: tuple[str, ...] = ()     # what was repaired to read the report (see load_json)
 
 
@@ -261,6 +301,34 @@ def end_entries(end: dict, is_server: bool, default_sender: bool | None = None) 
     return out
 
 
+def _udp_totals(end: dict, is_server: bool, into: dict[str, UdpTotal], default_sender: bool | None = None) -> None:
+    """UDP ``end.streams[].udp`` entries of one process, by flow and side (the
+    ``sender`` flag, before 3.7 ``default_sender``, says which side it is)."""
+    dflt = (not is_server) if default_sender is None else default_sender
+    parts: dict[tuple[str, str], list[dict]] = {}
+    for st in end.get("streams", []):
+        u = st.get("udp") if isinstance(st, dict) else None
+        if not isinstance(u, dict) or u.get("packets") is None:
+            continue
+        sender = bool(u.get("sender", dflt))
+        flow = "fwd" if sender != is_server else "rev"
+        parts.setdefault((flow, "sender" if sender else "receiver"), []).append(u)
+    for (flow, side), us in parts.items():
+        if side == "sender":
+            t = UdpTotal(int(sum(u["packets"] for u in us)), streams=len(us))
+        else:
+            jit = [float(u["jitter_ms"]) / 1000 for u in us if u.get("jitter_ms") is not None]
+            ooo = [int(u["out_of_order"]) for u in us if u.get("out_of_order") is not None]
+            t = UdpTotal(int(sum(u["packets"] for u in us)), int(sum(u.get("lost_packets") or 0 for u in us)),
+                         sum(ooo) if ooo else None, max(jit) if jit else None, len(us))
+        into.setdefault(f"{flow}.{side}", t)
+
+
+def _buffers(start: dict, prefix: str) -> dict[str, int]:
+    keys = ("sock_bufsize", "sndbuf_actual", "rcvbuf_actual")
+    return {prefix + k.removesuffix("_actual"): int(start[k]) for k in keys if isinstance(start.get(k), (int, float))}
+
+
 @damage_is_a_tool_error("iperf3", "see the raw output file: was the process killed mid-report?")
 def parse(text: str) -> Iperf3Report:
     """Parse the client's ``-J --get-server-output`` (or a server's ``-J``) output."""
@@ -278,6 +346,8 @@ def parse(text: str) -> Iperf3Report:
     last_end = max((i.end for i in intervals), default=0.0)
     totals: dict[str, int] = {}
     _totals(d.get("end", {}) or {}, is_server, totals, own_sends)
+    udp: dict[str, UdpTotal] = {}
+    _udp_totals(d.get("end", {}) or {}, is_server, udp, own_sends)
     peer_last_end = 0.0
     if isinstance(server, dict):
         peer = _intervals(server.get("intervals", []), is_server=True, omit=omit, duration=duration,
@@ -288,14 +358,18 @@ def parse(text: str) -> Iperf3Report:
         _totals(server.get("end", {}) or {}, True, server_totals, not own_sends)
         for k, v in server_totals.items():
             totals.setdefault(k, v)   # receiver-side totals the client lacks
+        _udp_totals(server.get("end", {}) or {}, True, udp, not own_sends)
     end = d.get("end", {}) or {}
     bidir = "sum_sent_bidir_reverse" in end or any(
         "sum_bidir_reverse" in iv for iv in d.get("intervals", []))
     tstamp = (start.get("timestamp") or {}).get("timesecs")
+    bufs = _buffers(start, "")
+    if isinstance(server, dict) and isinstance(server.get("start"), dict):
+        bufs |= _buffers(server["start"], "peer_")
     return Iperf3Report(
         version=start.get("version"), error=d.get("error"),
         protocol=ts.get("protocol"), num_streams=ts.get("num_streams"), blksize=ts.get("blksize"),
         duration=ts.get("duration"), omit=ts.get("omit"), reverse=bool(ts.get("reverse")),
         bidir=bidir, timesecs=int(tstamp) if tstamp is not None else None,
         intervals=tuple(intervals), has_server_output=isinstance(server, dict), totals=totals,
-        last_end=last_end, peer_last_end=peer_last_end, damage=damage)
+        last_end=last_end, peer_last_end=peer_last_end, udp=udp, socket_buffers=bufs, damage=damage)

@@ -1,4 +1,5 @@
-"""nbgen, nicbench's own XDP packet generator (native/nbgen): argv and parsers.
+"""nbgen, nicbench's own XDP packet generator (native/nbgen, built by
+``nicbench setup``): where it is, argv and parsers.
 
 nbgen prints JSON lines: an opening event, cumulative counts every
 ``--interval``, and a closing ``"event": "end"`` line.  ``tx`` counts what
@@ -13,24 +14,21 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..core.errors import ToolError
+from ..native.build import built
 from .base import damage_is_a_tool_error
 
 EXIT = {2: "usage", 3: "privileges", 4: "not supported"}
 
 
 def binary() -> str | None:
-    """Where nbgen is: $NICBENCH_NBGEN, the repository's build (made by the
-    set-up command), or on PATH."""
+    """Where nbgen is: $NICBENCH_NBGEN, this user's build of this version's
+    sources (``nicbench setup``, native/build.py), or on PATH."""
     env = os.environ.get("NICBENCH_NBGEN")
     if env:
         return env if os.access(env, os.X_OK) else None
-    built = Path(__file__).resolve().parents[3] / "native" / "nbgen" / "build" / "nbgen"
-    if os.access(built, os.X_OK):
-        return str(built)
-    return shutil.which("nbgen")
+    return built() or shutil.which("nbgen")
 
 
 def tx_argv(exe: str, dev: str, frames: list[bytes], *, duration: float, cpus: list[int] | None = None,

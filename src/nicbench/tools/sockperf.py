@@ -16,8 +16,11 @@ Known traps (recorded in tests/fixtures/sockperf/3.7):
   when no reply came: failures are read from its text, never from the exit code;
 - without ``--full-rtt`` every number is RTT/2 (the header says ``latency``):
   the parser doubles them and says so (``halved``); the builders always ask RTT;
-- ``-t`` takes whole seconds only; the first 0.4 s are a warm-up and ~50 ms at
-  the end a cool-down, both outside the timed window (``[Valid Duration]``);
+- ``-t`` takes whole seconds only; the test starts ~2 s after the process
+  (its "Warmup stage" of dummy messages), its first 0.4 s are a warm-up and
+  ~50 ms at the end a cool-down, both outside the timed window (``[Valid
+  Duration]``): the timed requests of ``-t 2`` are sent 2.4 .. 3.95 s after
+  the process started;
 - ``--no-rdtsc`` (CLOCK_MONOTONIC instead of the TSC) makes 3.7 report "No
   valid observations found": not used;
 - the server has no lifetime option (it runs until a signal: see
@@ -47,6 +50,8 @@ MIN_VERSION_REASON = "--full-rtt (whole round trips rather than RTT/2 in the per
 MIN_SIZE = 14                  # sockperf's own message header
 TCP_MAX_SIZE = 1048575         # sockperf's cap on -m
 SERVER_DEFAULT_MAX = 65507     # what a server accepts without -m
+PRE_TEST = 2.0                 # s from process start to the test's start: its "Warmup stage" (measured: the
+                               # first timed request at 2.40 s, -t 2 exits after 4.2 s; fixtures/sockperf/3.7)
 WARMUP = 0.4                   # s, sockperf's fixed warm-up before the timed window
 COOLDOWN = 0.05                # s, about what 3.7 leaves out at the end (measured: 1.55 s valid of -t 2)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from ..core.errors import InputError, NicbenchError, ToolError
 from ..hosts.transport import LocalTransport, Transport
-from . import knobs
+from . import freebsd, knobs
 from .audit import audit
 from .profile import Profile
 from .restorefile import read_restore, remove_restore, restore_path, transport_doc, write_restore
@@ -49,6 +49,7 @@ def apply(profile: Profile, targets: Sequence[Target], *, machine: Transport | N
     if profile.audit_only:
         raise InputError("this profile only audits", where="tuning profile",
                          hint="use 'nicbench tune audit', or a profile without audit_only")
+    freebsd.refuse_apply(targets)
     machine = machine or LocalTransport("machine")
     plan = audit(profile, targets, machine=machine, host_wide=host_wide)
     outcome: dict[tuple[str, str], Row] = {}

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..core.errors import InputError
-from ..hosts.transport import LocalTransport, Transport
+from ..hosts.transport import LocalTransport, Transport, host_os
 from ..records import HostFacts
-from . import knobs
+from . import freebsd, knobs
 from .profile import Ethtool, Governor, IrqAffinity, Pinning, Profile, Service, Sysctl, Tuned, setting_id
 from .types import Row, Target, TuningPlan
 
@@ -150,6 +150,9 @@ def audit(profile: Profile, targets: Sequence[Target], *, machine: Transport | N
     out = TuningPlan()
     there: dict[str, tuple[str, str | None]] = {}       # the machine's, read once
     for t in targets:
+        if host_os(t.transport) == "FreeBSD":
+            out.rows += freebsd.audit_rows(profile, t)       # sysctl and loader.conf, read only
+            continue
         # in the lab, host-wide settings are the machine's: read them once, with the first host
         first = t is targets[0]
         hw = machine if t.lab else t.transport

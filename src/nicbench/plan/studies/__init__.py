@@ -12,11 +12,13 @@ from pydantic import Discriminator, Tag
 
 from ..base import StudySchema
 from .https import HttpsStudy
+from .latency import LatencyStudy
 from .packets import PacketStudy
 from .storage import StorageStudy
 from .tcp import TcpStudy
+from .udp import UdpStudy
 
-SCHEMAS: tuple[type[StudySchema], ...] = (TcpStudy, HttpsStudy, StorageStudy, PacketStudy)
+SCHEMAS: tuple[type[StudySchema], ...] = (TcpStudy, HttpsStudy, StorageStudy, PacketStudy, UdpStudy, LatencyStudy)
 DEFAULT_KIND = "tcp"
 
 
@@ -35,6 +37,10 @@ else:
         Union[tuple(Annotated[s, Tag(s.KIND)] for s in SCHEMAS)],  # noqa: UP007 - a union built from the list
         Discriminator(_study_kind, custom_error_type="study_kind",
                       custom_error_message="study.kind must be " + ", ".join(f'"{k}"' for k in _KINDS[:-1])
-                      + f' or "{_KINDS[-1]}"')]
+                      + f' or "{_KINDS[-1]}"',
+                      # what the error formatter needs for "did you mean": the tag's key and its values
+                      custom_error_context={"discriminator": "kind",
+                                            "expected_tags": ", ".join(f"'{k}'" for k in _KINDS)})]
 
-__all__ = ["SCHEMAS", "HttpsStudy", "PacketStudy", "StorageStudy", "Study", "StudySchema", "TcpStudy"]
+__all__ = ["SCHEMAS", "HttpsStudy", "LatencyStudy", "PacketStudy", "StorageStudy", "Study", "StudySchema", "TcpStudy",
+           "UdpStudy"]

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..base import PlanLike, Size, StudySchema
+from ..base import PlanLike, Size, StudySchema, one_or_many
 
 
 class HttpsStudy(StudySchema):
@@ -28,6 +28,7 @@ class HttpsStudy(StudySchema):
         default_factory=lambda: [2],
         min_length=1,
         description="wrk threads per client, swept (capped at its connections)",
+        json_schema_extra=one_or_many,
     )
     duration: int = Field(10, ge=1, le=3600, description="seconds each wrk runs (whole seconds)")
     file_size: Size = Field(64 * 1024 * 1024, description="the payload file (seed: 2G)")

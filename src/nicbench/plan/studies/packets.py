@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ...tools.frames import min_frame
-from ..base import PlanLike, Speed, StudySchema
+from ..base import PlanLike, Speed, StudySchema, one_or_many, trim_problem
 
 # live frames: a page less XDP headroom, skb_shared_info and the page head (measured: 3409 B is EINVAL), + FCS
 NBGEN_MAX_FRAME = 3408 + 4
@@ -33,13 +33,16 @@ class PacketStudy(StudySchema):
     KIND = "packets"
     kind: Literal["packets"]
     clients: list[str] | None = Field(None, description="the receiver host (default: the one client)")
-    engines: list[Literal["nbgen", "trafgen"]] = Field(default=["nbgen"], min_length=1)
+    engines: list[Literal["nbgen", "trafgen"]] = Field(default=["nbgen"], min_length=1, json_schema_extra=one_or_many)
     frame_sizes: list[Annotated[int, Field(ge=1, le=9234)]] = Field(
-        default_factory=lambda: [64], min_length=1, description="bytes with FCS (64 .. MTU + 18)")
-    ports: list[Annotated[int, Field(ge=1, le=4)]] = Field(default_factory=lambda: [1], min_length=1)
+        default_factory=lambda: [64], min_length=1, description="bytes with FCS (64 .. MTU + 18)",
+        json_schema_extra=one_or_many)
+    ports: list[Annotated[int, Field(ge=1, le=4)]] = Field(default_factory=lambda: [1], min_length=1,
+                                                           json_schema_extra=one_or_many)
     threads: list[Annotated[int, Field(ge=1, le=64)]] = Field(
-        default_factory=lambda: [1], min_length=1, description="generator threads (queues) per port")
-    ip_versions: list[Literal[4, 6]] = Field(default=[4], min_length=1)
+        default_factory=lambda: [1], min_length=1, description="generator threads (queues) per port",
+        json_schema_extra=one_or_many)
+    ip_versions: list[Literal[4, 6]] = Field(default=[4], min_length=1, json_schema_extra=one_or_many)
     duration: float = Field(5.0, gt=0, le=3600, description="seconds each generator sends")
     trim: float = Field(0.5, ge=0, description="seconds cut from both ends of the measured window")
     rate: float | None = Field(None, gt=0, description="frames/s per port (rate-limited mode); none: as fast as "
@@ -76,7 +79,7 @@ class PacketStudy(StudySchema):
                                  f"at most {NBGEN_MAX_FRAME} with the FCS); use engines = [\"trafgen\"] for jumbo "
                                  "frames")
         if self.duration <= 2 * self.trim:
-            raise ValueError(f"study.duration {self.duration}s leaves nothing after trimming {self.trim}s at both ends")
+            raise ValueError(trim_problem(self.duration, self.trim, "trim" in self.model_fields_set))
         if self.search == "ndr" and self.rate:
             raise ValueError("study.rate: the no-drop-rate search chooses the rate itself; leave rate out")
         return self

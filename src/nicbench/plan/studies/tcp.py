@@ -8,7 +8,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from ...core.units import format_size
-from ..base import Size, StudySchema
+from ..base import Size, StudySchema, trim_problem
+
+NBPERF_MAX_IO = 4 << 20       # native/nbperf's limit per send/recv call, bytes
 
 
 def point_key(direction: str, connections: int, io_size: int) -> str:
@@ -26,7 +28,7 @@ class TcpStudy(StudySchema):
     SWEPT = ("directions", "io_sizes", "connections")
     KIND = "tcp"
     kind: Literal["tcp"] = "tcp"
-    engine: Literal["iperf3", "iperf2"] = "iperf3"
+    engine: Literal["iperf3", "iperf2", "nbperf"] = "iperf3"
     directions: list[Literal["tx", "rx", "bidir"]] = Field(default=["tx"], min_length=1)
     io_sizes: list[Size] = Field(default_factory=lambda: [131072], min_length=1)
     connections: list[Annotated[int, Field(ge=1, le=4096)]] = Field(default_factory=lambda: [1], min_length=1)
@@ -55,8 +57,12 @@ class TcpStudy(StudySchema):
                 v = getattr(self, key)
                 if v != int(v):
                     raise ValueError(f"study.{key} = {v}: iperf3 takes whole seconds for -t and -O")
+        if self.engine == "nbperf":
+            big = [n for n in self.io_sizes if n > NBPERF_MAX_IO]
+            if big:
+                raise ValueError(f"study.io_sizes: nbperf takes IO sizes up to 4M, not {big[0]} bytes")
         if self.duration <= 2 * self.trim:
-            raise ValueError(f"duration {self.duration}s leaves nothing after trimming {self.trim}s at both ends")
+            raise ValueError(trim_problem(self.duration, self.trim, "trim" in self.model_fields_set))
         return self
 
     def points(self) -> list[tuple[str, dict[str, Any]]]:

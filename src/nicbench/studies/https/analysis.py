@@ -40,6 +40,17 @@ class HttpsTrial(TrialHead):
     warnings: tuple[str, ...] = ()
     wrk: Mapping[str, object] = field(default_factory=dict)
 
+    def latency_s(self, percent: str) -> float | None:
+        """Request latency at ``percent`` ("50", "99"), seconds: the slowest client's,
+        as wrk measured it (percentiles of different clients cannot be merged)."""
+        vals = []
+        for res in self.wrk.values():
+            pct = res.get("percentiles_us") if isinstance(res, Mapping) else None
+            v = pct.get(percent) if isinstance(pct, Mapping) else None
+            if isinstance(v, (int, float)):
+                vals.append(float(v) / 1e6)
+        return max(vals) if vals else None
+
     @property
     def wire_gbps(self) -> float | None:
         return self.wire.wire_bps / 1e9 if self.wire else None
@@ -123,6 +134,8 @@ class HttpsPoint:
     ktls: tuple[str, ...]
     errors: tuple[str, ...]
     warnings: tuple[str, ...]
+    latency_p50_s: float | None = None       # the slowest client's, median over repeats
+    latency_p99_s: float | None = None
 
     @property
     def of_ceiling(self) -> float | None:
@@ -177,6 +190,8 @@ def https_points(trials: Iterable[HttpsTrial], link: LinkInfo | None, clients: i
                 tuple(sorted({t.ktls for t in ts if t.ktls})),
                 tuple(sorted({t.error for t in ts if t.error})),
                 tuple(sorted({w for t in ts for w in t.warnings})),
+                med(t.latency_s("50") for t in ok),
+                med(t.latency_s("99") for t in ok),
             )
         )
     return sorted(out, key=lambda p: (p.scheme != "https", p.connections, p.threads))

@@ -24,17 +24,18 @@ from pathlib import Path
 
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
-from ...hosts.transport import Process, Transport, parse_gate_stamp, read_output
+from ...hosts.transport import Process, Transport, gate_time, host_os, read_output
 from ...plan.model import Plan
 from ...plan.studies.https import HttpsStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together, stall_causes, stalled
-from ...run.preflight import busy_ports, reach_problems, tool_version
+from ...run.preflight import busy_ports, problems_found, reach_problems, tool_version
 from ...run.procnet import listening
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, child_pids, tool_procs
 from ...tools import ktls, nginx, wrk
 from ...tools.base import parse_version
+from . import freebsd
 
 PAYLOAD = "payload.bin"
 
@@ -119,8 +120,11 @@ def preflight(plan: Plan, transports: dict[str, Transport],
         if port in busy:
             problems.append(f"{plan.server}: port {port} already in use")
     if problems:
-        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
-    has_tls, why = kernel_tls(srv, load=s.ktls and "https" in s.schemes)
+        raise problems_found(problems, "https")
+    if host_os(srv) == "FreeBSD":
+        has_tls, why = freebsd.kernel_tls(srv)
+    else:
+        has_tls, why = kernel_tls(srv, load=s.ktls and "https" in s.schemes)
     if s.ktls and "https" in s.schemes and not has_tls:
         warnings.append(f"kTLS asked for, but this kernel has no TLS ({why}): OpenSSL falls back to userspace "
                         "TLS, and the report says so")
@@ -317,7 +321,9 @@ def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec,
     procs: list[tuple[str, Process]] = []
     guard = PointGuard(meta, lambda: [p for _, p in procs], grace=0.5)
     samples: list[Sample] = []
-    before = _tls_stat(ctx)
+    bsd = freebsd.TlsDuringPoint(ctx.transports[ctx.server]) if host_os(ctx.transports[ctx.server]) == "FreeBSD" \
+        else None
+    before = _tls_stat(ctx) if bsd is None else None
     with guard:
         if ctx.nginx is None or ctx.nginx.poll() is not None:
             raise ToolError("nginx is not running", where=ctx.server,
@@ -337,6 +343,8 @@ def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec,
                                                   _tool_procs(ctx, env, procs), machine=env.cpu_machine,
                                                   nic_irqs=env.nic_irqs).start(first_read=True)
         meta["released"] = release_together([p for _, p in procs], "wrk", "clients")
+        if bsd is not None:       # FreeBSD's session gauges: read while the sessions are open
+            bsd.read_in(meta["released"] - time.time() + s.duration / 2)
         end_by = time.monotonic() + s.duration + s.timeout_margin
         for client, p in procs:
             if p.wait(end_by - time.monotonic()) is None:
@@ -346,15 +354,20 @@ def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec,
                               "the server stopped answering; raise study.timeout_margin if the host is only slow")
         samplers.last_read()
     status, error, counters = guard.status, guard.error, guard.counters
-    after = _tls_stat(ctx)
-    meta["tls_stat"] = {"before": before, "after": after}
-    meta["ktls"] = ktls.verdict(scheme, before, after, kernel_has_tls=ctx.ktls_kernel, why=ctx.ktls_why)
+    if bsd is None:
+        after = _tls_stat(ctx)
+        meta["tls_stat"] = {"before": before, "after": after}
+        meta["ktls"] = ktls.verdict(scheme, before, after, kernel_has_tls=ctx.ktls_kernel, why=ctx.ktls_why)
+    else:
+        ev = bsd.evidence()
+        meta["tls_sysctl"] = {"before": bsd.before, "during": bsd.during, "mode": ev.mode}
+        meta["ktls"] = freebsd.verdict(scheme, ev, kernel_has_tls=ctx.ktls_kernel, why=ctx.ktls_why)
     results: dict[str, dict] = {}
     if status == "ok":
         try:
             for client, p in procs:
                 res = wrk.parse(read_output(p.stdout_path), read_output(p.stderr_path))
-                t0 = parse_gate_stamp(read_output(p.stderr_path))
+                t0 = gate_time(p)
                 if t0 is None:
                     raise ToolError("the start gate recorded no time", where=client)
                 tags = make_tags(host=client, scheme=scheme, side="receiver", direction="tx")

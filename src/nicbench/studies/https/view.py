@@ -9,22 +9,57 @@ from typing import Any
 
 from ...records import Sample, TrialRecord
 from ...report.figures import new_figure, save
-from ...report.render import pinned_tools, rounded, write_exports, write_page
-from ...report.view import Analysed, CompareValues, RunView, StoredRun
+from ...report.numbers import num, whole
+from ...report.render import pinned_tools, write_exports, write_page
+from ...report.tables import Col, ok_failed, spread, table
+from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import HttpsPoint, HttpsTrial, https_points, https_trial
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
-COLS = ["point", "scheme", "connections", "threads", "repeats_ok", "repeats_failed", "app_gbps", "app_min", "app_max",
+COLS = ["point", "scheme", "connections", "threads", "repeats_ok", "repeats_failed", "app_bps", "app_min_bps",
+        "app_max_bps", "wire_bps", "ceiling_bps", "app_gbps", "app_min", "app_max",
         "wire_gbps", "ceiling_gbps", "pct_of_ceiling", "cpu_pct_of_machine", "cores_busy", "nginx_cores",
-        "wrk_cores", "gbps_per_core", "requests", "socket_errors", "bad_status", "ktls"]
+        "wrk_cores", "gbps_per_core", "latency_p50_s", "latency_p99_s", "requests", "socket_errors", "bad_status",
+        "ktls"]
 
 
 def _trials(view: RunView) -> list[HttpsTrial]:
     return [t for t in view.trials if isinstance(t, HttpsTrial)]
 
 
+METRICS: tuple[Metric, ...] = (
+    Metric("app_gbps", "Gbit/s", "read by wrk (bodies + headers), median over repeats"),
+    Metric("app_min", "Gbit/s", "lowest repeat"),
+    Metric("app_max", "Gbit/s", "highest repeat"),
+    Metric("wire_gbps", "Gbit/s", "on the wire"),
+    Metric("pct_of_ceiling", "%", "of the line-rate ceiling"),
+    Metric("cpu_pct", "%", "CPU of the machine", higher_is_better=False),
+    Metric("cores_busy", "cores", "CPU cores busy", higher_is_better=False),
+    Metric("gbps_per_core", "Gbit/s per core", "application throughput per busy core"),
+    Metric("requests", "count", "requests completed"),
+    Metric("socket_errors", "count", "wrk socket errors", higher_is_better=False),
+    Metric("bad_status", "count", "non-2xx/3xx responses", higher_is_better=False),
+)
+
+
+def _values(p: HttpsPoint) -> dict[str, float | None]:
+    return {"app_gbps": p.app_gbps, "app_min": p.app_min, "app_max": p.app_max, "wire_gbps": p.wire_gbps,
+            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling else None, "cpu_pct": p.cpu_pct,
+            "cores_busy": p.cores_busy, "gbps_per_core": p.gbps_per_core, "requests": float(p.requests),
+            "socket_errors": float(p.socket_errors), "bad_status": float(p.bad_status)}
+
+
 class HttpsView:
     kind = "https"
+    metrics = METRICS
+
+    def point_summaries(self, view: RunView) -> list[PointSummary]:
+        return summaries(view, _values)
+
+    @property
+    def headline(self) -> Sequence[Col]:
+        """The columns a reader compares first: the report's headline table and the run's results table."""
+        return HEADLINE
 
     def analyse(self, run: StoredRun) -> Analysed:
         hts = [https_trial(t, run.samples_of(t), run.link) for t in run.records]
@@ -39,41 +74,80 @@ class HttpsView:
         figs = https_figures(rows, out, view.info.name)
         trials = _trials(view)
         write_exports(view, out, rows, COLS,
-                      {"app_gbps": "10^9 bit/s read by wrk (bodies + headers)", "wire_gbps": "10^9 bit/s on the wire"},
+                      {"app_gbps": "10^9 bit/s read by wrk (bodies + headers)", "wire_gbps": "10^9 bit/s on the wire",
+                       "app_bps": "bit/s read by wrk (bodies + headers)", "wire_bps": "bit/s on the wire",
+                       "latency_p50_s": "seconds, the slowest client's wrk percentile, median over repeats",
+                       "latency_p99_s": "seconds, the slowest client's wrk percentile, median over repeats"},
                       [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
                         "error": t.error, "app_gbps": t.app_gbps, "wire_gbps": t.wire_gbps, "ktls": t.ktls,
                         "wrk": dict(t.wrk)} for t in trials])
-        return write_page(out, TEMPLATE, view, rows=rows, figures=[p.name for p in figs],
+        return write_page(out, TEMPLATE, view, rows=rows, headline=table(rows, HEADLINE),
+                          detail_table=table(rows, DETAIL), figures=[p.name for p in figs],
                           failures=view.failures, csv="points.csv", pinned=pinned_tools(view),
                           json="points.json", ktls=sorted({t.ktls for t in trials
                                                            if t.ktls and t.ktls != "n/a (plain HTTP)"}))
 
-    def compare_values(self, view: RunView) -> CompareValues:
+    def compare_values(self, view: RunView) -> list[CompareValues]:
         values: dict[str, list[float]] = {}
         for t in _trials(view):
             if t.status == "ok" and t.app_gbps is not None:
                 values.setdefault(t.point, []).append(float(t.app_gbps))
-        return CompareValues("application Gbps", values)
+        return [CompareValues("application Gbps", values)]
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         h = https_trial(rec, samples, None)
-        return (f"{rec.spec.point} {h.app_gbps:.2f} Gbps (application)" if h.app_gbps is not None
+        return (f"{rec.spec.point} {num(h.app_gbps)} Gbps (application)" if h.app_gbps is not None
                 else f"{rec.spec.point} {h.error}")
 
 
 def https_rows(points: Sequence[HttpsPoint]) -> list[dict[str, Any]]:
-    """One row per HTTPS point: the seed 001 table and the exports."""
+    """One row per HTTPS point, full precision: the seed 001 table and the exports
+    (bit/s in ``*_bps``, Gbps unrounded, latency in seconds, counters whole)."""
+    def bps(g: float | None) -> float | None:
+        return None if g is None else g * 1e9
     return [{"point": p.point, "scheme": p.scheme, "connections": p.connections, "threads": p.threads,
-             "repeats_ok": p.n_ok,
-             "repeats_failed": p.n_failed, "app_gbps": rounded(p.app_gbps), "app_min": rounded(p.app_min),
-             "app_max": rounded(p.app_max), "wire_gbps": rounded(p.wire_gbps), "ceiling_gbps": rounded(p.ceiling_gbps),
-             "pct_of_ceiling": rounded(p.of_ceiling * 100 if p.of_ceiling else None, 1),
-             "cpu_pct_of_machine": rounded(p.cpu_pct, 1), "cores_busy": rounded(p.cores_busy, 2),
-             "nginx_cores": rounded(p.nginx_cores, 2), "wrk_cores": rounded(p.wrk_cores, 2),
-             "gbps_per_core": rounded(p.gbps_per_core), "requests": p.requests, "socket_errors": p.socket_errors,
-             "bad_status": p.bad_status, "ktls": "; ".join(p.ktls), "errors": list(p.errors),
+             "repeats_ok": p.n_ok, "repeats_failed": p.n_failed,
+             "app_bps": bps(p.app_gbps), "app_min_bps": bps(p.app_min), "app_max_bps": bps(p.app_max),
+             "wire_bps": bps(p.wire_gbps), "ceiling_bps": bps(p.ceiling_gbps),
+             "app_gbps": p.app_gbps, "app_min": p.app_min, "app_max": p.app_max, "wire_gbps": p.wire_gbps,
+             "ceiling_gbps": p.ceiling_gbps, "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling else None,
+             "cpu_pct_of_machine": p.cpu_pct, "cores_busy": p.cores_busy,
+             "nginx_cores": p.nginx_cores, "wrk_cores": p.wrk_cores,
+             "gbps_per_core": p.gbps_per_core, "latency_p50_s": p.latency_p50_s, "latency_p99_s": p.latency_p99_s,
+             "requests": whole(p.requests), "socket_errors": whole(p.socket_errors),
+             "bad_status": whole(p.bad_status), "ktls": "; ".join(p.ktls), "errors": list(p.errors),
              "warnings": list(p.warnings)} for p in points]
 
+
+def _ms(key: str) -> Any:
+    return lambda r: None if r.get(key) is None else r[key] * 1000
+
+
+HEADLINE = (
+    Col("scheme", "scheme", "text"),
+    Col("connections", "connections", "count"),
+    Col("wrk threads", "threads", "count"),
+    Col("app Gbps", "app_gbps", bold=True, title="what every wrk read x 8 over the shared span, median over repeats"),
+    Col("min–max", spread("app_min", "app_max"), "text", title="over repeats"),
+    Col("% of ceiling", "pct_of_ceiling", alert=lambda r: (r.get("pct_of_ceiling") or 0) > 101),
+    Col("latency p50 ms", _ms("latency_p50_s"), title="request latency, the slowest client's (wrk)"),
+    Col("p99 ms", _ms("latency_p99_s"), title="request latency, the slowest client's (wrk)"),
+    Col("CPU % of machine", "cpu_pct_of_machine"),
+    Col("errors", lambda r: (r.get("socket_errors") or 0) + (r.get("bad_status") or 0), "count",
+        alert=lambda r: bool(r.get("socket_errors") or r.get("bad_status")), title="socket errors + non-2xx"),
+    Col("ok/failed", ok_failed, "text"),
+)
+DETAIL = (
+    Col("point", "point", "text"), *HEADLINE[:4],
+    Col("min", "app_min"), Col("max", "app_max"), Col("wire Gbps", "wire_gbps"), Col("ceiling", "ceiling_gbps"),
+    HEADLINE[5], HEADLINE[6], HEADLINE[7],
+    Col("CPU % of machine", "cpu_pct_of_machine"), Col("cores busy", "cores_busy"),
+    Col("nginx cores", "nginx_cores"), Col("wrk cores", "wrk_cores"), Col("Gbps per core", "gbps_per_core"),
+    Col("requests", "requests", "count"),
+    Col("socket errors", "socket_errors", "count", alert=lambda r: bool(r.get("socket_errors"))),
+    Col("non-2xx", "bad_status", "count", alert=lambda r: bool(r.get("bad_status"))),
+    Col("kTLS", "ktls", "text", wrap=True), Col("ok/failed", ok_failed, "text"),
+)
 
 
 def https_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[Path]:
@@ -95,7 +169,7 @@ def https_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list
                    label="wire (Gbps)")
         ceil = [r["ceiling_gbps"] for r in pts if r["ceiling_gbps"]]
         if ceil:
-            ax.axhline(max(ceil), color="#888", ls="--", lw=1, label=f"ceiling {max(ceil):.2f} Gbps")
+            ax.axhline(max(ceil), color="#888", ls="--", lw=1, label=f"ceiling {num(max(ceil))} Gbps")
         ax.set_xticks(xs)
         several = len({r["threads"] for r in pts}) > 1
         ax.set_xticklabels([f"{r['connections']}" + (f"/t{r['threads']}" if several else "") for r in pts])

@@ -26,26 +26,32 @@ from typing import Any
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
 from ...hosts.spec import DirectLink
-from ...hosts.transport import END_MARK, Process, Transport, parse_gate_stamp, read_output, tool_stderr
+from ...hosts.transport import END_MARK, Process, Transport, gate_time, host_clock_offset, read_output, tool_stderr
+from ...native.build import nbgen_path
 from ...plan.model import Plan
 from ...plan.studies.packets import PacketStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ...run import ratesearch
 from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together
-from ...run.preflight import tool_version
+from ...run.preflight import problems_found, tool_version
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, child_pids, tool_procs
 from ...tools import frames as fr
 from ...tools import nbgen, trafgen
 from ...tuning.knobs import cpu_set
-from . import ndr
 from .analysis import packet_trial  # the search needs each step's loss: the one upward import (see ARCHITECTURE.md)
 
-INSTALL = "run scripts/install.sh (it installs clang, libbpf-dev, bpftool and netsniff-ng and builds nbgen)"
-INSTALL_ANYWHERE = (INSTALL + "; on a host that does not share this machine's files: make -C native/nbgen there "
-                    "(it needs libbpf1) and put nbgen on its PATH")
+INSTALL = ("run 'nicbench setup' (it builds nbgen, naming any compiler or library it lacks); trafgen: "
+           "apt-get install netsniff-ng")
+INSTALL_ANYWHERE = (INSTALL + "; on a host that does not share this machine's files: install nicbench there, run "
+                    "'nicbench setup' and put the nbgen it prints on that host's PATH (it needs libbpf1)")
 # capability bits (linux/capability.h)
 CAPS = {"CAP_NET_ADMIN": 12, "CAP_NET_RAW": 13, "CAP_SYS_ADMIN": 21, "CAP_PERFMON": 38, "CAP_BPF": 39}
 DRAIN_S = 0.3            # after the generators end, before the receivers' last count
+# nbgen's own counts, s between reads: the window's edges fall inside a read's
+# span, which the analysis spreads evenly; when the rate moves within it (the
+# start, bursts on shared CPUs) that share is misplaced -- 1 % seen at 0.25 s
+COUNT_INTERVAL = 0.05
 
 
 def port_ifname(i: int) -> str:
@@ -173,7 +179,8 @@ def preflight(plan: Plan, transports: dict[str, Transport],
     versions: dict[str, str] = {}
     exe = nbgen.binary()
     if exe is None:
-        problems.append(f"nbgen is not built (native/nbgen/build/nbgen): {INSTALL}")
+        problems.append(f"nbgen is not built for this nicbench (looked for {nbgen_path()}, $NICBENCH_NBGEN and "
+                        f"nbgen on PATH): {INSTALL}")
     devs = {h: list(v) for h, v in (s.interfaces or {}).items()}
     hosts: dict[str, list[str]] = {gen: list(s.engines), rx: ["nbgen"]}
     exes: dict[str, str] = {}
@@ -229,7 +236,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
                         f"{max(s.threads) * max(s.ports)} threads need {max(s.threads) * max(s.ports)} CPUs, "
                         f"the host has {cpus}")
     if problems:
-        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
+        raise problems_found(problems, "packets")
     return PacketContext(s, gen, rx, dict(transports), versions, exe, macs, online, kernel, devs, exes,
                          ), warnings
 
@@ -261,7 +268,8 @@ def generator_argv(engine: str, exe: str, dev: str, frames: list[bytes], *, dura
     """One port's generator: argv, trafgen's config text (None for nbgen) and
     the CPUs its threads run on.  ``rate`` is per port."""
     if engine == "nbgen":
-        return nbgen.tx_argv(exe, dev, frames, duration=duration, cpus=pin, rate=rate), None, pin
+        return (nbgen.tx_argv(exe, dev, frames, duration=duration, cpus=pin, rate=rate, interval=COUNT_INTERVAL),
+                None, pin)
     if rate:
         # trafgen paces with one sender process, on CPU 0, whatever --cpus says:
         # frames bound to other CPUs would never leave
@@ -308,14 +316,14 @@ def run_trial(ctx: PacketContext, env: PointEnv, spec: TrialSpec,
 def _ndr(ctx: PacketContext, env: PointEnv, spec: TrialSpec,
          raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
     """The highest rate whose loss stays at or below ``loss_threshold``
-    (RFC 2544's throughput; the search itself is :mod:`.ndr`).  The point
+    (RFC 2544's throughput; the search itself is :mod:`nicbench.run.ratesearch`).  The point
     keeps the samples of the best passing step; every step's rate and loss
     are in its meta.  A step's loss is worked out by the analysis' own pure
     function (a search needs its result to choose the next rate)."""
     s = ctx.study
     ports = int(spec.params["ports"])
     started = time.time()
-    steps: list[ndr.NdrStep] = []
+    steps: list[ratesearch.Step] = []
     runs: list[tuple[TrialRecord, list[Sample]]] = []
     raws_all: list[RawOutput] = []
     rate: float | None = None
@@ -329,22 +337,28 @@ def _ndr(ctx: PacketContext, env: PointEnv, spec: TrialSpec,
         if t.status != "ok" or not t.tx_pps or t.rx_pps is None:
             return TrialRecord(spec, "failed", started, time.time(), f"ndr step {n}: {t.error or 'nothing sent'}",
                                rec.meta), [], raws_all
-        steps.append(ndr.step(rate, t.tx_pps, t.rx_pps, t.loss, s.loss_threshold))
+        steps.append(ratesearch.judge(rate, t.tx_pps, t.rx_pps, t.loss, s.loss_threshold))
         runs.append((rec, samples))
-        rate = ndr.next_rate(steps, ports=ports, max_steps=s.search_steps)
+        rate = ratesearch.next_rate(steps, units=ports, max_steps=s.search_steps)
         if rate is None:
             break
     search: dict[str, Any] = {"loss_threshold": s.loss_threshold,
-                              "steps": [x.to_dict(i) for i, x in enumerate(steps)]}
-    k = ndr.best(steps)
+                              "steps": [_step_dict(i, x) for i, x in enumerate(steps)]}
+    k = ratesearch.best(steps)
     if k is None:
-        tried = [x.rate_per_port for x in steps if x.rate_per_port]
+        tried = [x.rate for x in steps if x.rate]
         lowest = f"lowest tried {min(tried):.0f} frames/s per port" if tried else "only the unpaced step ran"
         why = f"no rate tried had loss <= {s.loss_threshold:.3%} ({lowest})"
         return TrialRecord(spec, "failed", started, time.time(), why, {"ndr": search}), [], raws_all
     rec, samples = runs[k]
-    search["rate_per_port"] = steps[k].rate_per_port  # None: unpaced, the generator's own maximum
+    search["rate_per_port"] = steps[k].rate  # None: unpaced, the generator's own maximum
     return TrialRecord(spec, "ok", started, time.time(), None, {**rec.meta, "ndr": search}), samples, raws_all
+
+
+def _step_dict(i: int, s: ratesearch.Step) -> dict[str, object]:
+    """A step as the run stores it (rates per port in frames/s, all ports' pps)."""
+    return {"step": i, "rate_per_port": s.rate, "tx_pps": s.sent, "rx_pps": s.received, "loss": s.loss,
+            "passed": s.passed}
 
 
 def _measure(
@@ -382,7 +396,8 @@ def _measure(
             dev = ctx.dev(ctx.receiver, i)
             out, err = raw_dir / f"rx-{dev}.out", raw_dir / f"rx-{dev}.err"
             argv = nbgen.rx_argv(
-                ctx.exes[ctx.receiver], dev, duration=s.duration + s.timeout_margin, port=s.udp_port, mode=s.xdp_mode
+                ctx.exes[ctx.receiver], dev, duration=s.duration + s.timeout_margin, port=s.udp_port, mode=s.xdp_mode,
+                interval=COUNT_INTERVAL,
             )
             raws += [
                 RawOutput(spec.trial_id, ctx.receiver, "receiver", "nbgen", "stdout", env.rel(out)),
@@ -441,6 +456,8 @@ def _measure(
             net_interval=0.25,
         ).start(first_read=True)
         meta["released"] = release_together([pr for _, pr in txs], engine, ctx.server)
+        # the hosts' own counters (sampled on the host) read at the window's edges
+        samplers.read_at([meta["released"] + s.trim, meta["released"] + s.duration - s.trim])
         end_by = time.monotonic() + s.duration + s.timeout_margin
         for i, pr in txs:
             if pr.wait(end_by - time.monotonic()) is None:
@@ -478,7 +495,8 @@ def _results(
         dev = ctx.dev(ctx.server, i)
         o, e = read_output(pr.stdout_path), read_output(pr.stderr_path)
         rc = pr.poll()
-        t0, t1 = parse_gate_stamp(e), parse_gate_stamp(e, END_MARK)
+        t0, t1 = gate_time(pr), gate_time(pr, END_MARK)
+        off = host_clock_offset(pr)             # nbgen stamps with its host's clock
         tags = make_tags(host=ctx.server, port=dev, side="sender", engine=engine)
         if engine == "nbgen":
             tx = nbgen.parse_tx(o, e, where=ctx.server)
@@ -487,11 +505,11 @@ def _results(
                 "paced_out": tx.paced_out,
                 "per_cpu": list(tx.per_cpu),
                 "threads": list(tx.threads),
-                "span": [tx.t_start, tx.t_end],
+                "span": [tx.t_start - off, tx.t_end - off],
             }
             for (a, na), (b, nb) in pairwise(tx.reads):
                 if b > a:
-                    out.append(Sample(spec.trial_id, "pkt.sent", float(nb - na), "packets", a, b, tags))
+                    out.append(Sample(spec.trial_id, "pkt.sent", float(nb - na), "packets", a - off, b - off, tags))
         else:
             # timeout's 124 is the duration ending it; anything else is trafgen's own failure
             if rc not in (0, 124, 130, -2):
@@ -517,10 +535,12 @@ def _results(
             "mode": rx.mode,
         }
         tags = make_tags(host=ctx.receiver, port=dev, side="receiver", engine=engine)
+        off = host_clock_offset(pr)
         for (a, na, ba), (b, nb, bb) in pairwise(rx.reads):
             if b > a:
-                out.append(Sample(spec.trial_id, "pkt.received", float(nb - na), "packets", a, b, tags))
-                out.append(Sample(spec.trial_id, "pkt.received_bytes", float(bb - ba), "bytes", a, b, tags))
+                out.append(Sample(spec.trial_id, "pkt.received", float(nb - na), "packets", a - off, b - off, tags))
+                out.append(Sample(spec.trial_id, "pkt.received_bytes", float(bb - ba), "bytes", a - off, b - off,
+                                  tags))
         if rx.packets == 0:
             raise ToolError(
                 f"the receiver counted no test frame on {dev} (sent: {meta['tx'].get(dev, {}).get('sent', '?')})",

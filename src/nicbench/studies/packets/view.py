@@ -8,20 +8,56 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
 from ...analysis.trials import float_meta
 from ...core.linerate import format_speed
 from ...records import HostFacts, Sample, TrialRecord
 from ...report.facts import facts_section
-from ...report.figures import new_figure, save, size_axis
-from ...report.render import cpu_sentence, pinned_tools, rounded, write_exports, write_page
-from ...report.view import Analysed, CompareValues, RunView, StoredRun
+from ...report.figures import new_figure, plain_log_axis, save, size_axis
+from ...report.numbers import num
+from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
+from ...report.tables import Col, ok_failed, spread, table
+from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import PacketPoint, PacketTrial, packet_points, packet_trial, port_table
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 
 
+METRICS: tuple[Metric, ...] = (
+    Metric("rx_mpps", "Mpps", "10^6 frames/s received, median over repeats"),
+    Metric("rx_min", "Mpps", "lowest repeat"),
+    Metric("rx_max", "Mpps", "highest repeat"),
+    Metric("tx_mpps", "Mpps", "10^6 frames/s sent"),
+    Metric("loss_pct", "%", "frames sent but not received", higher_is_better=False),
+    Metric("gbps_l2", "Gbit/s", "frame bits with FCS"),
+    Metric("gbps_l1", "Gbit/s", "wire bits (+20 B per frame)"),
+    Metric("pct_of_ceiling", "%", "of the line-rate frame rate"),
+    Metric("cores_busy", "cores", "CPU cores busy", higher_is_better=False),
+    Metric("cpu_pct", "%", "CPU of the machine", higher_is_better=False),
+    Metric("mpps_per_core", "Mpps per core", "frames per busy core"),
+)
+
+
+def _values(p: PacketPoint) -> dict[str, float | None]:
+    return {"rx_mpps": p.rx_mpps, "rx_min": p.rx_min, "rx_max": p.rx_max, "tx_mpps": p.tx_mpps,
+            "loss_pct": p.loss * 100 if p.loss is not None else None, "gbps_l2": p.gbps_l2, "gbps_l1": p.gbps_l1,
+            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling is not None else None, "cores_busy": p.cores_busy,
+            "cpu_pct": p.cpu_pct, "mpps_per_core": p.mpps_per_core}
+
+
 class PacketView:
     kind = "packets"
+    metrics = METRICS
+
+    def point_summaries(self, view: RunView) -> list[PointSummary]:
+        return summaries(view, _values)
+
+    @property
+    def headline(self) -> Sequence[Col]:
+        """The columns a reader compares first: the report's headline table and the run's results table."""
+        return HEADLINE
 
     def analyse(self, run: StoredRun) -> Analysed:
         pts = [packet_trial(t, run.samples_of(t), run.trim) for t in run.records]
@@ -35,34 +71,12 @@ class PacketView:
         rows = packet_rows(view.points)
         lr = view.info.meta.get("line_rate_bps")
         figs = packet_figures(rows, out, view.info.name, format_speed(float(lr)) if lr else None)
-        cols = [
-            "point",
-            "engine",
-            "ip",
-            "ports",
-            "threads",
-            "frame_size",
-            "repeats_ok",
-            "repeats_failed",
-            "rx_mpps",
-            "rx_min",
-            "rx_max",
-            "tx_mpps",
-            "loss_pct",
-            "gbps_l2",
-            "gbps_l1",
-            "ceiling_mpps",
-            "pct_of_ceiling",
-            "cores_busy",
-            "cpu_pct_of_machine",
-            "engine_cores",
-            "mpps_per_core",
-            "if_tx_mpps",
-            "if_rx_mpps",
-            "tx_drops_mpps",
-            "xdp_mode",
-            "ndr_steps",
-        ]
+        cols = ["point", "engine", "ip", "ports", "threads", "frame_size", "repeats_ok", "repeats_failed",
+                "rx_pps", "rx_min_pps", "rx_max_pps", "tx_pps", "loss", "bps_l2", "bps_l1", "ceiling_pps",
+                "rx_mpps", "rx_min", "rx_max", "tx_mpps", "loss_pct", "gbps_l2", "gbps_l1", "ceiling_mpps",
+                "pct_of_ceiling", "cores_busy", "cpu_pct_of_machine", "engine_cores", "mpps_per_core", "pps_per_core",
+                "if_tx_pps", "if_rx_pps", "tx_drops_pps", "if_tx_mpps", "if_rx_mpps", "tx_drops_mpps", "xdp_mode",
+                "ndr_steps"]
         write_exports(
             view,
             out,
@@ -74,6 +88,11 @@ class PacketView:
                 "gbps_l2": "10^9 bit/s of frames with FCS",
                 "gbps_l1": "10^9 bit/s on the wire (+20 B/frame)",
                 "frame_size": "bytes, destination MAC to FCS",
+                "rx_pps": "frames/s counted by the receiver's XDP program",
+                "tx_pps": "frames/s sent",
+                "bps_l2": "bit/s of frames with FCS",
+                "bps_l1": "bit/s on the wire (+20 B/frame)",
+                "loss": "fraction of the frames sent that were not received",
             },
             [
                 {
@@ -93,7 +112,7 @@ class PacketView:
                 if isinstance(t, PacketTrial)
             ],
         )
-        table = port_table(view.points)
+        seed = port_table(view.points)
         ports = sorted({p.ports for p in view.points})
         gen = str(view.info.meta.get("generator"))
         others = [
@@ -109,7 +128,9 @@ class PacketView:
             TEMPLATE,
             view,
             rows=rows,
-            table=table,
+            table=seed,
+            headline=table(rows, HEADLINE),
+            detail_table=table(rows, DETAIL),
             ports=ports,
             line_rate=format_speed(float(lr)) if lr else None,
             figures=[p.name for p in figs],
@@ -120,25 +141,35 @@ class PacketView:
             others="; ".join(others),
         )
 
-    def compare_values(self, view: RunView) -> CompareValues:
+    def compare_values(self, view: RunView) -> list[CompareValues]:
         values: dict[str, list[float]] = {}
+        loss: dict[str, list[float]] = {}
         for t in view.trials:
             if isinstance(t, PacketTrial) and t.status == "ok" and t.rx_pps:
                 values.setdefault(t.point, []).append(t.rx_pps / 1e6)
+                if t.loss is not None:
+                    loss.setdefault(t.point, []).append(t.loss * 100)
             elif isinstance(t, PacketTrial) and t.status == "ok" and t.tx_pps:
                 # an imported point with only its senders' files: a rate sent is no rate received,
                 # so it is compared only with other sent rates, under a point name that says so
                 values.setdefault(f"{t.point} (sent)", []).append(t.tx_pps / 1e6)
         sent_only = bool(values) and all(k.endswith(" (sent)") for k in values)
-        return CompareValues("Mpps sent" if sent_only else "Mpps received", values)
+        return [CompareValues("Mpps sent" if sent_only else "Mpps received", values),
+                CompareValues("loss %", loss, higher_is_better=False)]
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         t = packet_trial(rec, samples, float(run_meta.get("trim", 0.0)))
-        return f"{rec.spec.point} {t.rx_pps / 1e6:.3f} Mpps received" if t.rx_pps else f"{rec.spec.point} {t.error}"
+        return f"{rec.spec.point} {num(t.rx_pps / 1e6)} Mpps received" if t.rx_pps else f"{rec.spec.point} {t.error}"
 
 
 def packet_rows(points: Sequence[PacketPoint]) -> list[dict[str, Any]]:
-    """One row per packet point: Mpps received and sent, loss, Gbps, ceiling, CPU."""
+    """One row per packet point, full precision: frames/s (``*_pps``) and bit/s
+    (``bps_*``), and unrounded Mpps and Gbps; loss as a fraction and a percent."""
+    def pps(m: float | None) -> float | None:
+        return None if m is None else m * 1e6
+
+    def bps(g: float | None) -> float | None:
+        return None if g is None else g * 1e9
     return [
         {
             "point": p.point,
@@ -149,23 +180,35 @@ def packet_rows(points: Sequence[PacketPoint]) -> list[dict[str, Any]]:
             "frame_size": p.frame_size,
             "repeats_ok": p.n_ok,
             "repeats_failed": p.n_failed,
-            "rx_mpps": rounded(p.rx_mpps),
-            "rx_min": rounded(p.rx_min),
-            "rx_max": rounded(p.rx_max),
-            "tx_mpps": rounded(p.tx_mpps),
-            "loss_pct": rounded(p.loss * 100 if p.loss is not None else None, 3),
-            "gbps_l2": rounded(p.gbps_l2),
-            "gbps_l1": rounded(p.gbps_l1),
-            "ceiling_mpps": rounded(p.ceiling_mpps),
-            "pct_of_ceiling": rounded(p.of_ceiling * 100 if p.of_ceiling is not None else None, 1),
+            "rx_pps": pps(p.rx_mpps),
+            "rx_min_pps": pps(p.rx_min),
+            "rx_max_pps": pps(p.rx_max),
+            "tx_pps": pps(p.tx_mpps),
+            "loss": p.loss,
+            "bps_l2": bps(p.gbps_l2),
+            "bps_l1": bps(p.gbps_l1),
+            "ceiling_pps": pps(p.ceiling_mpps),
+            "rx_mpps": p.rx_mpps,
+            "rx_min": p.rx_min,
+            "rx_max": p.rx_max,
+            "tx_mpps": p.tx_mpps,
+            "loss_pct": p.loss * 100 if p.loss is not None else None,
+            "gbps_l2": p.gbps_l2,
+            "gbps_l1": p.gbps_l1,
+            "ceiling_mpps": p.ceiling_mpps,
+            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling is not None else None,
             "above_ceiling": p.above_ceiling,
-            "cores_busy": rounded(p.cores_busy, 2),
-            "cpu_pct_of_machine": rounded(p.cpu_pct, 1),
-            "engine_cores": rounded(p.engine_cores, 2),
-            "mpps_per_core": rounded(p.mpps_per_core),
-            "if_tx_mpps": rounded(p.if_tx_mpps),
-            "if_rx_mpps": rounded(p.if_rx_mpps),
-            "tx_drops_mpps": rounded(p.tx_drops_mpps, 4),
+            "cores_busy": p.cores_busy,
+            "cpu_pct_of_machine": p.cpu_pct,
+            "engine_cores": p.engine_cores,
+            "mpps_per_core": p.mpps_per_core,
+            "pps_per_core": pps(p.mpps_per_core),
+            "if_tx_pps": pps(p.if_tx_mpps),
+            "if_rx_pps": pps(p.if_rx_mpps),
+            "tx_drops_pps": pps(p.tx_drops_mpps),
+            "if_tx_mpps": p.if_tx_mpps,
+            "if_rx_mpps": p.if_rx_mpps,
+            "tx_drops_mpps": p.tx_drops_mpps,
             "xdp_mode": ", ".join(p.xdp_modes),
             "ndr_steps": p.ndr_steps,
             "errors": list(p.errors),
@@ -175,12 +218,45 @@ def packet_rows(points: Sequence[PacketPoint]) -> list[dict[str, Any]]:
     ]
 
 
+HEADLINE = (
+    Col("engine", "engine", "text"),
+    Col("IP", lambda r: f"v{r['ip']}", "text"),
+    Col("ports", "ports", "count"),
+    Col("threads", "threads", "count"),
+    Col("frame B", "frame_size", "count"),
+    Col("rx Mpps", "rx_mpps", bold=True, title="10^6 frames/s the receiver counted, median over repeats"),
+    Col("min–max", spread("rx_min", "rx_max"), "text", title="over repeats"),
+    Col("loss %", "loss_pct"),
+    Col("% of ceiling", "pct_of_ceiling", alert=lambda r: bool(r.get("above_ceiling"))),
+    Col("Mpps / busy core", "mpps_per_core"),
+    Col("ok/failed", ok_failed, "text"),
+)
+DETAIL = (
+    Col("point", "point", "text"), *HEADLINE[:6],
+    Col("tx Mpps", "tx_mpps"), HEADLINE[7], Col("Gbps L2", "gbps_l2"), Col("Gbps L1", "gbps_l1"),
+    Col("ceiling Mpps", "ceiling_mpps"), HEADLINE[8], Col("cores busy", "cores_busy"),
+    Col("engine cores", "engine_cores"), HEADLINE[9],
+    Col("if tx / rx Mpps", lambda r: f"{num(r.get('if_tx_mpps'))} / {num(r.get('if_rx_mpps'))}", "text"),
+    Col("tx refused Mpps", "tx_drops_mpps"), Col("receiver XDP", "xdp_mode", "text"),
+    Col("NDR steps", "ndr_steps", "count"), HEADLINE[10],
+)
+
+
 def packet_figures(rows: list[dict[str, Any]], out_dir: Path, title: str, line_rate: str | None) -> list[Path]:
     """Seed 003 as a figure: Mpps received vs frame size, one line per engine,
-    IP version, ports and threads, with each port count's line-rate ceiling."""
+    IP version, ports and threads, with each port count's line-rate ceiling
+    (a level line when the run has one frame size).  The y axis is linear from
+    zero unless the values span more than a factor of 20, then logarithmic
+    with plain labels (1, 10, never 6x10^0)."""
+    drawn = packet_axes(rows, title, line_rate)
+    return [] if drawn is None else [save(drawn[0], out_dir, "packets-mpps")]
+
+
+def packet_axes(rows: list[dict[str, Any]], title: str, line_rate: str | None) -> tuple[Figure, Axes] | None:
+    """The figure of :func:`packet_figures`, not yet saved (None: nothing to draw)."""
     pts = [r for r in rows if r["rx_mpps"] is not None]
     if not pts:
-        return []
+        return None
     fig, ax = new_figure()
     series: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in pts:
@@ -195,23 +271,30 @@ def packet_figures(rows: list[dict[str, Any]], out_dir: Path, title: str, line_r
             label=f"{eng} IPv{ip}, {ports} port{'s' if ports > 1 else ''}, "
                   f"{threads} thread{'s' if threads > 1 else ''}",
         )
+    levels = [r["rx_mpps"] for r in pts]
     for ports in sorted({r["ports"] for r in pts}):
-        cs = sorted((r["frame_size"], r["ceiling_mpps"]) for r in rows if r["ports"] == ports and r["ceiling_mpps"])
-        if cs:
-            ax.plot(
-                [c[0] for c in dict(cs).items()],
-                [c[1] for c in dict(cs).items()],
-                "--" if ports == 1 else ":",
-                lw=1,
-                color="gray",
-                label=f"line rate, {ports} x {line_rate}",
-            )
+        cs = sorted({r["frame_size"]: r["ceiling_mpps"] for r in rows
+                     if r["ports"] == ports and r["ceiling_mpps"]}.items())
+        if not cs:
+            continue
+        style = dict(ls="--" if ports == 1 else ":", lw=1.2, color="crimson" if ports == 1 else "gray",
+                     label=f"line rate, {ports} x {line_rate}" + (f": {num(cs[0][1])} Mpps" if len(cs) == 1 else ""))
+        if len(cs) == 1:           # one frame size: a line through one point draws nothing
+            ax.axhline(cs[0][1], **style)  # type: ignore[arg-type]
+        else:
+            ax.plot([c[0] for c in cs], [c[1] for c in cs], **style)  # type: ignore[arg-type]
+        levels += [c[1] for c in cs]
     size_axis(ax, sizes, "frame size, bytes (with FCS)", str)
-    ax.set_yscale("log")
+    low, high = min(v for v in levels if v > 0), max(levels)
+    if high / low > 20:
+        plain_log_axis(ax)
+    else:
+        ax.set_ylim(0, high * 1.12)
+    ax.grid(True, alpha=0.3)
     ax.set_ylabel("Mpps received")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     ax.set_title(f"{title}: packet rate vs frame size", fontsize=10)
-    return [save(fig, out_dir, "packets-mpps")]
+    return fig, ax
 
 
 def _fact(h: HostFacts, key: str) -> str:

@@ -45,10 +45,26 @@ class StorageTrial(TrialHead):
     cpu: CpuUsage | None = None
     counters: Counters | None = None
     warnings: tuple[str, ...] = ()
+    fio: Mapping[str, object] = field(default_factory=dict)
+
+    def latency_s(self, percent: str) -> float | None:
+        """Completion latency at ``percent`` ("50", "99"), seconds: the slowest fio
+        job's of any initiator and op (fio's clat percentiles; jobs' percentiles
+        cannot be merged).  None when the run did not record it (p50 only from
+        runs after it was added)."""
+        vals = []
+        for res in self.fio.values():
+            jobs = res.get("jobs") if isinstance(res, Mapping) else None
+            for job in (jobs or {}).values() if isinstance(jobs, Mapping) else ():
+                for op in ("read", "write"):
+                    v = job.get(f"{op}_p{percent}_ns") if isinstance(job, Mapping) else None
+                    if isinstance(v, (int, float)) and v > 0:
+                        vals.append(float(v) / 1e9)
+        return max(vals) if vals else None
 
 
 def storage_trial(rec: TrialRecord, samples: Sequence[Sample]) -> StorageTrial:
-    common = head(rec)
+    common = dict(head(rec), fio=dict(rec.meta.get("fio") or {}))
     by = [s for s in samples if s.metric == "storage.bytes" and s.t_end > s.t_start]
     ios = [s for s in samples if s.metric == "storage.ios" and s.t_end > s.t_start]
     if rec.status != "ok" or not by:
@@ -127,6 +143,8 @@ class StoragePoint:
     max_skew_s: float | None
     errors: tuple[str, ...]
     warnings: tuple[str, ...]
+    latency_p50_s: float | None = None        # the slowest job's, median over repeats
+    latency_p99_s: float | None = None
 
     @property
     def of_ceiling(self) -> float | None:
@@ -166,7 +184,8 @@ def storage_points(trials: Iterable[StorageTrial], link: LinkInfo | None, transp
                                 med(t.cpu.cores_busy if t.cpu else None for t in ok),
                                 max(skews) if skews else None,
                                 tuple(sorted({t.error for t in ts if t.error})),
-                                tuple(sorted({w for t in ts for w in t.warnings}))))
+                                tuple(sorted({w for t in ts for w in t.warnings})),
+                                med(t.latency_s("50") for t in ok), med(t.latency_s("99") for t in ok)))
     return sorted(out, key=lambda p: (["read", "write", "readwrite"].index(p.op), p.block_size))
 
 

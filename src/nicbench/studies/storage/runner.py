@@ -14,18 +14,26 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
-from ...hosts.transport import Process, Transport, parse_gate_stamp, read_output, tool_stderr
+from ...hosts.transport import (
+    Process,
+    Transport,
+    gate_time,
+    host_clock_offset,
+    parse_gate_stamp,
+    read_output,
+    tool_stderr,
+)
 from ...plan.model import Plan
 from ...plan.studies.storage import StorageStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together, stall_causes, stalled
-from ...run.preflight import busy_ports, tool_version
+from ...run.preflight import busy_ports, problems_found, tool_version
 from ...run.procnet import listening
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
@@ -141,7 +149,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
     if taken:
         problems.append(f"{plan.server}: port(s) {', '.join(map(str, taken))} already in use")
     if problems:
-        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
+        raise problems_found(problems, "storage")
     return StorageContext(s, plan.server, list(plan.clients), dict(transports), addresses, versions), []
 
 
@@ -309,9 +317,14 @@ def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
                 # connect one after another, so their measured spans are staggered
                 placed = interval_samples(fio.progress(text), spec.trial_id, client)
                 _check_clock(placed, parse_gate_stamp(read_output(p.stderr_path)), s.ramp + s.duration, client)
-                samples += placed
+                # fio's report times are the host's clock: onto this machine's, the
+                # clock the host samplers' counters are mapped to (0 in the lab)
+                off = host_clock_offset(p)
+                samples += [replace(x, t_start=x.t_start - off, t_end=x.t_end - off) for x in placed]
                 results[client] = {"jobs": {f"{j.name}#{i}": {"read_iops": j.read.iops, "write_iops": j.write.iops,
                                                      "read_bw": j.read.bw_bytes, "write_bw": j.write.bw_bytes,
+                                                     "read_p50_ns": j.read.percentiles_ns.get("50"),
+                                                     "write_p50_ns": j.write.percentiles_ns.get("50"),
                                                      "read_p99_ns": j.read.percentiles_ns.get("99"),
                                                      "write_p99_ns": j.write.percentiles_ns.get("99")}
                                             for i, j in enumerate(rep.jobs)},
@@ -425,7 +438,7 @@ def _iscsi_samples(
         ios, n = iscsi_perf.measured(seconds, s.ramp)
         if n <= 0:
             raise ToolError(f"iscsi-perf on {client} ran no whole second after the ramp", where=client)
-        t0 = parse_gate_stamp(read_output(p.stderr_path))
+        t0 = gate_time(p)
         if t0 is None:
             raise ToolError(f"iscsi-perf on {client}: its start gate recorded no time", where=client)
         per.setdefault(client, []).append((t0, ios, n))

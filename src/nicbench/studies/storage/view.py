@@ -10,17 +10,43 @@ from typing import Any
 from ...core.units import format_size
 from ...records import Sample, TrialRecord
 from ...report.figures import new_figure, save, size_axis
-from ...report.render import cpu_sentence, pinned_tools, rounded, write_exports, write_page
-from ...report.view import Analysed, CompareValues, RunView, StoredRun
+from ...report.numbers import num
+from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
+from ...report.tables import Col, ok_failed, table
+from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import StoragePoint, StorageTrial, line_rate_from, storage_points, storage_trial
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
-COLS = ["point", "op", "block_size", "bs", "repeats_ok", "repeats_failed", "mb_s", "iops", "ceiling_mb_s",
-        "pct_of_ceiling", "above_ceiling", "cpu_pct_of_machine", "cores_busy", "max_start_skew_ms"]
+COLS = ["point", "op", "block_size", "bs", "repeats_ok", "repeats_failed", "bytes_per_s", "ceiling_bytes_per_s",
+        "mb_s", "iops", "ceiling_mb_s", "pct_of_ceiling", "above_ceiling", "latency_p50_s", "latency_p99_s",
+        "cpu_pct_of_machine", "cores_busy", "max_start_skew_s", "max_start_skew_ms"]
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("mb_s", "MB/s", "10^6 bytes/s, all initiators, median over repeats"),
+    Metric("iops", "IO/s", "I/Os per second, all initiators"),
+    Metric("pct_of_ceiling", "%", "of the line-rate ceiling"),
+    Metric("cpu_pct", "%", "CPU of the machine", higher_is_better=False),
+    Metric("cores_busy", "cores", "CPU cores busy", higher_is_better=False),
+)
+
+
+def _values(p: StoragePoint) -> dict[str, float | None]:
+    return {"mb_s": p.mb_s, "iops": p.iops, "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling else None,
+            "cpu_pct": p.cpu_pct, "cores_busy": p.cores_busy}
 
 
 class StorageView:
     kind = "storage"
+    metrics = METRICS
+
+    def point_summaries(self, view: RunView) -> list[PointSummary]:
+        return summaries(view, _values)
+
+    @property
+    def headline(self) -> Sequence[Col]:
+        """The columns a reader compares first: the report's headline table and the run's results table."""
+        return HEADLINE
 
     def analyse(self, run: StoredRun) -> Analysed:
         sts = [storage_trial(t, run.samples_of(t)) for t in run.records]
@@ -36,7 +62,11 @@ class StorageView:
         figs = storage_figures(rows, out, view.info.name)
 
         write_exports(view, out, rows, COLS,
-                      {"mb_s": "10^6 bytes/s, all initiators", "iops": "I/Os per second, all initiators"},
+                      {"mb_s": "10^6 bytes/s, all initiators", "iops": "I/Os per second, all initiators",
+                       "bytes_per_s": "bytes/s, all initiators",
+                       "latency_p50_s": "seconds, fio completion latency, the slowest job's, median over repeats",
+                       "latency_p99_s": "seconds, fio completion latency, the slowest job's, median over repeats",
+                       "max_start_skew_s": "seconds", "max_start_skew_ms": "milliseconds"},
                       [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
                         "error": t.error, "mb_s": t.mb_s, "iops": t.iops,
                         "per_initiator_mb_s": dict(t.per_initiator_mb_s), "start_skew_s": t.start_skew_s,
@@ -44,11 +74,12 @@ class StorageView:
                        for t in view.trials if isinstance(t, StorageTrial)])
         sizes = sorted({r["block_size"] for r in rows})
         ops = [o for o in ("read", "write", "readwrite") if any(r["op"] == o for r in rows)]
-        table = [{"bs": format_size(bs), **{op: next((r for r in rows if r["op"] == op and r["block_size"] == bs), None)
-                                            for op in ops}} for bs in sizes]
+        seed = [{"bs": format_size(bs), **{op: next((r for r in rows if r["op"] == op and r["block_size"] == bs), None)
+                                           for op in ops}} for bs in sizes]
         reached = {op: (format_size(v) if v else None) for op, v in line_rate_from(view.points).items()}
         trims = {t.trim_s for t in view.trials if isinstance(t, StorageTrial) and t.status == "ok"}
-        return write_page(out, TEMPLATE, view, rows=rows, table=table, ops=ops, reached=reached,
+        return write_page(out, TEMPLATE, view, rows=rows, table=seed, ops=ops, reached=reached,
+                          headline=table(rows, HEADLINE), detail_table=table(rows, DETAIL),
                           per_job=bool(trims) and None not in trims,
                           trim_ms=sorted(round(x * 1000) for x in trims if x is not None),
                           figures=[p.name for p in figs], failures=view.failures,
@@ -56,20 +87,21 @@ class StorageView:
 
 
 
-    def compare_values(self, view: RunView) -> CompareValues:
+    def compare_values(self, view: RunView) -> list[CompareValues]:
         values: dict[str, list[float]] = {}
         for t in view.trials:
             if isinstance(t, StorageTrial) and t.status == "ok" and t.mb_s is not None:
                 values.setdefault(t.point, []).append(float(t.mb_s))
-        return CompareValues("MB/s (10^6 B/s)", values)
+        return [CompareValues("MB/s (10^6 B/s)", values)]
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         st = storage_trial(rec, samples)
-        return f"{rec.spec.point} {st.mb_s:.0f} MB/s" if st.mb_s is not None else f"{rec.spec.point} {st.error}"
+        return f"{rec.spec.point} {num(st.mb_s)} MB/s" if st.mb_s is not None else f"{rec.spec.point} {st.error}"
 
 
 def storage_rows(points: Sequence[StoragePoint]) -> list[dict[str, Any]]:
-    """One row per storage point (op x block size): seed 004's table and the exports."""
+    """One row per storage point (op x block size), full precision: seed 004's table
+    and the exports (bytes/s, and MB/s unrounded; latency and skew in seconds)."""
     return [
         {
             "point": p.point,
@@ -78,19 +110,45 @@ def storage_rows(points: Sequence[StoragePoint]) -> list[dict[str, Any]]:
             "bs": format_size(p.block_size),
             "repeats_ok": p.n_ok,
             "repeats_failed": p.n_failed,
-            "mb_s": rounded(p.mb_s, 1),
-            "iops": rounded(p.iops, 0),
-            "ceiling_mb_s": rounded(p.ceiling_mb_s, 1),
-            "pct_of_ceiling": rounded(p.of_ceiling * 100 if p.of_ceiling else None, 1),
+            "bytes_per_s": p.mb_s * 1e6 if p.mb_s is not None else None,
+            "ceiling_bytes_per_s": p.ceiling_mb_s * 1e6 if p.ceiling_mb_s is not None else None,
+            "mb_s": p.mb_s,
+            "iops": p.iops,
+            "ceiling_mb_s": p.ceiling_mb_s,
+            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling else None,
             "above_ceiling": p.above_ceiling,
-            "cpu_pct_of_machine": rounded(p.cpu_pct, 1),
-            "cores_busy": rounded(p.cores_busy, 2),
-            "max_start_skew_ms": rounded(p.max_skew_s * 1000 if p.max_skew_s is not None else None),
+            "latency_p50_s": p.latency_p50_s,
+            "latency_p99_s": p.latency_p99_s,
+            "cpu_pct_of_machine": p.cpu_pct,
+            "cores_busy": p.cores_busy,
+            "max_start_skew_s": p.max_skew_s,
+            "max_start_skew_ms": p.max_skew_s * 1000 if p.max_skew_s is not None else None,
             "errors": list(p.errors),
             "warnings": list(p.warnings),
         }
         for p in points
     ]
+
+
+def _us(key: str) -> Any:
+    return lambda r: None if r.get(key) is None else r[key] * 1e6
+
+
+HEADLINE = (
+    Col("op", "op", "text"),
+    Col("block size", "bs", "text"),
+    Col("MB/s", "mb_s", bold=True, title="10^6 bytes/s, all initiators, median over repeats"),
+    Col("IOPS", "iops", title="all initiators"),
+    Col("% of ceiling", "pct_of_ceiling", alert=lambda r: bool(r.get("above_ceiling"))),
+    Col("latency p50 µs", _us("latency_p50_s"), title="fio completion latency, the slowest job's"),
+    Col("p99 µs", _us("latency_p99_s"), title="fio completion latency, the slowest job's"),
+    Col("CPU % of machine", "cpu_pct_of_machine"),
+    Col("ok/failed", ok_failed, "text"),
+)
+DETAIL = (
+    Col("point", "point", "text"), *HEADLINE[:4], Col("ceiling MB/s", "ceiling_mb_s"), *HEADLINE[4:8],
+    Col("cores busy", "cores_busy"), Col("start skew ms", "max_start_skew_ms"), HEADLINE[8],
+)
 
 
 def storage_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[Path]:

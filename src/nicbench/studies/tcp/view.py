@@ -13,26 +13,66 @@ from ...core.linerate import format_speed
 from ...core.units import format_size
 from ...records import Sample, TrialRecord
 from ...report.facts import facts_section
-from ...report.figures import DIRECTION_TITLES, new_figure, save, size_axis
-from ...report.render import cpu_sentence, pinned_tools, rounded, write_exports, write_page
-from ...report.view import Analysed, CompareValues, RunView, StoredRun
+from ...report.figures import DIRECTION_TITLES, cpu_axis, new_figure, save, size_axis
+from ...report.numbers import num, whole
+from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
+from ...report.tables import Col, ok_failed, per_host, spread, table
+from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import PointStats, TrialResult, point_stats, trial_result
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 
 _CSV_COLS = ["point", "direction", "connections", "io_size", "io", "engine", "repeats_ok",
-             "repeats_failed", "repeats_partial", "survivors_only", "gbps_median", "gbps_min", "gbps_max",
+             "repeats_failed", "repeats_partial", "survivors_only", "bps_median", "bps_min", "bps_max", "bps_stdev",
+             "tx_bps", "rx_bps", "sender_bps", "ceiling_bps", "wire_bps", "gbps_median", "gbps_min", "gbps_max",
              "gbps_stdev", "tx_gbps",
              "rx_gbps", "sender_gbps", "ceiling_gbps", "pct_of_ceiling", "max_pct_of_ceiling", "above_ceiling",
              "wire_gbps", "wire_pct_of_link", "wire_above_link", "cores_busy", "cpu_pct_of_machine",
-             "gbps_per_core", "cpu_s_per_gb", "cycles_per_byte_est", "busiest_cpu", "max_start_skew_ms", "retransmits",
-             "stack_retrans", "drops", "net_rx_softirq_per_s", "net_rx_by_cpu", "nic_irq_per_s"]
+             "gbps_per_core", "bps_per_core", "cpu_s_per_gb", "cycles_per_byte_est", "busiest_cpu",
+             "max_start_skew_s", "max_start_skew_ms", "retransmits", "stack_retrans", "drops",
+             "net_rx_softirq_per_s", "net_rx_by_cpu", "nic_irq_per_s"]
 
 
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("gbps", "Gbit/s", "receiver payload, median over repeats"),
+    Metric("gbps_min", "Gbit/s", "lowest repeat"),
+    Metric("gbps_max", "Gbit/s", "highest repeat"),
+    Metric("gbps_stdev", "Gbit/s", "standard deviation over repeats", higher_is_better=False),
+    Metric("tx_gbps", "Gbit/s", "tx direction (bidirectional points)"),
+    Metric("rx_gbps", "Gbit/s", "rx direction (bidirectional points)"),
+    Metric("sender_gbps", "Gbit/s", "sender side"),
+    Metric("pct_of_ceiling", "%", "of the line-rate ceiling"),
+    Metric("wire_gbps", "Gbit/s", "on the wire, from interface counters"),
+    Metric("cores_busy", "cores", "CPU cores busy", higher_is_better=False),
+    Metric("cpu_pct", "%", "CPU of the machine", higher_is_better=False),
+    Metric("gbps_per_core", "Gbit/s per core", "throughput per busy core"),
+    Metric("cpu_s_per_gb", "CPU s per GB", "CPU seconds per GB moved", higher_is_better=False),
+    Metric("retransmits", "count", "TCP retransmits reported by the engine", higher_is_better=False),
+    Metric("drops", "count", "interface drops", higher_is_better=False),
+)
+
+
+def _values(p: PointStats) -> dict[str, float | None]:
+    return {"gbps": p.median, "gbps_min": p.low, "gbps_max": p.high, "gbps_stdev": p.stdev,
+            "tx_gbps": p.by_direction.get("tx"), "rx_gbps": p.by_direction.get("rx"), "sender_gbps": p.sender_median,
+            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling is not None else None, "wire_gbps": p.wire_gbps,
+            "cores_busy": p.cores_busy, "cpu_pct": p.cpu_percent, "gbps_per_core": p.gbps_per_core,
+            "cpu_s_per_gb": p.cpu_s_per_gb, "retransmits": float(p.retransmits), "drops": p.drops}
 
 
 class TcpView:
     kind = "tcp"
+    metrics = METRICS
+
+    def point_summaries(self, view: RunView) -> list[PointSummary]:
+        return summaries(view, _values)
+
+    @property
+    def headline(self) -> Sequence[Col]:
+        """The columns a reader compares first: the report's headline table and the run's results table."""
+        return HEADLINE
 
     def analyse(self, run: StoredRun) -> Analysed:
         results = [trial_result(t, run.samples_of(t), run.trim, run.link) for t in run.records]
@@ -53,18 +93,20 @@ class TcpView:
         csv_path, json_path = export(view, rows, out)
         above = [r for r in rows if r["above_ceiling"]]
         over_link = [r for r in rows if r["wire_above_link"]]
-        return write_page(out, TEMPLATE, view, rows=rows, figures=[p.name for p in figs],
+        return write_page(out, TEMPLATE, view, rows=rows, headline=table(rows, HEADLINE),
+                          detail_table=table(rows, DETAIL),
+                          cpu_table=table(rows, CPU), figures=[p.name for p in figs],
                           failures=view.failures, csv=csv_path.name, json=json_path.name, above=above,
                           over_link=over_link, cpu=cpu_sentence(view), facts=facts_section(view.facts),
                           tuning=view.info.meta.get("tuning"), pinned=pinned_tools(view),
                           has_cpu=any(r["cores_busy"] is not None for r in rows))
 
-    def compare_values(self, view: RunView) -> CompareValues:
+    def compare_values(self, view: RunView) -> list[CompareValues]:
         values: dict[str, list[float]] = {}
         for t in view.trials:
             if isinstance(t, TrialResult) and t.status == "ok" and t.gbps is not None:
                 values.setdefault(t.point, []).append(float(t.gbps))
-        return CompareValues("Gbps (receiver payload)", values)
+        return [CompareValues("Gbps (receiver payload)", values)]
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         """The figure the report will show, from the study's own aggregation (summing
@@ -74,14 +116,20 @@ class TcpView:
             g = sum(aggregate(samples, direction=d, trim=trim).gbps for d in directions_in(samples))
         except NoSharedWindow as e:
             return f"{rec.spec.point} no window ({e})"
-        return f"{rec.spec.point} {g:.2f} Gbps"
+        return f"{rec.spec.point} {num(g)} Gbps"
 
 
 def table_rows(points: Sequence[PointStats]) -> list[dict[str, Any]]:
-    """One row per point: the table of the report and of the CSV/JSON exports."""
+    """One row per point, full precision: the report's tables and the CSV/JSON
+    exports.  Rates in bit/s (``*_bps``) and, unrounded, in Gbps (``*gbps*``);
+    counters as integers."""
     rows = []
     for p in points:
         io = p.params.get("io_size")
+        gbps = {"gbps_median": p.median, "gbps_min": p.low, "gbps_max": p.high, "gbps_stdev": p.stdev,
+                "tx_gbps": p.by_direction.get("tx"), "rx_gbps": p.by_direction.get("rx"),
+                "sender_gbps": p.sender_median, "ceiling_gbps": p.ceiling_gbps, "wire_gbps": p.wire_gbps,
+                "gbps_per_core": p.gbps_per_core}
         rows.append({
             "point": p.point,
             "direction": p.params.get("direction"),
@@ -93,47 +141,100 @@ def table_rows(points: Sequence[PointStats]) -> list[dict[str, Any]]:
             "repeats_failed": p.n_failed,
             "repeats_partial": p.n_partial,
             "survivors_only": p.survivors_only,
-            "gbps_median": rounded(p.median),
-            "gbps_min": rounded(p.low),
-            "gbps_max": rounded(p.high),
-            "gbps_stdev": rounded(p.stdev),
-            "tx_gbps": rounded(p.by_direction.get("tx")),
-            "rx_gbps": rounded(p.by_direction.get("rx")),
-            "sender_gbps": rounded(p.sender_median),
-            "per_host_gbps": {h: rounded(g) for h, g in p.per_host.items()},
-            "max_start_skew_ms": rounded(p.max_skew_s * 1000 if p.max_skew_s is not None else None),
-            "ceiling_gbps": rounded(p.ceiling_gbps),
-            "pct_of_ceiling": rounded(p.of_ceiling * 100 if p.of_ceiling is not None else None, 1),
+            **gbps,
+            **{_bps_key(k): _bps(v) for k, v in gbps.items()},
+            "per_host_gbps": dict(p.per_host),
+            "per_host_bps": {h: g * 1e9 for h, g in p.per_host.items()},
+            "max_start_skew_ms": p.max_skew_s * 1000 if p.max_skew_s is not None else None,
+            "max_start_skew_s": p.max_skew_s,
+            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling is not None else None,
             "above_ceiling": p.above_ceiling,
-            "max_pct_of_ceiling": rounded(p.max_of_ceiling * 100 if p.max_of_ceiling is not None else None, 1),
+            "max_pct_of_ceiling": p.max_of_ceiling * 100 if p.max_of_ceiling is not None else None,
             "wire_above_link": p.wire_above_link,
-            "cores_busy": rounded(p.cores_busy, 2),
-            "cpu_pct_of_machine": rounded(p.cpu_percent, 1),
-            "gbps_per_core": rounded(p.gbps_per_core),
-            "cpu_s_per_gb": rounded(p.cpu_s_per_gb, 3),
-            "cycles_per_byte_est": rounded(p.cycles_per_byte, 2),
+            "cores_busy": p.cores_busy,
+            "cpu_pct_of_machine": p.cpu_percent,
+            "cpu_s_per_gb": p.cpu_s_per_gb,
+            "cycles_per_byte_est": p.cycles_per_byte,
             "busiest_cpu": p.busiest_cpu,
             "cpu_warnings": list(p.cpu_warnings),
-            "wire_gbps": rounded(p.wire_gbps),
-            "wire_pct_of_link": rounded(p.wire_gbps / p.link_gbps * 100 if p.wire_gbps and p.link_gbps else None, 1),
-            "retransmits": p.retransmits,
-            "stack_retrans": rounded(p.stack_retrans, 0),
-            "drops": rounded(p.drops, 0),
-            "net_rx_softirq_per_s": rounded(p.net_rx_per_s, 0),
+            "wire_pct_of_link": p.wire_gbps / p.link_gbps * 100 if p.wire_gbps and p.link_gbps else None,
+            "retransmits": whole(p.retransmits),
+            "stack_retrans": whole(p.stack_retrans),
+            "drops": whole(p.drops),
+            "net_rx_softirq_per_s": p.net_rx_per_s,
             "net_rx_by_cpu": p.net_rx_by_cpu,
-            "nic_irq_per_s": rounded(p.nic_irq_per_s, 0),
+            "nic_irq_per_s": p.nic_irq_per_s,
             "net_warnings": list(p.net_warnings),
             "errors": list(p.errors),
         })
     return rows
 
 
+def _bps_key(gbps_key: str) -> str:
+    """gbps_median -> bps_median, tx_gbps -> tx_bps, gbps_per_core -> bps_per_core."""
+    return gbps_key.replace("gbps", "bps")
+
+
+def _bps(gbps: float | None) -> float | None:
+    return None if gbps is None else gbps * 1e9
+
+
+def _ceiling_alert(r: Mapping[str, Any]) -> bool:
+    return bool(r.get("above_ceiling"))
+
+
+# The headline: what a reader compares first; also the results table at the end of 'nicbench run'
+HEADLINE = (
+    Col("direction", "direction", "text"),
+    Col("connections", "connections", "count"),
+    Col("IO size", "io", "text"),
+    Col("Gbps (median)", "gbps_median", bold=True, alert=lambda r: bool(r.get("survivors_only")),
+        title="receiver-side payload, 10^9 bit/s, median over repeats (red: the survivors' aggregate only)"),
+    Col("min–max", spread("gbps_min", "gbps_max"), "text", title="over repeats"),
+    Col("ceiling Gbps", "ceiling_gbps", title="the most goodput the link allows (core/linerate.py)"),
+    Col("% of ceiling", "pct_of_ceiling", alert=_ceiling_alert,
+        title="above 100 %: the model or the measurement is wrong"),
+    Col("cores busy", "cores_busy", title="CPU cores busy over the point's window (the whole machine)"),
+    Col("retrans", "retransmits", "count", title="TCP retransmits the tool's sockets counted"),
+    Col("ok/failed", ok_failed, "text", title="repeats"),
+)
+DETAIL = (
+    Col("point", "point", "text"),
+    *HEADLINE[:4],
+    Col("min", "gbps_min"), Col("max", "gbps_max"), Col("stdev", "gbps_stdev"),
+    Col("ceiling", "ceiling_gbps"),
+    Col("% of ceiling", "pct_of_ceiling", alert=_ceiling_alert),
+    Col("max % of ceiling", "max_pct_of_ceiling", alert=_ceiling_alert,
+        title="highest one-direction goodput / its ceiling, any repeat"),
+    Col("wire Gbps", "wire_gbps", title="counted bytes + 24 B per frame, all directions"),
+    Col("wire % of link", "wire_pct_of_link", alert=lambda r: bool(r.get("wire_above_link"))),
+    Col("tx", "tx_gbps"), Col("rx", "rx_gbps"), Col("sender", "sender_gbps"),
+    Col("per client Gbps", per_host("per_host_gbps"), "text"),
+    Col("start skew ms", "max_start_skew_ms"),
+    Col("retrans (tool)", "retransmits", "count", title="the tool's sockets"),
+    Col("retrans (stack)", "stack_retrans", "count", title="kernel TCP RetransSegs, all hosts"),
+    Col("drops", "drops", "count", title="interface drops, all hosts", alert=lambda r: bool(r.get("drops"))),
+    Col("ok/failed", ok_failed, "text"),
+)
+CPU = (
+    *HEADLINE[:4],
+    Col("cores busy", "cores_busy"), Col("CPU % of machine", "cpu_pct_of_machine"),
+    Col("Gbps per busy core", "gbps_per_core"), Col("CPU-s per GB", "cpu_s_per_gb"),
+    Col("cycles/byte (est.)", "cycles_per_byte_est"), Col("busiest CPU", "busiest_cpu", "text"),
+    Col("NET_RX softirqs/s", "net_rx_softirq_per_s"), Col("NET_RX by CPU", "net_rx_by_cpu", "text"),
+    Col("NIC IRQs/s", "nic_irq_per_s"),
+    Col("warnings", lambda r: len(r["cpu_warnings"] + r["net_warnings"]), "count",
+        title="listed below the table"),
+)
+
 
 def export(view: RunView, rows: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
-    flat = [{**r, "per_host_gbps": ";".join(f"{h}={g}" for h, g in r["per_host_gbps"].items())} for r in rows]
+    flat = [{**r, "per_host_gbps": ";".join(f"{h}={g}" for h, g in r["per_host_gbps"].items()),
+             "per_host_bps": ";".join(f"{h}={g}" for h, g in r["per_host_bps"].items())} for r in rows]
     return write_exports(
-        view, out, rows, _CSV_COLS + ["per_host_gbps"],
-        {"gbps": "10^9 bit/s, receiver-side payload", "io_size": "bytes"},
+        view, out, rows, _CSV_COLS + ["per_host_gbps", "per_host_bps"],
+        {"gbps": "10^9 bit/s, receiver-side payload", "bps": "bit/s, receiver-side payload", "io_size": "bytes",
+         "max_start_skew_s": "seconds", "max_start_skew_ms": "milliseconds", "pct": "percent"},
         [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status, "error": t.error,
           "gbps": t.gbps, "window_s": {d: a.seconds for d, a in t.receiver.items()},
           "start_skew_s": t.start_skew_s, "overhead_s": t.overhead_s, "tool_cpus": dict(t.tool_cpus)}
@@ -165,7 +266,7 @@ def throughput_figures(rows: list[dict[str, Any]], out_dir: Path, title: str, mt
                     if r.get("ceiling_gbps")), default=None)
         if ceil:
             ax.axhline(ceil, color="crimson", linestyle="--", linewidth=1.2,
-                       label=f"line-rate ceiling {ceil:.2f} Gbps")
+                       label=f"line-rate ceiling {num(ceil)} Gbps")
         above = [r for pts in by_dir[direction].values() for r in pts if r.get("above_ceiling")]
         for r in above:
             ax.annotate("ABOVE CEILING", (r["io_size"], r["gbps_median"]), color="crimson", fontsize=7,
@@ -201,14 +302,7 @@ def cpu_figures(rows: list[dict[str, Any]], out_dir: Path, title: str) -> list[P
         ax.set_ylabel("Gbps")
         ax.set_xticks(xs)
         ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
-        ax2 = ax.twinx()
-        ax2.plot(xs, [r["cpu_pct_of_machine"] for r in pts], "o-", color="#c44e52", label="CPU % of machine")
-        ax2.set_ylim(0, 105)
-        ax2.set_ylabel("CPU % (all cores)")
-        h1, l1 = ax.get_legend_handles_labels()
-        h2, l2 = ax2.get_legend_handles_labels()
-        ax.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22),
-                  ncol=3, frameon=False)
+        cpu_axis(ax, xs, [r["cpu_pct_of_machine"] for r in pts])
         ax.set_title(f"{title}: {DIRECTION_TITLES.get(direction, direction)}: throughput and CPU", fontsize=10)
         paths.append(save(fig, out_dir, f"cpu-{direction}"))
     return paths

@@ -1,0 +1,87 @@
+"""``nicbench runs``: the archive's runs, filtered, with their full ids.
+
+Kept apart from ``report``: listing needs only the store, not the studies'
+views (whose figures' imports take a second or two).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..core.errors import StoreError
+from ..store.archive import RunRow
+from ..store.location import parse_store
+from ..store.names import shown
+from ..store.runs import DB as LEGACY_DB
+from .options import emit, filter_options, json_option, open_archive, pop_filter, quoted, store_option
+
+
+def _created(c: float) -> str:
+    return dt.datetime.fromtimestamp(c).strftime("%Y-%m-%d %H:%M")
+
+
+def run_dict(r: RunRow) -> dict[str, Any]:
+    return {"run_id": r.run_id, "name": r.name, "study": r.study, "created": r.created, "status": r.status,
+            "source": r.source, "trials_total": r.trials_total, "trials_done": r.trials_done,
+            "trials_ok": r.trials_ok, "trials_failed": r.trials_failed, "trials_partial": r.trials_partial,
+            "hosts": list(r.hosts),
+            "labels": {k: list(v) for k, v in r.labels.items()}, "run_dir": r.run_dir,
+            "headline": {"metric": r.headline_metric, "value": r.headline_value, "point": r.headline_point}}
+
+
+def headline(r: RunRow) -> str:
+    if r.headline_value is None or not r.headline_metric:
+        return ""
+    return f"{r.headline_metric} {r.headline_value:.4g} ({r.headline_point})"
+
+
+@click.command()
+@store_option
+@filter_options
+@click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True, help="At most this many runs.")
+@json_option
+@click.pass_context
+def runs(ctx: click.Context, store: str | None, limit: int, **kw: Any) -> None:
+    """List the runs in the archive, newest first, with their full ids."""
+    f = pop_filter(kw)
+    loc = parse_store(store)
+    try:
+        a = open_archive(store)
+    except StoreError as e:
+        if e.message != "no archive here yet":
+            raise
+        emit(ctx, [], f"no runs in {loc.display}" + _legacy_hint())
+        return
+    with a:
+        rows = a.runs(f, limit=limit)
+        total = a.count(f)
+    if ctx.obj.get("json"):
+        emit(ctx, [run_dict(r) for r in rows])
+        return
+    if not rows:
+        click.echo(f"no runs in {loc.display}" + ("" if f == type(f)() else " match") + _legacy_hint())
+        return
+    table = [("RUN ID", "NAME", "STUDY", "CREATED", "STATUS", "OK", "PARTIAL", "FAILED", "HOSTS", "HEADLINE")]
+    for r in rows:
+        # an import's study says so: its figures were not measured by nicbench
+        study = shown(r.study, 12) + (" (imported)" if r.source == "import" else "")
+        table.append((r.run_id, shown(r.name, 40), study, _created(r.created), shown(r.status, 24),
+                      str(r.trials_ok), str(r.trials_partial), str(r.trials_failed), shown(",".join(r.hosts), 40),
+                      shown(headline(r), 60)))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    if total > len(rows):
+        click.echo(f"... {total - len(rows)} more (--limit, or filters: --study, --plan, --since ...)")
+
+
+def _legacy_hint() -> str:
+    here = Path("nicbench-runs")
+    if here.is_dir() and any((d / LEGACY_DB).exists() for d in here.iterdir()):
+        return ("\n" + f"{here} holds run directories of an older nicbench: "
+                + quoted("nicbench", "archive", "add", str(here)) + " brings them in")
+    return ""

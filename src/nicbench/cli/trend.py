@@ -1,0 +1,111 @@
+"""``nicbench trend METRIC --point P``: one figure across runs, and with
+``--check`` a CI gate that fails when the latest run regressed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..analysis.trend import Verdict, check_series
+from ..core.errors import InputError, Regression
+from ..report.catalogue import metric_of
+from ..report.view import Metric
+from ..store.archive import TrendRow
+from ..store.names import shown
+from ..studies.registry import VIEWS
+from .options import emit, filter_options, json_option, open_archive, pop_filter, store_option
+
+
+def pick_metric(metric: str, study: str | None,
+                has_runs: Callable[[str], bool] = lambda k: True) -> tuple[str, Metric]:
+    """The study whose METRIC is meant: the one named, else the only study
+    that has it, else the only one of those whose runs in the archive have the
+    points asked for (``has_runs``)."""
+    found = metric_of(VIEWS, metric, study)
+    if not found:
+        names = sorted({m.name for k, v in VIEWS.items() if study in (None, k) for m in v.metrics})
+        raise InputError(f"no metric {metric!r}" + (f" in the {study} study" if study else ""), where="METRIC",
+                         hint=f"metrics: {', '.join(names)}")
+    if len({k for k, _ in found}) > 1:
+        used = [(k, m) for k, m in found if has_runs(k)]
+        if len(used) == 1:
+            return used[0]
+        raise InputError(f"metric {metric!r} is in several studies ({', '.join(k for k, _ in found)})"
+                         + (" with runs at these points" if used else ""), where="METRIC",
+                         hint="add --study " + " or --study ".join(k for k, _ in (used or found)))
+    return found[0]
+
+
+def series(rows: list[TrendRow], point: str) -> list[TrendRow]:
+    return [r for r in rows if r.point == point]
+
+
+def verdicts(rows: list[TrendRow], points: tuple[str, ...], m: Metric, window: int,
+             tolerance: float) -> dict[str, Verdict]:
+    return {p: check_series([r.value for r in series(rows, p)], [r.survivors_only for r in series(rows, p)],
+                            window=window, higher_is_better=m.higher_is_better, tolerance=tolerance)
+            for p in points}
+
+
+@click.command("trend")
+@click.argument("metric")
+@click.option("--point", "points", multiple=True, required=True, help="Point key, e.g. rx/c1/io4K (repeatable).")
+@filter_options
+@click.option("--last", type=click.IntRange(min=1), default=None, help="Only the newest N runs.")
+@click.option("--check", "do_check", is_flag=True,
+              help="Exit 8 when the latest run falls outside the spread of the --window runs before it.")
+@click.option("--window", type=click.IntRange(min=1), default=10, show_default=True,
+              help="How many earlier runs make the spread.")
+@click.option("--tolerance", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Widen the spread by this fraction of its median (0.02 = 2 %%).  Without it, a series of "
+                   "pure noise puts the latest run below all N before it 1 time in N+1.")
+@store_option
+@json_option
+@click.pass_context
+def trend(ctx: click.Context, metric: str, points: tuple[str, ...], last: int | None, do_check: bool, window: int,
+          tolerance: float, store: str | None, **kw: Any) -> None:
+    """METRIC (e.g. gbps, mb_s, rx_mpps) at each --point across runs, oldest
+    first, with each run's kernel, driver and tags."""
+    f = pop_filter(kw)
+    with open_archive(store) as a:
+        study, m = pick_metric(metric, f.study, lambda k: bool(
+            a.trend(metric, points, type(f)(**{**f.__dict__, "study": k}), limit=1)))
+        f = type(f)(**{**f.__dict__, "study": study})
+        rows = a.trend(metric, points, f, limit=last)
+    found = verdicts(rows, points, m, window, tolerance)
+    data = {"metric": metric, "unit": m.unit, "study": study, "points": list(points),
+            "runs": [{"run_id": r.run_id, "created": r.created, "point": r.point, "value": r.value,
+                      "survivors_only": r.survivors_only, "labels": {k: list(v) for k, v in r.labels.items()}}
+                     for r in rows],
+            "check": {p: v.__dict__ for p, v in found.items()}}
+    lines = []
+    for p in points:
+        lines.append(f"{metric} ({m.unit}) at {p}:")
+        for r in series(rows, p):
+            when = dt.datetime.fromtimestamp(r.created).strftime("%Y-%m-%d %H:%M")
+            val = "-" if r.value is None else repr(r.value)
+            if r.survivors_only:
+                val += " (partial: survivors only)"
+            labels = " ".join(f"{k}={','.join(v)}" for k, v in sorted(r.labels.items()))
+            lines.append(f"  {r.run_id}  {when}  {val}  {shown(labels, 120)}")
+        if not series(rows, p):
+            lines.append("  (no run has this point; nicbench runs lists runs, 'archive summarise' fills figures)")
+        v = found[p]
+        if v.state == "partial":
+            lines.append(f"  latest {v.latest!r} is a partial point (survivors only): not judged against the "
+                         "complete points before it")
+        elif v.low is not None:
+            lines.append(f"  latest {v.latest!r} vs spread {v.low:.6g}..{v.high:.6g} of the {v.history} runs "
+                         f"before: {v.state}")
+        else:
+            lines.append(f"  {v.state} ({v.history} earlier runs)")
+    emit(ctx, data, "\n".join(lines))
+    flagged = [p for p, v in found.items() if v.flagged]
+    if do_check and flagged:
+        v = found[flagged[0]]
+        raise Regression(f"{metric} at {', '.join(flagged)}: latest {v.latest!r} {m.unit} is outside the spread "
+                         f"{v.low:.6g}..{v.high:.6g} of the {v.history} runs before it", where="trend --check",
+                         hint="nicbench compare the latest run with one before it to see what changed")

@@ -1,0 +1,34 @@
+"""The archive's per-point figures, computed by each study's view: what
+trends, exports and the dashboard's lists read instead of analysing samples.
+
+Written when a run finishes (``nicbench run``), when runs are added or
+synced, and on demand (``nicbench archive summarise``); the front ends call
+this with the study registry's views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from .. import __version__
+from ..store.archive import Archive
+from .view import Metric, RunView, StudyView, analyse, read_run
+
+# a summary made by another version is redone by 'nicbench archive summarise --stale'
+SUMMARY_VERSION = f"{__version__}+summary2"
+
+
+def summarise(archive: Archive, run_id: str, views: Mapping[str, StudyView]) -> RunView:
+    """Analyse run ``run_id`` of ``archive`` with its study's view and store
+    its per-point figures; the analysed run."""
+    view = analyse(read_run(Path(), archive, run_id), views)
+    sv = views[view.info.study]
+    archive.write_summary(run_id, sv.point_summaries(view), sv.metrics[0].name if sv.metrics else None,
+                          SUMMARY_VERSION)
+    return view
+
+
+def metric_of(views: Mapping[str, StudyView], metric: str, study: str | None = None) -> list[tuple[str, Metric]]:
+    """Every (study, Metric) called ``metric`` (in ``study`` only, when given)."""
+    return [(k, m) for k, v in views.items() if study in (None, k) for m in v.metrics if m.name == metric]

@@ -1,0 +1,1 @@
+"""The UDP throughput study: runner (execution side), analysis and view (results side)."""

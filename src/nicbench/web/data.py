@@ -1,0 +1,336 @@
+"""What the dashboard's pages show, read from the archive (no HTTP here).
+
+Every function takes an open :class:`Archive` and returns plain data for a
+template.  Analyses of a run (its study's view over its samples) are cached
+by the run's progress, so a live page polled by several browsers analyses
+each new point once.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..analysis.compare import compare
+from ..analysis.trend import check_series
+from ..core.errors import InputError, NicbenchError, StoreError
+from ..report.catalogue import metric_of
+from ..report.facts import fact_changes, facts_table
+from ..report.view import Metric, RunView, StudyView, analyse, read_stored
+from ..store.archive import Archive, RunFilter, RunRow
+from ..store.location import StoreLocation
+from ..store.names import is_run_id
+from ..store.reader import RunReader
+from .svg import Series, chart
+
+PAGE = 50
+TREND_TABLE = 200          # rows of a trend's table (the figure has every run)
+FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.(png|csv|json|html)$")
+
+
+class Archives:
+    """One open archive per server thread (sqlite3 and psycopg connections
+    are not shared between threads); a connection that failed is reopened."""
+
+    def __init__(self, loc: StoreLocation):
+        self.loc = loc
+        self._local = threading.local()
+
+    def get(self) -> Archive:
+        a = getattr(self._local, "archive", None)
+        if a is None:
+            a = Archive.open(self.loc, create=False)
+            self._local.archive = a
+        return a
+
+    def drop(self) -> None:
+        a = getattr(self._local, "archive", None)
+        self._local.archive = None
+        if a is not None:
+            a.close()
+
+
+class ViewCache:
+    """Analysed runs by (run id, points done, status): a finished run is
+    analysed once, a live one once per new point."""
+
+    def __init__(self, size: int = 8):
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple[str, int, str], RunView] = OrderedDict()
+        self._size = size
+
+    def get(self, archive: Archive, row: RunRow, views: Mapping[str, StudyView]) -> RunView:
+        key = (row.run_id, row.trials_done, row.status)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        view = analyse(read_stored(RunReader(archive, row), Path(row.run_dir)), views)
+        with self._lock:
+            self._items[key] = view
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return view
+
+
+def row_of(archive: Archive, run_id: str) -> RunRow:
+    if not is_run_id(run_id):
+        raise StoreError("no such run", where="run id", hint="the runs page lists them")
+    return archive.row(run_id)
+
+
+# ---- runs ----
+def runs_page(archive: Archive, f: RunFilter, page: int) -> dict[str, Any]:
+    total = archive.count(f)
+    pages = max(1, math.ceil(total / PAGE))
+    page = min(max(1, page), pages)
+    rows = archive.runs(f, limit=PAGE, offset=(page - 1) * PAGE)
+    return {"rows": rows, "total": total, "page": page, "pages": pages,
+            "studies": [r[0] for r in archive.db.query("SELECT DISTINCT study FROM runs ORDER BY study")]}
+
+
+# ---- one run ----
+def _scalar_cols(rows: list[dict[str, Any]]) -> list[str]:
+    cols: dict[str, None] = {}
+    for r in rows:
+        for k, v in r.items():
+            if not isinstance(v, dict | list | tuple):
+                cols.setdefault(k)
+    return list(cols)
+
+
+def run_context(archive: Archive, row: RunRow, view: RunView, sv: StudyView) -> dict[str, Any]:
+    rows = sv.rows(view)
+    reader = RunReader(archive, row)
+    extra = reader.meta()
+    tuning = view.info.meta.get("tuning") if isinstance(view.info.meta.get("tuning"), dict) else None
+    warnings = [str(w) for w in view.info.meta.get("warnings") or []]
+    for key in ("untune_error", "aborted", "status_note"):
+        if extra.get(key):
+            warnings.append(f"{key.replace('_', ' ')}: {extra[key]}")
+    return {"row": row, "info": view.info, "rows": rows, "cols": _scalar_cols(rows),
+            "failures": [t for t in view.trials if t.status not in ("ok", "partial")],
+            "partials": [t for t in view.trials if t.status == "partial"],
+            "imported": [f for f in view.info.meta.get("imported") or [] if isinstance(f, dict)]
+            if row.source == "import" else [],
+            "facts": facts_table(list(view.facts), summary=True), "hosts": [h.host for h in view.facts],
+            "tuning": tuning, "warnings": warnings, "raws": reader.raw_files(), "link": view.link}
+
+
+def report_dir(cache_root: Path, row: RunRow, view: RunView, sv: StudyView) -> Path:
+    """The study's own report of a finished run, rendered once into the cache."""
+    key = f"{row.run_id}/{row.trials_done}-{row.status}"
+    out = cache_root / key
+    if (out / "index.html").exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".render-"))
+    try:
+        sv.render(view, tmp)
+        try:
+            tmp.rename(out)
+        except OSError:
+            if not (out / "index.html").exists():    # another request rendered it meanwhile: fine
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def report_file(directory: Path, name: str) -> Path | None:
+    """A file of a rendered report, by plain name only (nothing outside it)."""
+    if not FILE_NAME.match(name) or ".." in name:
+        return None
+    p = directory / name
+    return p if p.is_file() and p.resolve().parent == directory.resolve() else None
+
+
+def raw_path(archive: Archive, row: RunRow, seq: int) -> tuple[Path, dict[str, Any]] | None:
+    """A raw output of the run by its number; only a file inside the run's directory."""
+    for r in RunReader(archive, row).raw_files():
+        if r["seq"] == seq:
+            base = Path(row.run_dir).resolve()
+            p = (base / r["path"]).resolve()
+            if base in p.parents and p.is_file():
+                return p, r
+            return None
+    return None
+
+
+# ---- live ----
+@dataclass(frozen=True)
+class Live:
+    run_id: str
+    status: str
+    done: int
+    total: int | None
+    ok: int
+    failed: int
+    eta_s: float | None
+    last: list[str]
+    figure: str
+    heartbeat: float | None
+    partial: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "status": self.status, "done": self.done, "total": self.total, "ok": self.ok,
+                "failed": self.failed, "eta_s": self.eta_s, "last": self.last, "figure": self.figure,
+                "heartbeat": self.heartbeat, "partial": self.partial}
+
+
+def live(archive: Archive, row: RunRow, views: Mapping[str, StudyView], cache: ViewCache) -> Live:
+    """Where a run is: points done of total, an ETA from the points so far,
+    the last results as the study's view words them, the figure so far."""
+    sv = views.get(row.study)
+    trials = archive.db.query("SELECT trial_id, point, status, error, started, ended FROM trials WHERE rid = ? "
+                              "ORDER BY idx", (row.rid,))
+    eta = None
+    if trials and row.trials_total and row.status == "running":
+        span = float(trials[-1][5]) - float(trials[0][4])
+        eta = max(0.0, span / len(trials) * (row.trials_total - len(trials)))
+    last: list[str] = []
+    figure = ""
+    if sv is not None and trials:
+        view = cache.get(archive, row, views)
+        reader = RunReader(archive, row)
+        recs = {r.spec.trial_id: r for r in reader.trials()}
+        meta = view.info.meta
+        for tid, point, status, error, _s, _e in trials[-5:][::-1]:
+            rec = recs.get(tid)
+            if status == "ok" and rec is not None:
+                try:
+                    last.append(sv.progress_line(rec, reader.samples(tid), meta))
+                except NicbenchError as e:
+                    last.append(f"{point}: {e.message}")
+            else:
+                last.append(f"{point} {status.upper()}: {error or ''}")
+        figure = points_figure(view, sv)
+    return Live(row.run_id, row.status, row.trials_done, row.trials_total, row.trials_ok, row.trials_failed, eta,
+                last, figure, row.heartbeat, row.trials_partial)
+
+
+def points_figure(view: RunView, sv: StudyView) -> str:
+    if not sv.metrics:
+        return ""
+    m = sv.metrics[0]
+    summ = sv.point_summaries(view)
+    return chart([p.point for p in summ], [Series(m.name, [p.values.get(m.name) for p in summ])],
+                 y_label=f"{m.name} ({m.unit})", title=f"{view.info.name}: {m.label}", bars=True)
+
+
+# ---- compare ----
+def _grouped_changes(facts: Sequence[tuple[str, str, str, str]]) -> list[dict[str, Any]]:
+    """Fact changes said once: the same (fact, before, after) on several hosts is one line."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for host, key, a, b in facts:
+        groups.setdefault((key, a, b), []).append(host)
+    return [{"fact": k, "a": a, "b": b, "hosts": hosts} for (k, a, b), hosts in groups.items()]
+
+
+def _tuning_rows(view: RunView) -> dict[tuple[str, str], str]:
+    t = view.info.meta.get("tuning")
+    rows = t.get("rows") if isinstance(t, dict) else None
+    out: dict[tuple[str, str], str] = {}
+    for r in rows or []:
+        if isinstance(r, dict):
+            out[(str(r.get("host")), str(r.get("setting")))] = str(r.get("current"))
+    return out
+
+
+def _tuning_changes(a: RunView, b: RunView) -> list[dict[str, Any]]:
+    ta, tb = _tuning_rows(a), _tuning_rows(b)
+    diffs = [(h, s, ta.get((h, s), "absent"), tb.get((h, s), "absent")) for h, s in sorted(set(ta) | set(tb))
+             if ta.get((h, s)) != tb.get((h, s))]
+    return _grouped_changes(diffs)
+
+
+def compare_context(archive: Archive, run_ids: Sequence[str], views: Mapping[str, StudyView],
+                    cache: ViewCache) -> dict[str, Any]:
+    if not 2 <= len(run_ids) <= 8:
+        raise InputError("compare two to eight runs", where="run", hint="tick runs on the runs page")
+    rows = [row_of(archive, r) for r in run_ids]
+    studies = {r.study for r in rows}
+    if len(studies) > 1:
+        raise InputError(f"runs of different studies ({', '.join(sorted(studies))})", where="compare",
+                         hint="compare runs of one study")
+    sv = views.get(rows[0].study)
+    if sv is None:
+        raise StoreError(f"no view for study {rows[0].study!r}", where="compare")
+    vs = [cache.get(archive, r, views) for r in rows]
+    cvs = [sv.compare_values(v)[0] for v in vs]      # the headline figure, as `nicbench compare` leads with
+    points = list(dict.fromkeys(p for c in cvs for p in c.values))
+    base = cvs[0].values
+    table = []
+    for p in points:
+        cells = []
+        for i, c in enumerate(cvs):
+            vals = c.values.get(p, [])
+            med = statistics.median(vals) if vals else None
+            d = compare({p: base.get(p, [])}, {p: vals}, higher_is_better=c.higher_is_better)[0] if i else None
+            cells.append({"median": med, "n": len(vals), "factor": d.factor if d else None,
+                          "p": d.p_value if d else None, "verdict": d.verdict if d else ""})
+        table.append({"point": p, "cells": cells})
+    series = [Series(f"{r.run_id}", [statistics.median(c.values[p]) if c.values.get(p) else None for p in points])
+              for r, c in zip(rows, cvs, strict=True)]
+    figure = chart(points, series, y_label=cvs[0].metric, title=f"{rows[0].study}: {cvs[0].metric}")
+    facts = [{"run": r.run_id, "changes": _grouped_changes(fact_changes(vs[0].facts, v.facts)),
+              "tuning": _tuning_changes(vs[0], v)} for r, v in zip(rows[1:], vs[1:], strict=True)]
+    return {"rows": rows, "metric": cvs[0].metric, "table": table, "figure": figure, "facts": facts,
+            "profiles": [(r.run_id, (v.info.meta.get("tuning") or {}).get("profile")) for r, v in
+                         zip(rows, vs, strict=True)]}
+
+
+# ---- trend ----
+def trend_context(archive: Archive, views: Mapping[str, StudyView], metric: str, point: str, f: RunFilter,
+                  window: int, tolerance: float, last: int | None) -> dict[str, Any]:
+    found = metric_of(views, metric, f.study)
+    if not found:
+        raise InputError(f"no metric {metric!r}", where="metric", hint="pick one from the list")
+    study, m = found[0]
+    f = RunFilter(**{**f.__dict__, "study": study})
+    rows = archive.trend(metric, [point], f, limit=last)
+    values = [r.value for r in rows]
+    verdict = check_series(values, [r.survivors_only for r in rows], window=window,
+                           higher_is_better=m.higher_is_better, tolerance=tolerance)
+    flags = [False] * len(rows)
+    if verdict.flagged and rows:
+        flags[-1] = True
+    band = (verdict.low, verdict.high) if verdict.low is not None and verdict.high is not None else None
+    labels = [time.strftime("%m-%d %H:%M", time.localtime(r.created)) for r in rows]
+    figure = chart(labels, [Series(f"{metric} at {point}", values, flags, [r.survivors_only for r in rows])],
+                   y_label=f"{metric} ({m.unit})", title=f"{study}: {m.label}, {point}", band=band) if rows else ""
+    return {"metric": m, "study": study, "point": point, "rows": rows[-TREND_TABLE:][::-1], "n": len(rows),
+            "verdict": verdict, "figure": figure, "window": window, "tolerance": tolerance}
+
+
+def trend_choices(archive: Archive, views: Mapping[str, StudyView], study: str | None,
+                  metric: str | None) -> dict[str, Any]:
+    """What the trend form offers: metrics per study, and the points stored for one."""
+    metrics: list[tuple[str, Metric]] = [(k, m) for k, v in views.items() if study in (None, k) for m in v.metrics]
+    points: list[str] = []
+    if metric:
+        # the points of the study's recent runs (a DISTINCT over every run's values reads them all)
+        studies = [k for k, m in metrics if m.name == metric]
+        points = [r[0] for r in archive.db.query(
+            "SELECT DISTINCT p.point FROM points p WHERE p.rid IN (SELECT rid FROM runs WHERE visible = 1 AND "
+            f"study IN ({', '.join('?' for _ in studies)}) ORDER BY created DESC LIMIT 50) ORDER BY p.point",
+            studies)] if studies else []
+    return {"metrics": metrics, "points": points}
+
+
+def stale_note(row: RunRow) -> str | None:
+    """For a run still marked running on another machine: how long it has been silent."""
+    if row.status != "running" or row.heartbeat is None:
+        return None
+    age = time.time() - row.heartbeat
+    return f"last heard from {age:.0f} s ago" if age > 60 else None

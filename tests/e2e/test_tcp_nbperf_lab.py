@@ -1,0 +1,98 @@
+"""engine = "nbperf" in a TCP plan on the embedded lab (root): a shaped link
+reads within its ceiling, close to iperf3 on the same lab, with the start
+skew the engine achieved recorded."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from helpers import namespaces, plan_text
+
+from nicbench.api import execute, load_run, render
+from nicbench.plan import parse_plan
+
+pytestmark = pytest.mark.lab
+
+
+def _run(tmp_path, engine: str, lab: str):
+    text = plan_text(f"nbperf-{engine}", lab, engine=engine, clients=2, directions=("tx", "rx"),
+                     io_sizes=("128K",), connections=(4,), duration=5, omit=1, trim=0.25, speed="1G")
+    view = load_run(execute(parse_plan(text), text, store=tmp_path / engine).run_dir)
+    assert namespaces(lab) == []
+    return view
+
+
+def test_nbperf_on_a_shaped_link_reads_its_ceiling_like_iperf3(tmp_path):
+    nb = _run(tmp_path, "nbperf", "nbpf")
+    for t in nb.trials:
+        assert t.status == "ok", t.error
+        # the start is the engine's: every connection's first send, both clients
+        assert t.start_skew_s is not None and 0 <= t.start_skew_s < 0.005, t.start_skew_s
+        assert t.cpu is not None and t.counters is not None and t.wire, t.point
+    for p in nb.points:
+        assert p.ceiling_gbps == pytest.approx(1448 / 1538, abs=1e-6)
+        assert 0.95 <= p.of_ceiling <= 1.005, (p.point, p.median)
+        assert not p.above_ceiling
+        assert p.wire_gbps / p.link_gbps == pytest.approx(1.0, abs=0.03), (p.point, p.wire_gbps)
+    assert "Engine nbperf 1.0.0" in render(nb).read_text()
+    ip = _run(tmp_path, "iperf3", "nbpf3")
+    by = {p.point: p.median for p in ip.points}
+    for p in nb.points:
+        skew = max(t.start_skew_s or 0 for t in nb.trials if t.point == p.point)
+        print(f"{p.point}: nbperf {p.median:.4f} Gbps ({p.of_ceiling:.2%} of ceiling), iperf3 {by[p.point]:.4f} "
+              f"Gbps, ratio {p.median / by[p.point]:.4f}, start skew {skew * 1e3:.3f} ms")
+        assert p.median == pytest.approx(by[p.point], rel=0.02), (p.point, p.median, by[p.point])
+
+
+def _kill_nbperf_in(netns: str, after: float, seen: list[int]) -> None:
+    """Kill (by PID) the nbperf server found in ``netns``, ``after`` s after it appears."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout.split()
+        mine = [int(p) for p in pids if _comm(int(p)) == "nbperf"]
+        if mine:
+            time.sleep(after)
+            for p in mine:
+                seen.append(p)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p, signal.SIGKILL)
+            return
+        time.sleep(0.05)
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def test_a_killed_nbperf_server_leaves_a_partial_point_with_the_survivors_data(tmp_path):
+    """The iperf engines' rule holds for nbperf: one client host's engine
+    server killed mid-point loses that pair only; the point is partial and
+    its figure is the survivor's."""
+    text = plan_text("nblost", "nbpl", engine="nbperf", clients=2, connections=(2,), duration=4, omit=0,
+                     speed="1G")
+    killed: list[int] = []
+    k = threading.Thread(target=_kill_nbperf_in, args=("nb-nbpl-c2", 1.5, killed), daemon=True)
+    k.start()
+    out = execute(parse_plan(text), text, store=tmp_path)
+    k.join(5)
+    assert killed, f"no nbperf seen in nb-nbpl-c2 (run {out.status}, {out.run_dir})"
+    assert out.status == "done-with-partial-points" and out.partial == 1, (out.status, out.run_dir)
+    view = load_run(out.run_dir)
+    [t] = view.trials
+    assert t.status == "partial" and "c2:5201 lost" in t.error, t.error
+    assert set(t.receiver["tx"].per_host) == {"c1"} and t.gbps > 0.3        # c1 alone on a 1G link
+    [p] = view.points
+    assert p.survivors_only and p.median == pytest.approx(t.gbps)
+    page = render(view).read_text()
+    assert "survivors only" in page and "c2:5201 lost" in page
+    assert namespaces("nbpl") == []

@@ -1,0 +1,92 @@
+"""nbperf's JSON lines -> the TCP study's samples (run/nbperf.py), on output
+recorded from the real engine (tests/fixtures/nbperf/1.0.0, see its README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nicbench.analysis.aggregate import aggregate, timeline_problems
+from nicbench.core.errors import ToolError
+from nicbench.plan import parse_plan
+from nicbench.run.nbperf import first_sends, pair_samples, pairs
+from nicbench.tools import nbperf
+
+FIX = Path(__file__).parent.parent / "fixtures" / "nbperf" / "1.0.0"
+
+
+def run(name: str) -> tuple[nbperf.ClientRun, nbperf.ServerRun]:
+    def t(f: str) -> str:
+        p = FIX / f
+        return p.read_text() if p.exists() else ""
+    return (nbperf.parse_client(t(f"{name}.client.out"), t(f"{name}.client.err")),
+            nbperf.parse_server(t(f"{name}.server.out"), t(f"{name}.server.err")))
+
+
+def total(samples, **tags) -> float:
+    return sum(s.value for s in samples if s.metric == "tcp.bytes" and all(s.tag(k) == str(v) for k, v in tags.items()))
+
+
+def test_tx_receiver_bytes_are_the_servers_every_byte_once_per_interval():
+    c, s = run("tcp-tx")
+    out = pair_samples("t", "c1", 5301, c, s, omit=0)
+    rx_total = sum(e.rx_bytes for e in s.ends if e.session == c.session)
+    assert total(out, direction="tx", side="receiver") == rx_total            # drain included, nothing twice
+    assert total(out, direction="tx", side="sender") == c.summary.tx_bytes == rx_total
+    assert {x.tag("direction") for x in out} == {"tx"}
+    # three connections summed into one sample per interval: 4 x 0.5 s + the drain after the end
+    recv = sorted((x for x in out if x.metric == "tcp.bytes" and x.tag("side") == "receiver"), key=lambda x: x.t_start)
+    # the server's stamps moved onto the client's clock by the offset it measured (µs here: one clock)
+    assert len(recv) == 5 and recv[0].t_start == pytest.approx(c.start - c.clock_offset, abs=1e-6)
+    assert abs(c.clock_offset) < 1e-4
+    assert [x.tag("streams") for x in recv[:4]] == ["3"] * 4
+    assert timeline_problems(out, direction="tx") == []
+    assert all(x.tag("host") == "c1" and x.tag("proc") == "5301" for x in out)
+    assert any(x.metric == "tcp.retransmits" and x.tag("side") == "sender" for x in out)
+    assert not any(x.metric == "tcp.retransmits" and x.tag("side") == "receiver" for x in out)
+
+
+def test_the_warm_up_is_tagged_omitted_by_the_interval_grid():
+    c, s = run("tcp-tx")
+    out = pair_samples("t", "c1", 5301, c, s, omit=1.0)
+    recv = sorted((x for x in out if x.metric == "tcp.bytes" and x.tag("side") == "receiver"), key=lambda x: x.t_start)
+    assert [x.tag("omitted") for x in recv] == ["1", "1", "0", "0", "0"]
+    agg = aggregate(out, direction="tx", trim=0.0)
+    assert agg.window[0] == pytest.approx(c.start + 1.0, abs=0.01)
+
+
+def test_rx_receiver_is_the_client_and_bidir_has_both_directions():
+    c, s = run("tcp-rx-sendfile-trunc")
+    out = pair_samples("t", "c1", 5301, c, s, omit=0)
+    assert total(out, direction="rx", side="receiver") == c.summary.rx_bytes == c.summary.peer_tx_bytes
+    assert {x.tag("direction") for x in out} == {"rx"}
+    assert len(first_sends(c, s)) == c.conns       # the server's first sends are the achieved start
+    c, s = run("tcp-bidir")
+    out = pair_samples("t", "c1", 5301, c, s, omit=0)
+    assert total(out, direction="tx", side="receiver") == c.summary.peer_rx_bytes
+    assert total(out, direction="rx", side="receiver") == c.summary.rx_bytes
+    for d in ("tx", "rx"):
+        assert timeline_problems(out, direction=d) == []
+
+
+def test_a_failed_session_on_the_server_loses_the_pair():
+    c, _ = run("tcp-tx")
+    s = nbperf.parse_server((FIX / "killed-client.server.out").read_text(),
+                            (FIX / "killed-client.server.err").read_text())
+    with pytest.raises(ToolError):
+        pair_samples("t", "c1", 5301, c, s, omit=0)     # another session: not this client's
+
+
+def test_pairs_spread_connections_like_the_iperf_engines():
+    plan = parse_plan('name = "x"\n[hosts.s]\nrole = "server"\n[hosts.a]\nrole = "client"\n[hosts.b]\n'
+                      'role = "client"\n[study]\nengine = "nbperf"\nconnections = [3]\n')
+    assert [(p.client, p.conns) for p in pairs(plan.study, ["a", "b"], 3)] == [("a", 2), ("b", 1)]
+    assert [(p.client, p.conns) for p in pairs(plan.study, ["a", "b"], 1)] == [("a", 1)]
+
+
+def test_nbperf_plans_take_io_up_to_its_limit():
+    base = 'name = "x"\n[hosts.s]\nrole = "server"\n[hosts.a]\nrole = "client"\n[study]\nengine = "nbperf"\n'
+    assert parse_plan(base + 'io_sizes = ["4M"]\n').study.io_sizes == [4 << 20]
+    with pytest.raises(Exception, match="up to 4M"):
+        parse_plan(base + 'io_sizes = ["8M"]\n')
