@@ -74,3 +74,41 @@ def test_no_diary_language(page: Path) -> None:
                        r"\.\./shared/", re.I)
     hits = [m[0] for m in diary.finditer(page.read_text())]
     assert not hits, f"{page.name}: {hits}"
+
+
+# `test_x.py` or `tests/e2e/test_x.py`, optionally `::test_name`; a bare `test_name` after it in the
+# same paragraph or bullet is a test of that file ("[`test_x.py`: `test_a`, `test_b`]")
+CITED_FILE = re.compile(r"^(?:tests/(?:unit|e2e)/)?(test_\w+\.py)(?:::(test_\w+))?$")
+CITED_TEST = re.compile(r"^test_\w+$")
+TEST_FILES = {p.name: p for d in ("unit", "e2e") for p in (ROOT / "tests" / d).glob("test_*.py")}
+
+
+def cited_tests(page: Path) -> list[tuple[str, str | None]]:
+    """(file name, test name or None) for every test a page cites, in order."""
+    out: list[tuple[str, str | None]] = []
+    for block in re.split(r"\n\s*\n|\n(?=\s*- )", prose(page.read_text())):
+        current: str | None = None
+        for span in re.findall(r"`([^`\n]+)`", block):
+            if m := CITED_FILE.match(span):
+                current = m[1]
+                out.append((m[1], m[2]))
+            elif current and CITED_TEST.match(span):
+                out.append((current, span))
+    return out
+
+
+def test_the_promises_cite_tests() -> None:
+    readme = ROOT / "README.md"
+    promises = readme.read_text().split("## What nicbench promises", 1)[1].split("\n## ", 1)[0]
+    assert promises.count("`test_") >= 30 and len(cited_tests(readme)) >= 30
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_cited_test_exists(page: Path) -> None:
+    missing = []
+    for name, test in cited_tests(page):
+        if name not in TEST_FILES:
+            missing.append(f"{name}: no such file in tests/unit or tests/e2e")
+        elif test and not re.search(rf"^(?:async )?def {test}\(", TEST_FILES[name].read_text(), re.M):
+            missing.append(f"{name}::{test}: no such test")
+    assert not missing, f"{page.name}: " + "; ".join(missing)
