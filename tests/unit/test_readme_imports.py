@@ -1,6 +1,6 @@
-"""README's "Importing what you already have": every example command runs
-and prints the lines the README shows (its figures included), so the README
-cannot drift from what nicbench says."""
+"""docs/import.md ("Importing what you already have"): every example command
+runs and prints the lines the page shows (its figures included), so the
+documentation cannot drift from what nicbench says."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 from nicbench.cli.main import main
 
-SECTION = ROOT.joinpath("README.md").read_text().split("## Importing what you already have", 1)[1].split("\n## ", 1)[0]
+SECTION = ROOT.joinpath("docs", "import.md").read_text()
 EXAMPLES = [(m[1], m[2].splitlines()) for m in re.finditer(r"```\n\$ nicbench import (.*?)\n(.*?)```", SECTION, re.S)]
 
 
@@ -25,11 +25,11 @@ def test_every_format_has_an_example():
 
 @pytest.mark.parametrize("cmd, lines", EXAMPLES, ids=[c.split("/")[-1] for c, _ in EXAMPLES])
 def test_readme_example_prints_what_the_readme_shows(capsys, monkeypatch, tmp_path, cmd, lines):
-    monkeypatch.chdir(ROOT)                                          # the README's paths are relative to it
+    monkeypatch.chdir(ROOT)                                          # the page's paths are relative to it
     with pytest.raises(SystemExit) as e:
         main(["import", "--store", str(tmp_path / "store"), *shlex.split(cmd)])
     out, err = capsys.readouterr()
     assert e.value.code == 0, err
     printed = out.splitlines()
     for line in lines:
-        assert line in printed, f"README shows {line!r}; nicbench printed:\n{out}"
+        assert line in printed, f"docs/import.md shows {line!r}; nicbench printed:\n{out}"

@@ -211,7 +211,7 @@ def _pktgen(f: _Facts, text: str, rc: int | None) -> None:
     """The packet generators a host has besides trafgen and nbgen: kernel
     pktgen (/proc/net/pktgen, or a module to load) and netmap (/dev/netmap +
     its pkt-gen).  Recorded, not used: the packet study's engines are nbgen
-    and trafgen (see README, "The packet-rate study")."""
+    and trafgen (see docs/packets.md)."""
     seen = dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
     if not seen:
         f.unknown("packet.pktgen", _failure(text, rc, "pktgen check"), "/proc/net/pktgen")

@@ -428,7 +428,7 @@ class SshTransport:
             raise PreflightError(
                 f"command not found: {argv[0]}",
                 where=self.host,
-                hint="install it on the host (see README for the tools each study uses)",
+                hint="install it on the host (each study's page in docs/ names the tools it uses)",
             )
         return CommandResult(self.host, tuple(argv), rc, out, err, time.monotonic() - t0)
 

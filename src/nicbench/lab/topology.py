@@ -64,7 +64,7 @@ def make_spec(name: str, hosts: list[tuple[str, str]], mtu: int,
 
 
 # What this kernel's tbf charges per frame, measured on the lab's veths (see
-# README, "Shaped links"): skb->len, i.e. the frame from the Ethernet header
+# docs/measurement.md, "Shaped lab links"): skb->len, i.e. the frame from the Ethernet header
 # to the end of the payload -- neither the FCS nor preamble and inter-frame
 # gap, and tbf's own ``overhead``/``mpu`` options did not change that (nor did
 # a stab size table make it exact: it overshot by 6 %).  So the rate given to

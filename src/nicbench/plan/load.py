@@ -72,7 +72,7 @@ def _with_inventory(data: dict, source: str) -> tuple[dict, list[str]]:
     except (InventoryError, ValueError, TypeError, AttributeError, RecursionError) as e:
         # a malformed inventory (a YAML list where a mapping belongs, a cycle of children ...)
         raise InputError(f"not an inventory nicbench can read: {e}", where=str(path),
-                         hint="see README, 'Hosts over SSH'") from None
+                         hint="see docs/hosts.md, 'Real hosts'") from None
     return {**data, "hosts": hosts}, ignored_credentials(inv, list(hosts))
 
 
