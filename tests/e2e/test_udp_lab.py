@@ -105,9 +105,15 @@ def test_fragmented_datagrams_are_said_as_such_and_measured(tmp_path):
     assert "4000 (3 fragments)" in page and "travel as IP fragments" in page
 
 
-def test_iperf2_bidirectional_point_counts_both_receivers(tmp_path):
-    text = plan_text("ubidir", "ue2e3", 'engine = "iperf2"\ndirections = ["bidir"]\ndatagram_sizes = [1472]\n'
-                                        'rates = ["100M"]\nstreams = [2]', speed="1G")
+# iperf3 --bidir with 2 streams per client; iperf 2 --full-duplex with one: iperf 2.1.8's UDP server races when
+# several streams start at once (a first datagram meets no socket, the ICMP port unreachable ends that stream's
+# receiving thread with "recvmsg failed: Connection refused" and its datagrams go uncounted), so its -P 2 bidir
+# point fails now and then by design; that failure is tested on its recorded output
+# (tests/unit/test_udp_runner_fake.py, fixture udp_client_fd_p2_refused.csv)
+@pytest.mark.parametrize("engine, streams, lab", [("iperf3", 2, "ue2e3"), ("iperf2", 1, "ue2e6")])
+def test_bidirectional_point_counts_both_receivers(tmp_path, engine, streams, lab):
+    text = plan_text("ubidir", lab, f'engine = "{engine}"\ndirections = ["bidir"]\ndatagram_sizes = [1472]\n'
+                                    f'rates = ["100M"]\nstreams = [{streams}]', speed="1G")
     trials, _ = run(tmp_path, text)
     [t] = trials
     assert t.status == "ok", t.error

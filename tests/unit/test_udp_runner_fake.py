@@ -161,6 +161,20 @@ def test_iperf2_point_reads_the_servers_csv_as_the_receiver(tmp_path):
     assert lost == 1 and out.record.meta["udp_totals"]["c1:5201"]["fwd.receiver"][2] == 10492
 
 
+def test_iperf2_bidir_stream_whose_receiver_stopped_at_its_start_fails_the_point_saying_why(tmp_path):
+    # recorded in the lab e2e (iperf 2.1.8, --full-duplex -P 2): one of the client's two receiving streams
+    # ended at once on "recvmsg failed: Connection refused" while the server sent both; a 0.0-0.0 summary
+    plan = plan_of('engine = "iperf2"\ndirections = ["bidir"]\nrates = ["100M"]\nstreams = [2]\n'
+                   'datagram_sizes = [1472]\nduration = 3\nomit = 1\nclient_counts = [1]')
+    hosts = fake(plan, Script(V2("udp_server_fd_p2_refused.csv")),
+                 Script(V2("udp_client_fd_p2_refused.csv"), V2("udp_client_fd_p2_refused.err"), runtime=4.0))
+    out = run(plan, hosts, tmp_path)
+    assert out.record.status == "failed"
+    assert ("iperf 2 on srv stopped receiving 1 of the 2 rx streams of c1:5201 at their start "
+            '("recvmsg failed: Connection refused"') in out.record.error
+    assert "use streams = [1]" in out.record.error
+
+
 def test_iperf2_server_that_heard_nothing_fails_the_point(tmp_path):
     plan = plan_of('engine = "iperf2"\nrates = ["20M"]\ndatagram_sizes = [1000]\nduration = 1\nomit = 0\n'
                    'client_counts = [1]')

@@ -93,17 +93,18 @@ class NetSampler(PeriodicSampler):
         """The host's files through a live process of its namespace (file
         reads), else -- the last read, after the tools exit -- all three in
         one command inside the namespace (one spawn per host, not three).
-        ``dev`` must be readable; the protocol files are read where they can be."""
+        ``dev`` must be readable; the protocol files are read where they can be.
+
+        A process that exits between its files (its /proc/PID/net goes with its
+        namespace reference) gives no read at all through it, never ``dev``
+        without the protocol counters: such a read left the UDP counters'
+        series short of the window -- the last read of a point comes as the
+        engine servers exit -- and the lab e2e's loss split came back None."""
         for base in [f"/proc/{pid}/net" for pid in tg.pids()]:
             try:
-                out = {"dev": tg.transport.read_text(f"{base}/dev")}
+                out = {f: tg.transport.read_text(f"{base}/{f}") for f in _NET_FILES}
             except OSError:
                 continue      # that process has exited: try the next
-            for f in _NET_FILES[1:]:
-                try:
-                    out[f] = tg.transport.read_text(f"{base}/{f}")
-                except OSError:
-                    out[f] = ""
             return out
         try:
             r = tg.transport.run(["sh", "-c", "for f in dev snmp netstat; do echo @@nicbench-net $f; "

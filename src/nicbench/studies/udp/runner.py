@@ -501,7 +501,7 @@ def _parse_all(ctx: UdpContext, spec: TrialSpec, clis: Slots, servers: Slots, st
             iperf.check_iperf2(text, proc, key, ctx.server)
             rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
                                 stamp_lag=lag + host_clock_offset(proc))
-            _all_streams_reported(rep2.intervals, slot, ctx.server)
+            _all_streams_reported(rep2.intervals, slot, ctx.server, tool_stderr(proc.stderr_path))
             samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             _tally(tallies, key, rep2.intervals)
             meta["udp_totals"][key] = {k: list(v) for k, v in rep2.udp.items()}
@@ -511,7 +511,7 @@ def _parse_all(ctx: UdpContext, spec: TrialSpec, clis: Slots, servers: Slots, st
             key = f"{slot.client}:{slot.port}"
             rep2 = iperf2.parse(read_output(proc.stdout_path), role="server", omit=s.omit, server_port=slot.port,
                                 interval=s.interval, stamp_lag=lag + host_clock_offset(proc))
-            _all_streams_reported(rep2.intervals, slot, slot.client)
+            _all_streams_reported(rep2.intervals, slot, slot.client, tool_stderr(proc.stderr_path))
             samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             _tally(tallies, key, rep2.intervals)
             for k, v in rep2.udp.items():
@@ -519,17 +519,31 @@ def _parse_all(ctx: UdpContext, spec: TrialSpec, clis: Slots, servers: Slots, st
     return samples
 
 
-def _all_streams_reported(intervals: Sequence[FlowInterval], slot: ProcSlot, host: str) -> None:
+def _all_streams_reported(intervals: Sequence[FlowInterval], slot: ProcSlot, host: str, stderr: str) -> None:
     """ToolError when a receiver's interval reports cover fewer streams than
-    the process ran: iperf 2.1.8 (--full-duplex, -P 2) was seen printing only
-    the summary of one receiving stream, so the intervals held 3/4 of what
-    arrived and the point read 0.35 Gbit/s of 0.4."""
+    the process ran: the figure would miss the others' datagrams (lab e2e:
+    0.35 Gbit/s of 0.4 recorded ok).  Seen with iperf 2.1.8 (--full-duplex,
+    -P 2): one receiving stream's thread ended at its start with "recvmsg
+    failed: Connection refused" (an ICMP port unreachable: one of its first
+    datagrams reached the engine server's port before iperf 2's UDP server
+    had a socket for that stream) while its peer kept sending; it printed a
+    0.0-0.0 summary and no interval (fixture udp_client_fd_p2_refused)."""
+    refused = next((ln.strip() for ln in stderr.splitlines() if "recvmsg failed" in ln), None)
     for iv in intervals:
         if iv.side == "receiver" and not iv.omitted and iv.streams < slot.streams:
-            raise ToolError(f"iperf 2 on {host} reported {DIRECTION[iv.flow]} intervals of {iv.streams} of the "
+            d, short = DIRECTION[iv.flow], slot.streams - iv.streams
+            if refused:
+                raise ToolError(
+                    f"iperf 2 on {host} stopped receiving {short} of the {slot.streams} {d} streams of "
+                    f"{slot.client}:{slot.port} at their start (\"{refused}\": an ICMP port unreachable, a first "
+                    f"datagram reached {slot.client}:{slot.port} before iperf 2's UDP server had a socket for its "
+                    "stream); their datagrams arrived uncounted, so the point's figure would miss them", where=host,
+                    hint="iperf 2.1.8's UDP server races when several streams start at once: use streams = [1] "
+                         "with engine = \"iperf2\", or engine = \"iperf3\"")
+            raise ToolError(f"iperf 2 on {host} reported {d} intervals of {iv.streams} of the "
                             f"{slot.streams} streams received from {slot.client}:{slot.port} "
                             f"({iv.start:g}-{iv.end:g} s): the point's figure would miss the others", where=host,
-                            hint="a quirk of iperf 2's interval reports; run the point again")
+                            hint="iperf 2 said nothing of why on stderr; run the point again")
 
 
 def _check_received(ctx: UdpContext, direction: str, slots: Sequence[ProcSlot], tallies: dict[tuple[str, str], Tally],
