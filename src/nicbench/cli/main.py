@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import signal
 import sqlite3
 import sys
 import traceback
@@ -166,6 +167,12 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"nicbench: internal error: {type(e).__name__}: {e} "
                    "(hint: rerun with --debug and report it)", err=True)
         code = 1
+    if code == 130:
+        # interrupted, and its clean-up is done: more Ctrl-C/SIGTERM while the
+        # interpreter joins its threads at exit would only print a traceback
+        # (seen: KeyboardInterrupt in threading._shutdown) over the one line
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.exit(code)
 
 
