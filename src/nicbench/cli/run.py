@@ -51,7 +51,7 @@ def run(ctx: click.Context, plan: Path, store: str | None, keep_lab: bool, no_re
     try:
         _leftovers(ctx, archive, p.tuning is not None, do_recover)
         prog = TerminalProgress(s.view) if not ctx.obj.get("json") else None
-        outcome = execute(p, text, runner=s.runner, store=archive, progress=prog, keep_lab=keep_lab,
+        outcome = execute(p, text, runner=s.runner, store=archive, progress=prog, keep_lab=keep_lab, exiting=True,
                           host_wide=host_wide, tags=tags)
         # the per-point figures go where the run went (the local spool if PostgreSQL went away)
         target = archive if outcome.archive in (None, archive.loc) else Archive.open(outcome.archive)

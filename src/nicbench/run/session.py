@@ -115,10 +115,16 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
-def _handlers(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+def _handlers(handler: Callable[[int, FrameType | None], None],
+              interrupted: Callable[[], bool] = lambda: False) -> Iterator[None]:
     """``handler`` for SIGINT, SIGTERM and SIGHUP while the block runs.  Only
     the main thread may set handlers (a run started from another thread keeps
-    Python's own: Ctrl-C reaches the main thread as usual)."""
+    Python's own: Ctrl-C reaches the main thread as usual).  A run that was
+    ``interrupted`` has finished its clean-up when the block ends: when the
+    process is about to exit (the CLI: ``execute(exiting=True)``), later
+    signals are ignored from then on, so one more Ctrl-C cannot replace the
+    run's one-line outcome (where its finished points are) by a bare
+    "interrupted" or a traceback while the process exits."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -126,8 +132,9 @@ def _handlers(handler: Callable[[int, FrameType | None], None]) -> Iterator[None
     try:
         yield
     finally:
+        stopped = interrupted()
         for s, h in old.items():
-            signal.signal(s, h)
+            signal.signal(s, signal.SIG_IGN if stopped else h)
 
 
 class StopSignals:
@@ -265,7 +272,7 @@ class _Run:
 def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
             store: Archive | StoreLocation | Path | str | None = None, progress: ProgressSink | None = None,
             keep_lab: bool = False, host_wide: bool = False, tags: tuple[str, ...] = (),
-            hosts_for: Callable[[Plan], OpenedHosts] = open_hosts) -> RunOutcome:
+            hosts_for: Callable[[Plan], OpenedHosts] = open_hosts, exiting: bool = False) -> RunOutcome:
     """Run ``plan`` with the study runner ``runner`` makes (the CLI gets it
     from the study registry: the session knows no study) on the hosts
     ``hosts_for`` opens (the lab or real hosts; fakes in unit tests), into
@@ -275,7 +282,7 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
     r = _Run(plan, host_wide)
     # the archive first: a store that cannot be reached is known before any host is touched
     archive = store if isinstance(store, Archive) else Archive.open(store)
-    with _handlers(r.signals.handle):
+    with _handlers(r.signals.handle, lambda: exiting and bool(r.signals.got)):
         try:
             r.opened = hosts_for(plan)
             r.study = runner(plan, r.opened.hosts)
