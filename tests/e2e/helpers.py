@@ -56,3 +56,34 @@ def nicbench(*args, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "nicbench.cli.main", *map(str, args)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
+
+
+def kill_server_in(netns: str, tool: str, server_word: str, after: float, seen: list[int]) -> None:
+    """Kill (by PID) the ``tool`` server (its argv holds ``server_word``: ``-s``,
+    ``server``) found in ``netns``, ``after`` s after it appears.  Only a server
+    counts: preflight runs ``tool --version`` in the same namespace, gone by the
+    time a kill would land -- such a "kill" hits nothing and the point rightly
+    comes out ok.  ``seen`` gets only PIDs that were alive when signalled."""
+    import signal
+    import time
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout.split()
+        mine = []
+        for p in pids:
+            try:
+                argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv and Path(argv[0].decode(errors="replace")).name == tool and server_word.encode() in argv:
+                mine.append(int(p))
+        if mine:
+            time.sleep(after)
+            for p in mine:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                    seen.append(p)
+                except ProcessLookupError:
+                    pass
+            return
+        time.sleep(0.05)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import alive, namespaces, nicbench, plan_text
+from helpers import alive, kill_server_in, namespaces, nicbench, plan_text
 
 from nicbench.api import execute, load_run, render
 from nicbench.core.errors import LabError, PreflightError
@@ -189,40 +189,6 @@ def test_lab_cli_up_status_down():
     assert namespaces("e2eh") == []
 
 
-def _kill_iperf3_in(netns: str, after: float, seen: list[int]) -> None:
-    """Kill (by PID) the iperf3 *server* found in ``netns``, ``after`` s after it appears.
-
-    Only a server counts (``iperf3 -s``): preflight's ``iperf3 --version`` runs
-    in the same namespace and is gone by the time the kill would land -- a kill
-    of that one hit nothing, and the point rightly came out ok.  ``seen`` gets
-    only PIDs that were alive when the signal was sent.
-    """
-    import os
-    import subprocess
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        pids = [int(p) for p in subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
-                                               text=True).stdout.split()]
-        mine = []
-        for p in pids:
-            try:
-                argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if argv and argv[0].endswith(b"iperf3") and b"-s" in argv:
-                mine.append(p)
-        if mine:
-            time.sleep(after)
-            for p in mine:
-                try:
-                    os.kill(p, signal.SIGKILL)
-                    seen.append(p)
-                except ProcessLookupError:
-                    pass
-            return
-        time.sleep(0.05)
-
-
 def test_a_client_lost_mid_point_leaves_a_partial_point_with_the_survivors_data(tmp_path):
     """The audit's case: one client's engine server killed mid-point; the other
     client's complete results stayed only in raw files and the point had 0
@@ -231,7 +197,7 @@ def test_a_client_lost_mid_point_leaves_a_partial_point_with_the_survivors_data(
     import threading
     text = plan_text("lost", "e2ep", clients=2, connections=(2,), duration=4, omit=0, speed="1G")
     killed: list[int] = []
-    k = threading.Thread(target=_kill_iperf3_in, args=("nb-e2ep-c2", 1.5, killed), daemon=True)
+    k = threading.Thread(target=kill_server_in, args=("nb-e2ep-c2", "iperf3", "-s", 1.5, killed), daemon=True)
     k.start()
     out = execute(parse_plan(text), text, store=tmp_path)
     k.join(5)

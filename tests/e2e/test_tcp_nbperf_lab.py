@@ -4,16 +4,10 @@ skew the engine achieved recorded."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 import threading
-import time
-from pathlib import Path
 
 import pytest
-from helpers import namespaces, plan_text
+from helpers import kill_server_in, namespaces, plan_text
 
 from nicbench.api import execute, load_run, render
 from nicbench.plan import parse_plan
@@ -51,29 +45,6 @@ def test_nbperf_on_a_shaped_link_reads_its_ceiling_like_iperf3(tmp_path):
         assert p.median == pytest.approx(by[p.point], rel=0.02), (p.point, p.median, by[p.point])
 
 
-def _kill_nbperf_in(netns: str, after: float, seen: list[int]) -> None:
-    """Kill (by PID) the nbperf server found in ``netns``, ``after`` s after it appears."""
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout.split()
-        mine = [int(p) for p in pids if _comm(int(p)) == "nbperf"]
-        if mine:
-            time.sleep(after)
-            for p in mine:
-                seen.append(p)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(p, signal.SIGKILL)
-            return
-        time.sleep(0.05)
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
 def test_a_killed_nbperf_server_leaves_a_partial_point_with_the_survivors_data(tmp_path):
     """The iperf engines' rule holds for nbperf: one client host's engine
     server killed mid-point loses that pair only; the point is partial and
@@ -81,7 +52,7 @@ def test_a_killed_nbperf_server_leaves_a_partial_point_with_the_survivors_data(t
     text = plan_text("nblost", "nbpl", engine="nbperf", clients=2, connections=(2,), duration=4, omit=0,
                      speed="1G")
     killed: list[int] = []
-    k = threading.Thread(target=_kill_nbperf_in, args=("nb-nbpl-c2", 1.5, killed), daemon=True)
+    k = threading.Thread(target=kill_server_in, args=("nb-nbpl-c2", "nbperf", "server", 1.5, killed), daemon=True)
     k.start()
     out = execute(parse_plan(text), text, store=tmp_path)
     k.join(5)
