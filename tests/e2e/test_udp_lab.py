@@ -145,3 +145,34 @@ def test_a_firewalled_receiver_fails_the_point_with_the_reason(tmp_path, engine,
     else:                       # iperf 2 sends blind: its receiver heard nothing
         assert "the receiver on c1 reported nothing" in (t.error or "")
         assert "frames reached c1's interface but UDP delivered 0 datagrams" in (t.error or "")
+
+
+@pytest.mark.parametrize("engine, server_word, lab", [("iperf3", "-s", "ue2e7"), ("iperf", "-s", "ue2e8")])
+def test_a_pair_lost_mid_point_leaves_a_partial_point_with_the_survivors_counts(tmp_path, engine, server_word, lab):
+    """c2's engine server killed 1.5 s into a 4 s point: c2's pair is lost and
+    named, c1's counts kept (its 100 Mbit/s at no loss), the point partial and
+    said so in the report -- not failed with c1's good numbers thrown away."""
+    import threading
+
+    from helpers import kill_server_in
+    text = plan_text("ulost", lab, f'engine = "{"iperf3" if engine == "iperf3" else "iperf2"}"\n'
+                                   'datagram_sizes = [1472]\nrates = ["100M"]', speed="1G"
+                     ).replace("duration = 3\nomit = 1", "duration = 4\nomit = 0")
+    killed: list[int] = []
+    k = threading.Thread(target=kill_server_in, args=(f"nb-{lab}-c2", engine, server_word, 1.5, killed), daemon=True)
+    k.start()
+    out = execute(parse_plan(text), text, store=tmp_path)
+    k.join(5)
+    assert killed, f"no {engine} server seen in nb-{lab}-c2 (run {out.status}, {out.run_dir})"
+    assert out.status == "done-with-partial-points" and out.partial == 1, (out.status, out.run_dir)
+    view = load_run(out.run_dir)
+    [t] = [x for x in view.trials if isinstance(x, UdpTrial)]
+    print(engine, t.error)
+    assert t.status == "partial" and "c2:5201 lost" in (t.error or ""), t.error
+    assert set(t.directions["tx"].received.per_host) == {"c1"}
+    assert t.gbps == pytest.approx(0.1, rel=0.03) and t.loss is not None and t.loss < 0.001
+    [p] = view.points
+    assert p.survivors_only and p.n_partial == 1
+    page = render(view).read_text()
+    assert "survivors only" in page and "c2:5201 lost" in page
+    assert namespaces(lab) == []

@@ -19,7 +19,7 @@ from nicbench.plan.matrix import trials
 from nicbench.records import TrialRecord
 from nicbench.run.kit import PointEnv
 from nicbench.studies.udp import runner as udp
-from nicbench.studies.udp.analysis import udp_trial
+from nicbench.studies.udp.analysis import udp_points, udp_trial
 
 HOSTS = """
 [hosts.srv]
@@ -147,6 +147,35 @@ def test_iperf3_parameter_error_is_iperf3s_own_words(tmp_path):
     assert out.record.status == "failed" and "block size invalid" in out.record.error
 
 
+def test_a_pair_lost_mid_point_leaves_a_partial_point_with_the_survivors_counts(tmp_path):
+    """c2's iperf3 server killed mid-test (recorded: udp_server_killed.json, the
+    client's "control socket has closed unexpectedly"): c2's pair is lost and
+    named, c1's counts are kept, the point is partial -- not failed (c1's good
+    numbers lost), not ok (half the point's traffic missing)."""
+    plan = plan_of('rates = ["20M"]\nstreams = [2]\ndatagram_sizes = [1000]\nduration = 2\nomit = 1')
+    hosts = fake(plan, Script(udp_streams=2), Script())
+    good, killed = Script(V3("udp_p2_omit.json"), runtime=3.01), Script(V3("udp_server_killed.json"), runtime=1.6,
+                                                                         returncode=1)
+
+    def server_host(argv: list[str]) -> Script:
+        if v := versions(argv):
+            return v
+        return killed if "198.18.0.3" in argv else good          # c2's address
+
+    hosts.transport("srv").responder = server_host
+    out = run(plan, hosts, tmp_path)
+    rec = out.record
+    assert rec.status == "partial", rec.error
+    assert "c2:5201 lost: " in rec.error and "control socket has closed unexpectedly" in rec.error
+    assert set(rec.meta["lost"]) == {"c2:5201"}
+    assert {s.tag("host") for s in out.samples if s.metric.startswith("udp.")} == {"c1"}
+    t = udp_trial(rec, out.samples, 0.25)
+    assert t.status == "partial" and set(t.directions["tx"].received.per_host) == {"c1"}
+    assert t.loss == 0.0 and t.gbps == pytest.approx(0.04, rel=0.05)     # the recording's 2 streams x 20 Mbit/s
+    [pt] = udp_points([t])
+    assert pt.survivors_only and pt.n_partial == 1 and pt.n_ok == 0 and pt.n_failed == 0 and pt.gbps == t.gbps
+
+
 def test_iperf2_point_reads_the_servers_csv_as_the_receiver(tmp_path):
     plan = plan_of('engine = "iperf2"\nrates = ["40M"]\nstreams = [2]\ndatagram_sizes = [1000]\nduration = 2\n'
                    'omit = 0\nclient_counts = [1]')
@@ -271,6 +300,29 @@ def test_search_counts_a_step_whose_receiver_got_nothing_as_all_lost(monkeypatch
     steps = rec.meta["search"]["steps"]
     assert rec.status == "ok" and steps[0]["loss"] == 1.0 and steps[0]["received_bps"] == 0.0
     assert steps[0]["passed"] is False and all(st["passed"] for st in steps[1:])
+
+
+def test_search_step_that_lost_a_pair_ends_the_search_and_fails_the_point(monkeypatch, tmp_path):
+    """The survivors' loss is not the point's: no rate may be judged on it."""
+    plan = plan_of('rates = ["max"]\nsearch_steps = 4')
+    hosts = fake(plan, Script(), Script())
+    r = udp.UdpRunner(plan, hosts)
+    r.preflight()
+    tried: list[float | None] = []
+
+    def measure(ctx, env, spec, raw_dir, rate):
+        tried.append(rate)
+        t = udp.Tally(sent_bytes=10**6, sent_s=1.0, expected=100, lost=50, got_bytes=5 * 10**5, got_s=1.0,
+                      receiver_seen=True)
+        status, err = ("ok", None) if len(tried) == 1 else ("partial", "partial: c2:5201 lost: killed")
+        return udp.Measured(TrialRecord(spec, status, 0.0, 1.0, err, {"lost": {"c2:5201": "killed"}}), [], [],
+                            {("c1:5201", "tx"): t})
+
+    monkeypatch.setattr(udp, "measure", measure)
+    rec, samples, _ = udp.run_trial(r.ctx, env(tmp_path), trials(plan)[0], tmp_path)
+    assert len(tried) == 2 and rec.status == "failed" and samples == []
+    assert "search step 1" in rec.error and "c2:5201 lost" in rec.error and "the search stopped" in rec.error
+    assert len(rec.meta["search"]["steps"]) == 1
 
 
 def test_search_where_nothing_ever_arrives_fails_with_the_reason(monkeypatch, tmp_path):

@@ -16,7 +16,10 @@ warm-up left out, trimmed by ``trim`` at both ends).  Over it:
   test's total (iperf3 reports it only at the end);
 - where the lost datagrams went: :mod:`.losssplit`.
 
-A point's figure is the median over its repeats.  A bidir point's Gbps is
+A point's figure is the median over its repeats.  A partial repeat (some
+pairs lost mid-point, named in its error) is judged on its survivors; its
+figures are used only when no repeat of the point was complete, and then the
+point says so (``survivors_only``): never mixed with complete ones.  A bidir point's Gbps is
 tx + rx; its loss, the worse direction's (what the maximum-rate search
 judged).  The ceiling is the UDP payload a link carries in datagrams of the
 point's size (:func:`nicbench.core.linerate.udp`, fragments included).
@@ -152,10 +155,12 @@ def udp_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float, link: Li
                     start_skew_s=meta.get("start_skew_s"), search=meta.get("search"),
                     receive_buffer=_receive_buffer(meta, str(params.get("direction"))),
                     out_of_order_test=_ooo_total(meta), warnings=tuple(meta.get("warnings") or ()))
-    if rec.status != "ok":
+    if rec.status not in ("ok", "partial"):
         return base
     problems: list[str] = []
-    layout = meta.get("layout") or []
+    lost = meta.get("lost") or {}
+    # a partial trial is judged on its survivors: the lost pairs are named already
+    layout = [x for x in meta.get("layout") or [] if f"{x['client']}:{x['port']}" not in lost]
     wanted = EXPECTED_DIRECTIONS.get(str(params.get("direction")), ())
     dirs: dict[str, DirectionResult] = {}
     for d in wanted:
@@ -176,7 +181,8 @@ def udp_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float, link: Li
             problems.append(f"{d} window is {dirs[d].received.seconds:.2f}s, expected about {expected:.2f}s "
                             "(start skew or misplaced intervals)")
     if problems:
-        return replace(base, status="failed", error="; ".join(problems), problems=tuple(problems))
+        return replace(base, status="failed", error="; ".join(([rec.error] if rec.error else []) + problems),
+                       problems=tuple(problems))
     window = max((r.received.window for r in dirs.values()), key=lambda x: x[1] - x[0])
     u = cpu_usage(samples, window)
     c = counters(samples, window)
@@ -247,6 +253,8 @@ class UdpPoint:
     max_skew_s: float | None = None
     errors: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    n_partial: int = 0                    # repeats that lost some pairs (their survivors' data kept)
+    survivors_only: bool = False          # no repeat was complete: the figures are the survivors'
 
     @property
     def of_ceiling(self) -> float | None:
@@ -282,7 +290,9 @@ def udp_points(trials: Iterable[UdpTrial], link: LinkInfo | None = None) -> list
     med = median_of
     out = []
     for point, ts in by_point(trials).items():
-        ok = [t for t in ts if t.status == "ok" and t.gbps is not None]
+        complete = [t for t in ts if t.status == "ok" and t.gbps is not None]
+        partial = [t for t in ts if t.status == "partial" and t.gbps is not None]
+        ok = complete or partial
         p = ts[0].params
         g = [t.gbps for t in ok if t.gbps is not None]
         ndir = len(EXPECTED_DIRECTIONS.get(str(p.get("direction")), ("tx",)))
@@ -293,7 +303,8 @@ def udp_points(trials: Iterable[UdpTrial], link: LinkInfo | None = None) -> list
         rates = [t.search.get("rate_per_client_bps") for t in ok if t.search]
         skews = [t.start_skew_s for t in ts if t.start_skew_s is not None]
         out.append(UdpPoint(
-            point, p, ts[0].size, ts[0].fragments, len(ok), len(ts) - len(ok), med(g), min(g, default=None),
+            point, p, ts[0].size, ts[0].fragments, len(complete), len(ts) - len(complete) - len(partial), med(g),
+            min(g, default=None),
             max(g, default=None), statistics.stdev(g) if len(g) > 1 else (0.0 if g else None),
             {d: statistics.median(v) for d in ("tx", "rx")
              if (v := [t.directions[d].gbps for t in ok if d in t.directions])},
@@ -315,7 +326,8 @@ def udp_points(trials: Iterable[UdpTrial], link: LinkInfo | None = None) -> list
             {k: med(s.get(k) for s in splits) for k in SPLIT_STAGES} if any(splits) else {},
             med(next(iter(t.split.values())).loss if t.split else None for t in ok),
             max(skews) if skews else None,
-            tuple(sorted({t.error for t in ts if t.error})), tuple(sorted({w for t in ts for w in t.warnings}))))
+            tuple(sorted({t.error for t in ts if t.error})), tuple(sorted({w for t in ts for w in t.warnings})),
+            len(partial), not complete and bool(partial)))
     return out
 
 

@@ -9,6 +9,12 @@ Measurement rules:
   kept beside them;
 - intervals are placed on the wall clock as in the TCP study
   (:mod:`nicbench.run.iperf`), so the analysis can cut one shared window;
+- a pair lost mid-point (its client hung at the time limit, its engine
+  server killed or gone, its output unusable) makes the point partial: the
+  other pairs' data is kept and the lost pair named, as in the TCP study
+  (:func:`nicbench.run.iperf.pair_fate`); a maximum-rate search cannot judge
+  a step on some clients' loss, so a step that lost a pair ends the search
+  and fails the point (its steps kept in meta);
 - a receiver that counted nothing fails the point with that reason, never
   "0 % loss of 0 datagrams" (the kernel's counters of the point say whether
   nothing reached the host, or nothing got through its reassembly or its
@@ -26,8 +32,9 @@ Measurement rules:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +102,11 @@ class Tally:
             self.lost += iv.lost or 0
             self.got_bytes += iv.bytes
             self.got_s += iv.end - iv.start
+
+    def merge(self, other: Tally) -> None:
+        for f in ("sent", "sent_bytes", "sent_s", "expected", "lost", "got_bytes", "got_s"):
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+        self.receiver_seen = self.receiver_seen or other.receiver_seen
 
 
 @dataclass
@@ -255,8 +267,11 @@ def search(ctx: UdpContext, env: PointEnv, spec: TrialSpec,
         raws += m.raws
         if m.record.status != "ok" and m.nothing is None:   # a failed or interrupted step ends the point
             err = f"search step {k} ({_rate_text(rate)}): {m.record.error}"
-            return (TrialRecord(spec, m.record.status, started, time.time(), err, {**m.record.meta, "search": found}),
-                    m.samples, raws)
+            status = m.record.status
+            if status == "partial":     # the survivors' loss is not the point's: no rate can be judged on it
+                status, err = "failed", err + " -- a step is judged on every client's loss, so the search stopped"
+            return (TrialRecord(spec, status, started, time.time(), err, {**m.record.meta, "search": found}),
+                    m.samples if status != "failed" else [], raws)
         sent, got, loss = m.figures()
         if m.nothing is not None:
             # nothing arrived although the sender sent: all of it lost (if no
@@ -324,6 +339,7 @@ def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate
     samples: list[Sample] = []
     guard = PointGuard(meta, lambda: [pr for _, pr in clis + servers], grace=0.5)
     limit = s.omit + s.duration + s.timeout_margin
+    lost: dict[str, str] = {}          # "client:port" -> why that pair delivered nothing usable
     with guard:
         for slot in slots:                      # 1. engine servers on the client hosts
             argv = (iperf3.server_argv(slot.port, s.interval) if engine == "iperf3" else
@@ -353,11 +369,15 @@ def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate
             net_interval=min(s.interval, 0.5), cpu_interval=min(s.interval, 0.25)).start()
         if engine == "iperf3":
             _await_udp_setup(ctx, servers)
-        end_by = time.monotonic() + limit       # 4. the clients, stopped at their time limit
-        for slot, proc in clis:
-            if proc.wait(end_by - time.monotonic()) is None:
-                raise _hung(ctx, slot, clis, limit)
+        end_by = time.monotonic() + limit       # 4. the clients; one still running at its time limit is lost
+        hung = [slot for slot, proc in clis if proc.wait(end_by - time.monotonic()) is None]
+        if hung and len(hung) == len(clis):
+            raise _hung(ctx, hung[0], clis, limit)
+        for slot in hung:
+            lost[f"{slot.client}:{slot.port}"] = _hung(ctx, slot, clis, limit).one_line().removeprefix("nicbench: ")
         samplers.last_read()
+        if engine == "iperf2":   # a receiving server gone before the end: its counts stop short
+            lost.update(_dead_servers(servers, lost))
         iperf.stop_servers(engine, servers, mode, s.interval, meta)     # 5. the servers
     status, error, counter_samples = guard.status, guard.error, guard.counters
 
@@ -365,17 +385,13 @@ def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate
     tallies: dict[tuple[str, str], Tally] = {}
     nothing = None
     if status != "interrupted":
-        try:
-            samples = _parse_all(ctx, spec, clis, servers, stamps, ends, meta, tallies)
-            if status == "ok":
-                nothing = _check_received(ctx, str(p["direction"]), slots, tallies, counter_samples, size)
-                if nothing is not None:
-                    status, error = "failed", nothing
-        except NicbenchError as e:
-            if status == "ok":
-                status, error = "failed", e.one_line().removeprefix("nicbench: ")
-        except (ValueError, KeyError, TypeError) as e:   # a parser bug must fail the point, not the run
-            status, error = "failed", f"tool output not understood: {type(e).__name__}: {e}"
+        samples = _parse_all(ctx, spec, clis, servers, stamps, ends, meta, tallies, lost)
+        if status == "ok":
+            kept = [sl for sl in slots if f"{sl.client}:{sl.port}" not in lost]
+            nothing = _check_received(ctx, str(p["direction"]), kept, tallies, counter_samples, size)
+            if nothing is not None:
+                status, error = "failed", nothing
+        status, error = iperf.pair_fate(status, error, lost, len(clis), meta)
     meta["start_skew_s"] = iperf.start_skew(meta)
     samples += counter_samples
     ended = time.time()
@@ -472,51 +488,112 @@ def _tally(tallies: dict[tuple[str, str], Tally], key: str, intervals: Sequence[
 
 
 def _parse_all(ctx: UdpContext, spec: TrialSpec, clis: Slots, servers: Slots, stamps: dict[str, float | None],
-               ends: dict[str, float | None], meta: dict, tallies: dict[tuple[str, str], Tally]) -> list[Sample]:
+               ends: dict[str, float | None], meta: dict, tallies: dict[tuple[str, str], Tally],
+               lost: dict[str, str]) -> list[Sample]:
+    """Every pair's samples and counts; a pair whose output cannot be used goes
+    into ``lost`` with why (the others are still read), and its samples and
+    counts stay out: they would be part of an interval of an unknown span."""
     s = ctx.study
     samples: list[Sample] = []
     meta["test_starts"], meta["anchors"], meta["udp_totals"], meta["socket_buffers"] = {}, {}, {}, {}
     lag = s.interval if s.engine == "iperf2" and iperf2.stamps_late(ctx.tool) else 0.0
     if lag:
         meta["iperf2_stamp_lag_s"] = lag
+    got: dict[str, tuple[list[Sample], dict[tuple[str, str], Tally]]] = {}
     for slot, proc in clis:
         key = f"{slot.client}:{slot.port}"
-        text = read_output(proc.stdout_path)
-        if s.engine == "iperf3":
-            try:
-                rep = iperf3.parse(text)
-            except ToolError as e:      # no report at all: iperf3 said why on stderr (a parameter error)
-                raise iperf.tool_error(f"iperf3 to {key}: {tail(tool_stderr(proc.stderr_path)) or e.message}",
-                                       ctx.server) from None
-            iperf.check_iperf3(rep, proc, key, ctx.server)
-            if not rep.has_server_output:
-                raise ToolError(f"iperf3 to {key} brought back no server report (--get-server-output): the "
-                                "receiver's counts of a tx point are in it", where=ctx.server)
-            anchor, peer_anchor = iperf.place_iperf3(rep, key, stamps, ends, meta, ctx.server)
-            samples += _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
-            _tally(tallies, key, rep.intervals)
-            meta["udp_totals"][key] = {k: vars(t) for k, t in rep.udp.items()}
-            meta["socket_buffers"][key] = rep.socket_buffers
-        else:
-            iperf.check_iperf2(text, proc, key, ctx.server)
-            rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
-                                stamp_lag=lag + host_clock_offset(proc))
-            _all_streams_reported(rep2.intervals, slot, ctx.server, tool_stderr(proc.stderr_path))
-            samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
-            _tally(tallies, key, rep2.intervals)
-            meta["udp_totals"][key] = {k: list(v) for k, v in rep2.udp.items()}
-            iperf.place_iperf2(rep2, key, ends, meta)
+        if key not in lost:
+            _pair(key, lost, got, partial(_parse_client, ctx, spec, slot, proc, stamps, ends, meta, lag))
     if s.engine == "iperf2":        # the receiver of the fwd flow writes the server's CSV
         for slot, proc in servers:
             key = f"{slot.client}:{slot.port}"
-            rep2 = iperf2.parse(read_output(proc.stdout_path), role="server", omit=s.omit, server_port=slot.port,
-                                interval=s.interval, stamp_lag=lag + host_clock_offset(proc))
-            _all_streams_reported(rep2.intervals, slot, slot.client, tool_stderr(proc.stderr_path))
-            samples += _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
-            _tally(tallies, key, rep2.intervals)
-            for k, v in rep2.udp.items():
-                meta["udp_totals"].setdefault(key, {}).setdefault(k, list(v))
+            if key not in lost:
+                _pair(key, lost, got, partial(_parse_server, ctx, spec, slot, proc, meta, lag))
+    for key, (xs, ts) in got.items():
+        if key not in lost:
+            samples += xs
+            for k, t in ts.items():
+                tallies.setdefault(k, Tally()).merge(t)
     return samples
+
+
+def _pair(key: str, lost: dict[str, str], got: dict[str, tuple[list[Sample], dict[tuple[str, str], Tally]]],
+          parse: Callable[[], tuple[list[Sample], dict[tuple[str, str], Tally]]]) -> None:
+    try:
+        xs, ts = parse()
+    except NicbenchError as e:
+        lost[key] = e.message + (f" (hint: {e.hint})" if e.hint else "")
+        return
+    except (ValueError, KeyError, TypeError) as e:   # a parser bug must lose the pair, not the run
+        lost[key] = f"engine output of {key} not understood: {type(e).__name__}: {e}"
+        return
+    old = got.setdefault(key, ([], {}))
+    old[0].extend(xs)
+    for k, t in ts.items():
+        old[1].setdefault(k, Tally()).merge(t)
+
+
+def _parse_client(ctx: UdpContext, spec: TrialSpec, slot: ProcSlot, proc: Process, stamps: dict[str, float | None],
+                  ends: dict[str, float | None], meta: dict,
+                  lag: float) -> tuple[list[Sample], dict[tuple[str, str], Tally]]:
+    """One engine client's samples and counts (for iperf3, its server's too, nested in its report)."""
+    s = ctx.study
+    key = f"{slot.client}:{slot.port}"
+    text = read_output(proc.stdout_path)
+    tallies: dict[tuple[str, str], Tally] = {}
+    if s.engine == "iperf3":
+        try:
+            rep = iperf3.parse(text)
+        except ToolError as e:      # no report at all: iperf3 said why on stderr (a parameter error)
+            raise iperf.tool_error(f"iperf3 to {key}: {tail(tool_stderr(proc.stderr_path)) or e.message}",
+                                   ctx.server) from None
+        iperf.check_iperf3(rep, proc, key, ctx.server)
+        if not rep.has_server_output:
+            raise ToolError(f"iperf3 to {key} brought back no server report (--get-server-output): the "
+                            "receiver's counts of a tx point are in it", where=ctx.server)
+        anchor, peer_anchor = iperf.place_iperf3(rep, key, stamps, ends, meta, ctx.server)
+        _tally(tallies, key, rep.intervals)
+        meta["udp_totals"][key] = {k: vars(t) for k, t in rep.udp.items()}
+        meta["socket_buffers"][key] = rep.socket_buffers
+        return _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor), tallies
+    iperf.check_iperf2(text, proc, key, ctx.server)
+    rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
+                        stamp_lag=lag + host_clock_offset(proc))
+    _all_streams_reported(rep2.intervals, slot, ctx.server, tool_stderr(proc.stderr_path))
+    _tally(tallies, key, rep2.intervals)
+    meta["udp_totals"][key] = {k: list(v) for k, v in rep2.udp.items()}
+    iperf.place_iperf2(rep2, key, ends, meta)
+    return _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals), tallies
+
+
+def _parse_server(ctx: UdpContext, spec: TrialSpec, slot: ProcSlot, proc: Process, meta: dict,
+                  lag: float) -> tuple[list[Sample], dict[tuple[str, str], Tally]]:
+    """An iperf 2 server's samples and counts: the receiver of the fwd flow."""
+    s = ctx.study
+    key = f"{slot.client}:{slot.port}"
+    rep2 = iperf2.parse(read_output(proc.stdout_path), role="server", omit=s.omit, server_port=slot.port,
+                        interval=s.interval, stamp_lag=lag + host_clock_offset(proc))
+    _all_streams_reported(rep2.intervals, slot, slot.client, tool_stderr(proc.stderr_path))
+    tallies: dict[tuple[str, str], Tally] = {}
+    _tally(tallies, key, rep2.intervals)
+    for k, v in rep2.udp.items():
+        meta["udp_totals"].setdefault(key, {}).setdefault(k, list(v))
+    return _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals), tallies
+
+
+def _dead_servers(servers: Slots, lost: dict[str, str]) -> dict[str, str]:
+    """iperf 2 servers that exited before nicbench stopped them (they serve
+    until their lifetime, longer than the point): killed or crashed, so their
+    receiver counts stop short of the point's end."""
+    out = {}
+    for slot, proc in servers:
+        key = f"{slot.client}:{slot.port}"
+        rc = proc.poll()
+        if rc is not None and key not in lost:
+            out[key] = (f"the iperf 2 server on {key} exited (status {rc}) before the point ended: its receiver "
+                        f"counts stop short (hint: {tail(tool_stderr(proc.stderr_path)) or 'nothing on stderr'}; "
+                        "was it killed?)")
+    return out
 
 
 def _all_streams_reported(intervals: Sequence[FlowInterval], slot: ProcSlot, host: str, stderr: str) -> None:

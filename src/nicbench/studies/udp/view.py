@@ -26,7 +26,8 @@ from .figures import cpu_figure, headline_figure, rate_figures
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 
 CSV_COLS = ["point", "direction", "clients", "streams", "rate", "rate_per_client_bps", "datagram_size", "fragments",
-            "engine", "repeats_ok", "repeats_failed", "received_bps", "received_bps_min", "received_bps_max",
+            "engine", "repeats_ok", "repeats_failed", "repeats_partial", "survivors_only",
+            "received_bps", "received_bps_min", "received_bps_max",
             "received_bps_stdev", "tx_received_bps", "rx_received_bps", "datagrams_per_s", "sent_bps", "loss",
             "loss_max", "counted_loss", "jitter_s", "jitter_max_s", "out_of_order", "ceiling_bps", "of_ceiling",
             "max_of_ceiling", "above_ceiling", "search_rate_per_client_bps", "search_steps",
@@ -73,7 +74,8 @@ def _pct(key: str) -> Callable[[Mapping[str, Any]], float | None]:
 HEADLINE = (
     Col("point", "point", "text"),
     Col("datagram B", "datagram_size", "count"),
-    Col("Gbps received", _gbps("received_bps"), bold=True, title="UDP payload the receivers counted, median"),
+    Col("Gbps received", _gbps("received_bps"), bold=True, alert=lambda r: bool(r.get("survivors_only")),
+        title="UDP payload the receivers counted, median (red: the survivors' aggregate only)"),
     Col("% of ceiling", _pct("of_ceiling"), alert=lambda r: bool(r.get("above_ceiling"))),
     Col("loss %", _pct("loss"), title="datagrams the receivers missed, worst direction"),
     Col("jitter ms", lambda r: r["jitter_s"] * 1e3 if r.get("jitter_s") is not None else None),
@@ -124,6 +126,7 @@ class UdpView:
         gbps: dict[str, list[float]] = {}
         loss: dict[str, list[float]] = {}
         for t in view.trials:
+            # a partial repeat's figures are its survivors': not the point's, so not compared
             if isinstance(t, UdpTrial) and t.status == "ok" and t.gbps is not None:
                 gbps.setdefault(t.point, []).append(t.gbps)
                 if t.loss is not None:
@@ -133,7 +136,7 @@ class UdpView:
 
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         """The report's figures of a trial that just finished (its own window)."""
-        if rec.status != "ok":
+        if rec.status not in ("ok", "partial"):
             return f"{rec.spec.point} {rec.status}"
         t = udp_trial(rec, samples, float(run_meta.get("trim", 0.0)))
         if t.gbps is None:
@@ -145,7 +148,8 @@ class UdpView:
             steps = len(t.search.get("steps") or [])  # type: ignore[arg-type]
             found = (f", found at {format_speed(float(rate))}bit/s per client" if isinstance(rate, (int, float))
                      else ", unpaced") + f" in {steps} steps"
-        return f"{rec.spec.point} {t.gbps:.3f} Gbps, {t.datagrams_per_s or 0:.0f} datagrams/s, {loss}{found}"
+        part = f" (partial: survivors only; {rec.error})" if rec.status == "partial" else ""
+        return f"{rec.spec.point} {t.gbps:.3f} Gbps, {t.datagrams_per_s or 0:.0f} datagrams/s, {loss}{found}{part}"
 
 
 def table_rows(points: Sequence[UdpPoint]) -> list[dict[str, Any]]:
@@ -159,6 +163,7 @@ def table_rows(points: Sequence[UdpPoint]) -> list[dict[str, Any]]:
             "streams": p.params.get("streams"), "rate": p.params.get("rate"),
             "rate_per_client_bps": rate, "datagram_size": p.size, "fragments": p.fragments,
             "engine": p.params.get("engine"), "repeats_ok": p.n_ok, "repeats_failed": p.n_failed,
+            "repeats_partial": p.n_partial, "survivors_only": p.survivors_only,
             "received_bps": g(p.gbps), "received_bps_min": g(p.gbps_min), "received_bps_max": g(p.gbps_max),
             "received_bps_stdev": g(p.gbps_stdev), "tx_received_bps": g(p.by_direction.get("tx")),
             "rx_received_bps": g(p.by_direction.get("rx")), "datagrams_per_s": p.datagrams_per_s,
