@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from ..core.errors import InputError
 from ..report.compare import write_compare_page
 from ..report.facts import fact_changes, grouped_changes
 from ..report.numbers import num
+from ..report.view import CompareValues, PointMatcher, RunView, StudyView
 from ..studies.registry import VIEWS
 from .options import STORE_HELP
 from .report import load_ref
@@ -43,6 +45,12 @@ def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: str | None, a
                          hint="compare runs of the same kind of study")
     view = VIEWS[a.info.study]
     metrics = list(zip(view.compare_values(a), view.compare_values(b), strict=True))
+    matched = _matched(view, a, b, metrics)
+    if matched:
+        # B's points take the names of A's they meet, so each pair is one row (and one place in a figure)
+        names = {pb: pa for pa, pb, _ in matched}
+        metrics = [(ca, dataclasses.replace(cb, values={names.get(k, k): v for k, v in cb.values.items()}))
+                   for ca, cb in metrics]
     if not set(metrics[0][0].values) & set(metrics[0][1].values):
         raise InputError("the runs have no point in common", where="compare",
                          hint="compare runs of the same plan (or the same points)")
@@ -68,6 +76,8 @@ def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: str | None, a
                     "facts_changed": [dict(zip(("host", "fact", "a", "b"), c, strict=True)) for c in changes],
                     "facts_differing": grouped,
                     "tuning": tuning,
+                    # points met across names (different engines): B's point is listed under A's
+                    "matched": [{"a": pa, "b": pb, "note": note} for pa, pb, note in matched],
                     "html": str(page.resolve()) if page else None,
                 },
                 indent=1,
@@ -76,6 +86,8 @@ def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: str | None, a
         return
 
     con = Console(width=150)
+    for pa, pb, note in matched:
+        con.print(f"no point of the same name: B's {pb} is compared as A's {pa} ({note})", markup=False)
     for cv, ds in diffs:
         direction = "higher is better" if cv.higher_is_better else "lower is better"
         t = Table(title=f"{cv.metric} ({direction}): B = {b.info.run_id} vs A = {a.info.run_id}",
@@ -101,3 +113,13 @@ def compare_cmd(ctx: click.Context, run_a: str, run_b: str, store: str | None, a
             con.print(f"... and {len(grouped) - 60} more (--json lists all)")
     if page is not None:
         con.print(f"compare page: {page.resolve()}")
+
+
+def _matched(view: StudyView, a: RunView, b: RunView,
+             metrics: list[tuple[CompareValues, CompareValues]]) -> list[tuple[str, str, str]]:
+    """Pairs of points of other names the study meets across runs that share
+    no point by name (``report.view.PointMatcher``), else none: a point of the
+    same name is always the one compared."""
+    if set(metrics[0][0].values) & set(metrics[0][1].values) or not isinstance(view, PointMatcher):
+        return []
+    return view.match_points(a, b)

@@ -38,10 +38,6 @@ from ..store.names import check_name, new_run_id
 from ..studies.registry import STUDIES, VIEWS, importer_for
 from .options import emit, json_option, quoted, store_location, store_option
 
-# what a kind of result needs when no study of this nicbench imports it yet
-_NO_STUDY = {"rr": "request/response results (netperf *_RR) need the latency study, which this nicbench "
-                   "does not have yet"}
-
 
 @dataclass(frozen=True)
 class _Run:
@@ -118,7 +114,7 @@ def _prepare(kind: str, items: list[tuple[SourceFile, ParsedFile, ParsedFile]], 
     whole and one of its points), made and checked by the study's analysis."""
     found = importer_for(kind)
     if found is None:
-        raise InputError(_NO_STUDY.get(kind, f"no study imports {kind} results"),
+        raise InputError(f"no study imports {kind} results",
                          where=", ".join(dict.fromkeys(src.given for src, _, _ in items)),
                          hint="import the other files on their own")
     study, adapter = found
@@ -153,7 +149,8 @@ def _prepare(kind: str, items: list[tuple[SourceFile, ParsedFile, ParsedFile]], 
               help="Which end wrote the files, for outputs that do not say (iperf 2 CSV).")
 @click.option("--together", is_flag=True, help="All files are one point, run in parallel.")
 @click.option("--io-size", default=None, metavar="SIZE",
-              help="IO (or block) size of points whose files do not say it, e.g. 128K.")
+              help="IO (or block) size of points whose files do not say it, e.g. 128K (netperf *_RR: the "
+                   "request and response size).")
 @click.option("--name", default="imported", show_default=True,
               help="Run name: letters, digits, '.', '_', '-' (at most 64).")
 @store_option
@@ -179,9 +176,12 @@ def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: s
     outputs) of the same point are taken as run together.  --together forces
     every file into one point.
 
-    Files of different kinds (TCP, UDP, storage, HTTP, packets) become one
-    run per study.  Nothing is written unless every file yields a valid
-    point.  Request/response results (netperf *_RR) wait for their study.
+    Files of different kinds (TCP, UDP, storage, HTTP, packets,
+    request/response) become one run per study.  Nothing is written unless
+    every file yields a valid point.  netperf TCP_RR/UDP_RR results go to
+    the latency study: they need netperf's latency selectors (-- -o
+    ...,P50_LATENCY,P90_LATENCY,P99_LATENCY,MAX_LATENCY) and their request
+    size (-o REQUEST_SIZE,RESPONSE_SIZE, or --io-size).
     """
     check_name(name)
     force, args = _force(list(files), as_)

@@ -36,11 +36,12 @@ def point_key(p: ParsedFile) -> str:
     """What makes two files the same point: tool, kind, direction (the
     engine client's, so both ends of one test agree), streams, size, op; a
     packet point's sender and receiver files share it (no direction, no
-    port); a fio job group is its own point."""
+    port); a fio job group is its own point; a request/response file's
+    request size is part of its point."""
     pr = p.params
     what = "" if p.kind == "packets" else engine_direction(p) or pr.get("op") or pr.get("test") or ""
     parts = [p.tool, p.kind, str(what)]
-    for k in ("streams", "io_size", "block_size", "bs", "connections", "protocol", "frame_size"):
+    for k in ("streams", "io_size", "block_size", "bs", "connections", "protocol", "frame_size", "request_size"):
         if pr.get(k) is not None:
             parts.append(f"{k}={pr[k]}")
     if "group" in p.extra:

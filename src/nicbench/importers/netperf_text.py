@@ -2,6 +2,13 @@
 tables, and omni output selectors (``-o`` CSV with a header line, ``-k``
 key=value).  Throughput in the units netperf names (10^6bits/s, Trans/s);
 latencies in microseconds become seconds.  No wall clock.
+
+Request/response files also say, when the file does: the protocol (from the
+test's banner, or omni's ``PROTOCOL`` selector), the request and response
+sizes in bytes (the classic table's columns, or ``REQUEST_SIZE`` /
+``RESPONSE_SIZE``) and the initial burst (the banner's "first burst N", or
+``BURST_SIZE``): ``params`` ``protocol``, ``request_size``,
+``response_size``, ``burst``; what the file does not say is left out.
 """
 
 from __future__ import annotations
@@ -17,11 +24,18 @@ FORMAT = "netperf-text"
 HINT = "run netperf with -- -o (or -k) and save its output"
 _TEST = re.compile(r"^(?:MIGRATED )?(.+?) TEST from", re.M)
 _LAT = {"50th Percentile Latency Microseconds": "p50", "90th Percentile Latency Microseconds": "p90",
-        "99th Percentile Latency Microseconds": "p99", "Mean Latency Microseconds": "mean"}
+        "99th Percentile Latency Microseconds": "p99", "Mean Latency Microseconds": "mean",
+        "Minimum Latency Microseconds": "min", "Maximum Latency Microseconds": "max",
+        "Stddev Latency Microseconds": "stddev"}
+# -k names -> the -o header's names (netperf's omni output selectors)
 _KEYS = {"THROUGHPUT": "Throughput", "THROUGHPUT_UNITS": "Throughput Units", "P50_LATENCY":
          "50th Percentile Latency Microseconds", "P90_LATENCY": "90th Percentile Latency Microseconds",
          "P99_LATENCY": "99th Percentile Latency Microseconds", "MEAN_LATENCY": "Mean Latency Microseconds",
-         "ELAPSED_TIME": "Elapsed Time (sec)"}
+         "MIN_LATENCY": "Minimum Latency Microseconds", "MAX_LATENCY": "Maximum Latency Microseconds",
+         "STDDEV_LATENCY": "Stddev Latency Microseconds", "ELAPSED_TIME": "Elapsed Time (sec)",
+         "PROTOCOL": "Protocol", "REQUEST_SIZE": "Request Size Bytes", "RESPONSE_SIZE": "Response Size Bytes",
+         "BURST_SIZE": "Initial Burst Requests"}
+_BURST = re.compile(r":\s*first burst (\d+)")
 
 
 def _fields(text: str, name: str) -> tuple[dict[str, str], list[str]]:
@@ -62,6 +76,9 @@ def parse(text: str, name: str) -> ParsedFile:
             raise InputError("no netperf result line", where=name, hint=HINT)
         f = {"Throughput": rows[0][-1], "Elapsed Time (sec)": rows[0][-2],
              "Throughput Units": "Trans/s" if rr else "10^6bits/s"}
+        if rr and len(rows[0]) == 6:
+            # Send and Recv socket sizes, Request and Resp. sizes, Elapsed, Trans. Rate
+            f["Request Size Bytes"], f["Response Size Bytes"] = rows[0][2], rows[0][3]
         notes.append("classic netperf table: the last column of the first result line")
     if "Throughput" not in f:
         raise no_point(name, "no Throughput field", HINT)
@@ -69,6 +86,7 @@ def parse(text: str, name: str) -> ParsedFile:
     unit = f.get("Throughput Units", "")
     secs = finite(f.get("Elapsed Time (sec)", 0) or 0, "Elapsed Time", name)
     tags = dict(host=name, proc="0")
+    params: dict[str, object] = {"test": test or None, "engine": "netperf"}
     totals: dict[str, float] = {}
     samples = []
     if rr:
@@ -83,6 +101,7 @@ def parse(text: str, name: str) -> ParsedFile:
                 totals[f"latency.{label}"] = v
                 samples.append(sample(f"rr.latency.{label}", v, "s", 0.0, secs, **tags))
         kind: Kind = "rr"
+        params.update(_rr_params(text, test, f, name))
     else:
         scale = {"10^6bits/s": 1e6, "10^9bits/s": 1e9, "10^3bits/s": 1e3, "bits/s": 1.0}.get(unit)
         if scale is None:
@@ -97,5 +116,21 @@ def parse(text: str, name: str) -> ParsedFile:
     if thr <= 0:
         raise no_point(name, "throughput is 0", HINT)
     return ParsedFile(name=name, format=FORMAT, tool="netperf", version=None, role="client", kind=kind,
-                      params={"test": test or None, "engine": "netperf"}, samples=samples, totals=totals,
+                      params=params, samples=samples, totals=totals,
                       relative_time=True, notes=tuple(notes))
+
+
+def _rr_params(text: str, test: str, f: dict[str, str], name: str) -> dict[str, object]:
+    """What a request/response file says of its point: protocol, sizes (bytes), initial burst."""
+    out: dict[str, object] = {}
+    proto = f.get("Protocol", "").strip().upper() or next((p for p in ("TCP", "UDP") if test.startswith(p)), "")
+    if proto in ("TCP", "UDP"):
+        out["protocol"] = proto.lower()
+    for field_, key in (("Request Size Bytes", "request_size"), ("Response Size Bytes", "response_size"),
+                        ("Initial Burst Requests", "burst")):
+        if f.get(field_) not in (None, ""):
+            out[key] = int(finite(f[field_], field_, name))
+    b = _BURST.search(text)
+    if b and "burst" not in out:
+        out["burst"] = int(b[1])
+    return out

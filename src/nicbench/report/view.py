@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..analysis.trials import LinkInfo, TrialHead, float_meta
 from ..core.errors import StoreError
@@ -137,6 +137,18 @@ class StudyView(Protocol):
     def point_summaries(self, view: RunView) -> list[PointSummary]:
         """One summary per point: its parameters and a value (full precision,
         None when unknown) for every metric in :attr:`metrics`."""
+        ...
+
+
+@runtime_checkable
+class PointMatcher(Protocol):
+    """A study view whose points can meet another run's points of another
+    name (``nicbench compare`` asks when two runs share no point by name):
+    the latency study's points carry their engine in the key, and an
+    imported engine's points meet the lab's engines' there."""
+
+    def match_points(self, a: RunView, b: RunView) -> list[tuple[str, str, str]]:
+        """(A's point, B's point, one sentence on how they differ) per pair; a point in one pair at most."""
         ...
 
 

@@ -21,6 +21,7 @@ from ..run.study import RunnerFactory
 from .https.imported import HttpsImport
 from .https.runner import HttpsRunner
 from .https.view import HttpsView
+from .latency.imported import LatencyImport
 from .latency.runner import LatencyRunner
 from .latency.view import LatencyView
 from .packets.imported import PacketImport
@@ -53,7 +54,7 @@ STUDIES: dict[str, Study] = {s.kind: s for s in (
     Study("storage", StorageStudy, StorageRunner, StorageView(), StorageImport()),
     Study("packets", PacketStudy, PacketRunner, PacketView(), PacketImport()),
     Study("udp", UdpStudy, UdpRunner, UdpView(), UdpImport()),
-    Study("latency", LatencyStudy, LatencyRunner, LatencyView()),
+    Study("latency", LatencyStudy, LatencyRunner, LatencyView(), LatencyImport()),
 )}
 
 VIEWS: dict[str, StudyView] = {k: s.view for k, s in STUDIES.items()}

@@ -8,6 +8,12 @@ results.  Times are seconds throughout.
   the ns below 2 us, within 1/1024 above; iperf 2's are upper bounds at its
   100 us bins, and say so).  A trial's figure merges every probe's histogram:
   the RTT distribution between the server and its clients at that point.
+- An imported probe (netperf, ``studies/latency/imported.py``) has no
+  histogram: only the percentiles, mean, min and max its engine stated
+  (bound ``"stated"``).  A trial of one such probe takes them as they are;
+  of several, only what combines exactly (the max, the min, the mean weighted
+  by transactions), never a percentile of percentiles.  Such points have no
+  distribution, so no CDF.
 - A point's percentile is the median over its ok repeats of each repeat's
   percentile; its spread is min..max over repeats.  The point's CDF merges
   every ok repeat.
@@ -46,24 +52,30 @@ class ProbeResult:
     """One probe (one client host) of one trial."""
 
     host: str
-    histogram: LatencyHistogram
-    bound: str                          # "exact", or "upper" (iperf 2: each percentile is its bin's upper edge)
+    histogram: LatencyHistogram | None  # None: an imported probe whose engine stated its figures only
+    bound: str                          # "exact", "upper" (iperf 2: each percentile is its bin's upper edge),
+                                        # or "stated" (the engine's own percentiles, no distribution: netperf)
     resolution_s: float | None          # the histogram's bin width when coarser than HDR's (iperf 2: 100 us)
-    count: int                          # answered requests in the window
-    sent: int
-    lost: int
-    mean: float
-    min: float
-    max: float
-    window: tuple[float, float]         # wall clock: first timed request .. last answer
+    count: int | None                   # answered requests in the window (None: a stated probe that does not say)
+    sent: int | None                    # None: not stated (imported probes)
+    lost: int | None
+    mean: float | None                  # None only for a stated probe whose engine did not print it
+    min: float | None
+    max: float | None
+    window: tuple[float, float] | None  # wall clock: first timed request .. last answer (None: not known)
     percentiles: Mapping[str, float]
     stated: Mapping[str, Any] = field(default_factory=dict)   # the engine's own summary
+    stated_rate: float | None = None    # transactions/s as the engine stated it (imported probes)
 
     @property
     def rate(self) -> float | None:
-        """Answered requests per second over the window."""
+        """Answered requests per second over the window (or as the engine stated it)."""
+        if self.stated_rate is not None:
+            return self.stated_rate
+        if self.window is None:
+            return None
         span = self.window[1] - self.window[0]
-        return self.count / span if span > 0 else None
+        return self.count / span if span > 0 and self.count is not None else None
 
 
 @dataclass(frozen=True)
@@ -85,17 +97,28 @@ class LatencyTrial(TrialHead):
 
     @property
     def bound(self) -> str:
-        return "upper" if any(p.bound == "upper" for p in self.probes.values()) else "exact"
+        return _bound(p.bound for p in self.probes.values())
 
     @property
     def lost_fraction(self) -> float | None:
-        sent = sum(p.sent for p in self.probes.values())
-        return sum(p.lost for p in self.probes.values()) / sent if sent else None
+        sent = sum(p.sent or 0 for p in self.probes.values())
+        return sum(p.lost or 0 for p in self.probes.values()) / sent if sent else None
 
     @property
     def rate(self) -> float | None:
         """Answered requests per second, mean over the probes."""
         return median_of(p.rate for p in self.probes.values()) if self.probes else None
+
+
+def _bound(bounds: Iterable[str]) -> str:
+    """What a set of figures is: "stated" if any is an engine's stated figure, else "upper" if any is a
+    bin's upper edge, else "exact"."""
+    got = set(bounds)
+    return "stated" if "stated" in got else "upper" if "upper" in got else "exact"
+
+
+def _opt(v: object) -> float | None:
+    return None if v is None else float(v)  # type: ignore[arg-type]
 
 
 def _percentiles(h: LatencyHistogram, exact_max: float, resolution: float | None = None) -> dict[str, float]:
@@ -112,6 +135,8 @@ def _percentiles(h: LatencyHistogram, exact_max: float, resolution: float | None
 
 def probe_result(host: str, rec: Mapping[str, Any], where: str) -> ProbeResult:
     """A probe's stored record -> its result (StoreError if the histogram is damaged)."""
+    if rec.get("percentiles_bound") == "stated":
+        return _stated_probe(host, rec)
     h = LatencyHistogram.from_json(rec["histogram"], where=where)
     bound = str(rec.get("percentiles_bound") or "exact")
     mx, mn, mean = float(rec["max"]), float(rec["min"]), float(rec["mean"])
@@ -120,6 +145,43 @@ def probe_result(host: str, rec: Mapping[str, Any], where: str) -> ProbeResult:
                        int(rec.get("lost") or 0), mean, mn, mx, (float(w[0]), float(w[1])),
                        _percentiles(h, mx, rec.get("resolution_s") if bound == "upper" else None),
                        dict(rec.get("stated") or {}))
+
+
+def _stated_probe(host: str, rec: Mapping[str, Any]) -> ProbeResult:
+    """An imported probe: the figures its engine stated, seconds (``studies/latency/imported.py``)."""
+    pct = {k: float(v) for k, v in (rec.get("percentiles") or {}).items() if k in PERCENTILES}
+    if rec.get("max") is not None:
+        pct["max"] = float(rec["max"])
+    w = rec.get("window")
+    count = rec.get("count")
+    return ProbeResult(host, None, "stated", None, int(count) if count is not None else None, None, None,
+                       _opt(rec.get("mean")), _opt(rec.get("min")),
+                       _opt(rec.get("max")), (float(w[0]), float(w[1])) if w else None, pct,
+                       dict(rec.get("stated") or {}), _opt(rec.get("rate")))
+
+
+def _stated_trial(base: dict[str, Any], rec: TrialRecord, probes: dict[str, ProbeResult]) -> LatencyTrial:
+    """A trial of imported probes: one probe's stated figures as they are; of
+    several, only what combines exactly -- the max, the min, the mean weighted
+    by each probe's transactions -- never a percentile of percentiles."""
+    rs = list(probes.values())
+    problems = [f"probe {h}: no round-trip time stated" for h, r in probes.items()
+                if not r.percentiles and r.mean is None and r.min is None]
+    if any(r.histogram is not None for r in rs):
+        problems.append("stated and measured probes in one trial: their figures cannot be combined")
+    if problems:
+        return LatencyTrial(**base, status="failed", error="; ".join(problems), problems=tuple(problems))
+    if len(rs) == 1:
+        pct, mean, mn = dict(rs[0].percentiles), rs[0].mean, rs[0].min
+    else:
+        maxes, mins = [r.max for r in rs], [r.min for r in rs]
+        pct = {"max": max(m for m in maxes if m is not None)} if None not in maxes else {}
+        mn = min(m for m in mins if m is not None) if None not in mins else None
+        counted = all(r.mean is not None and r.count for r in rs)
+        mean = (sum((r.mean or 0.0) * (r.count or 0) for r in rs) / sum(r.count or 0 for r in rs) if counted
+                else None)
+    return LatencyTrial(**base, status="ok", error=None, probes=probes, percentiles=pct, mean=mean, min=mn,
+                        warnings=tuple(rec.meta.get("warnings") or ()))
 
 
 def load_in_window(samples: Iterable[Sample], window: tuple[float, float]) -> tuple[float, float] | None:
@@ -157,16 +219,21 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample]) -> LatencyTrial:
         if not probes and not problems:
             problems.append("no probe results stored")
         for host, r in probes.items():
-            if r.count == 0:
+            if r.count == 0 and not r.stated_rate:
                 problems.append(f"probe {host}: no request was answered")
     if rec.status != "ok" or problems:
         return LatencyTrial(**base, status="failed" if rec.status == "ok" else rec.status,
                             error=rec.error or "; ".join(problems), problems=tuple(problems))
-    merged = LatencyHistogram.merged(r.histogram for r in probes.values())
-    window = (min(r.window[0] for r in probes.values()), max(r.window[1] for r in probes.values()))
-    warnings = [f"probe {h}: {r.lost} of {r.sent} requests unanswered ({r.lost / r.sent * 100:.2f} %): the "
-                f"percentiles cover answered requests only" for h, r in probes.items()
-                if r.sent and r.lost / r.sent > LOSS_WARN]
+    hists = [r.histogram for r in probes.values() if r.histogram is not None]
+    if len(hists) < len(probes):
+        return _stated_trial(base, rec, probes)
+    # a measured probe (probe_result read its histogram) has its window, mean, min and max
+    merged = LatencyHistogram.merged(hists)
+    wins = [r.window for r in probes.values() if r.window is not None]
+    window = (min(w[0] for w in wins), max(w[1] for w in wins))
+    warnings = [f"probe {h}: {r.lost} of {r.sent} requests unanswered ({(r.lost or 0) / r.sent * 100:.2f} %): "
+                f"the percentiles cover answered requests only" for h, r in probes.items()
+                if r.sent and (r.lost or 0) / r.sent > LOSS_WARN]
     load = None
     if base["condition"] == "loaded":
         load = load_in_window(samples, window)
@@ -177,11 +244,12 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample]) -> LatencyTrial:
                                 probes=probes)
     cpu = cpu_usage(samples, window)
     return LatencyTrial(**base, status="ok", error=None, probes=probes, merged=merged,
-                        percentiles=_percentiles(merged, max(r.max for r in probes.values()),
+                        percentiles=_percentiles(merged, max(r.max or 0.0 for r in probes.values()),
                                                  max((r.resolution_s or 0.0 for r in probes.values()
                                                       if r.bound == "upper"), default=None) or None),
-                        mean=sum(r.mean * r.count for r in probes.values()) / sum(r.count for r in probes.values()),
-                        min=min(r.min for r in probes.values()), window=window,
+                        mean=sum((r.mean or 0.0) * (r.count or 0) for r in probes.values())
+                        / sum(r.count or 0 for r in probes.values()),
+                        min=min(r.min or 0.0 for r in probes.values()), window=window,
                         load_bytes=load[0] if load else None, load_gbps=load[1] if load else None, cpu=cpu,
                         warnings=tuple(warnings) + tuple(rec.meta.get("warnings") or ()))
 
@@ -239,21 +307,22 @@ def _tool_role(key: str) -> str:
 def point_stats(results: Iterable[LatencyTrial]) -> list[LatencyPoint]:
     out = []
     for point, rs in by_point(results).items():
-        ok = [r for r in rs if r.status == "ok" and r.merged is not None]
+        ok = [r for r in rs if r.status == "ok" and (r.merged is not None or r.bound == "stated")]
         pct: dict[str, float] = {}
         lo: dict[str, float] = {}
         hi: dict[str, float] = {}
         for k in [*PERCENTILES, "max"]:
-            vals = [r.percentiles[k] for r in ok]
+            vals = [r.percentiles[k] for r in ok if k in r.percentiles]     # a stated trial may lack some
             if vals:
                 pct[k], lo[k], hi[k] = statistics.median(vals), min(vals), max(vals)
         hosts: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for r in ok:
             for h, pr in r.probes.items():
                 for k in ("p50", "p99"):
-                    hosts[h][k].append(pr.percentiles[k])
-        sent = sum(pr.sent for r in ok for pr in r.probes.values())
-        lost = sum(pr.lost for r in ok for pr in r.probes.values())
+                    if k in pr.percentiles:
+                        hosts[h][k].append(pr.percentiles[k])
+        sent = sum(pr.sent or 0 for r in ok for pr in r.probes.values())
+        lost = sum(pr.lost or 0 for r in ok for pr in r.probes.values())
         loads = [r.load_gbps for r in ok if r.load_gbps is not None]
         cpus = [r.cpu for r in ok if r.cpu is not None]
         roles: dict[str, list[float]] = defaultdict(list)
@@ -264,13 +333,14 @@ def point_stats(results: Iterable[LatencyTrial]) -> list[LatencyPoint]:
             for role, cores in per.items():
                 roles[role].append(cores)
         res = {pr.resolution_s for r in ok for pr in r.probes.values() if pr.resolution_s}
+        hists = [r.merged for r in ok if r.merged is not None]
         out.append(LatencyPoint(
             point, rs[0].params, len(ok), len(rs) - len(ok), pct, lo, hi,
             median_of(r.mean for r in ok), min((r.min for r in ok if r.min is not None), default=None),
             {h: {k: statistics.median(v) for k, v in d.items()} for h, d in sorted(hosts.items())},
             median_of(r.rate for r in ok), lost / sent if sent else None,
-            "upper" if any(r.bound == "upper" for r in ok) else "exact", max(res) if res else None,
-            LatencyHistogram.merged(r.merged for r in ok if r.merged is not None) if ok else None,
+            _bound(r.bound for r in ok), max(res) if res else None,
+            LatencyHistogram.merged(hists) if hists else None,
             median_of(loads), min(loads, default=None), max(loads, default=None),
             median_of(u.cores_busy for u in cpus), median_of(u.percent_of_machine for u in cpus),
             {k: statistics.median(v) for k, v in sorted(roles.items())},

@@ -109,6 +109,7 @@ class LatencyView:
                           settings=waiting_settings(view.facts), facts=facts_section(view.facts),
                           tuning=view.info.meta.get("tuning"), pinned=pinned_tools(view),
                           engines=view.info.meta.get("engines") or {},
+                          stated=[r["point"] for r in rows if r["percentiles_bound"] == "stated"],
                           sample_interval=view.info.meta.get("sample_interval_s"))
 
     def compare_values(self, view: RunView) -> list[CompareValues]:
@@ -123,6 +124,30 @@ class LatencyView:
             out.append(CompareValues(f"{k} RTT (us)", values, higher_is_better=False))
         return out
 
+    def match_points(self, a: RunView, b: RunView) -> list[tuple[str, str, str]]:
+        """Points of two runs that share no point by name, met by protocol,
+        message size and condition across engines (``report.view.PointMatcher``):
+        an imported netperf point against a lab run's.  Where one run has
+        several engines there, its primary (sockperf) is taken, then the first
+        by name; a point is in one pair at most."""
+        pa, pb = _points(a), _points(b)
+        names_a, names_b = {p.point for p in pa}, {p.point for p in pb}
+        groups: dict[tuple[str, int, str], tuple[list[LatencyPoint], list[LatencyPoint]]] = defaultdict(
+            lambda: ([], []))
+        for p in pa:
+            if p.point not in names_b:
+                groups[(p.protocol, p.message_size, p.condition)][0].append(p)
+        for p in pb:
+            if p.point not in names_a:
+                groups[(p.protocol, p.message_size, p.condition)][1].append(p)
+        out = []
+        for ua, ub in groups.values():
+            if ua and ub:
+                x, y = (min(ps, key=lambda p: (p.engine != "sockperf", p.engine)) for ps in (ua, ub))
+                out.append((x.point, y.point, f"different engines: A {x.engine} ({_waits(x)}), B {y.engine} "
+                                              f"({_waits(y)}); each times its own round trip"))
+        return out
+
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         t = trial_result(rec, samples)
         if t.status != "ok":
@@ -134,6 +159,12 @@ class LatencyView:
 
 def _points(view: RunView) -> list[LatencyPoint]:
     return [p for p in view.points if isinstance(p, LatencyPoint)]
+
+
+def _waits(p: LatencyPoint) -> str:
+    rate = p.params.get("rate")
+    how = p.params.get("waiting") or "?"
+    return f"{how}" if rate in (None, "max") else f"{rate} requests/s, {how}"
 
 
 def _us(x: float | None, nd: int = 1) -> str:
@@ -230,7 +261,8 @@ def export(view: RunView, rows: list[dict[str, Any]], out: Path) -> tuple[Path, 
                        "window": list(t.window) if t.window else None, "load_gbps": t.load_gbps,
                        "probes": {h: {"count": p.count, "sent": p.sent, "lost": p.lost, "rate": p.rate,
                                       "percentiles_s": dict(p.percentiles), "mean_s": p.mean, "min_s": p.min,
-                                      "bound": p.bound} for h, p in t.probes.items()},
+                                      "bound": p.bound, **({"stated": dict(p.stated)} if p.bound == "stated" else {})}
+                                  for h, p in t.probes.items()},
                        "tool_cpus": dict(t.tool_cpus)})
     return write_exports(view, out, rows, _CSV_COLS + ["per_host"], _UNITS, trials, csv_rows=flat)
 

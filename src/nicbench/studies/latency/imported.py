@@ -1,0 +1,148 @@
+"""netperf request/response results (TCP_RR, UDP_RR: classic tables, omni
+``-o``/``-k`` selectors) run elsewhere, as the latency study's trials.
+
+Shape, as :mod:`.runner` records it: the point key of the plan schema
+(``tcp/netperf/m1/idle``: protocol, engine, message size, condition); params
+protocol, engine ``netperf``, message_size (bytes, request = response),
+condition ``idle`` (netperf runs the round trips alone), rate ``max`` and
+waiting "back to back" (netperf sends the next request when the answer came),
+duration (s, when the file says it); trial meta ``probes``: one record per
+file (each file is one netperf process: a probe), ``latency.requests``
+(and ``latency.rtt_mean`` / ``latency.rtt_max``) Samples over the test when
+the file gives its elapsed time.
+
+A probe record of an import differs from a runner's in one way: netperf
+states its percentiles, it keeps no per-request times, so the record has no
+histogram (``percentiles_bound`` ``"stated"``) and carries the figures the
+file states, in seconds: ``percentiles`` (p50/p90/p99 as printed), ``mean``,
+``min``, ``max`` (None when not printed), ``rate`` (transactions/s),
+``count`` (transactions = rate x elapsed, when elapsed is printed) and
+``stated`` (everything the file said, stddev and burst included).  Nothing
+is derived: a mean RTT is not computed from the transaction rate (1/rate is
+the mean only with one transaction outstanding, and it includes the client's
+own time between transactions); a file that states no round-trip time is
+refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...core.errors import InputError
+from ...importers.adapt import ImportedRun, ImportedTrial, ImportOptions, common, file_notes, labels
+from ...importers.group import Group
+from ...importers.model import ParsedFile, sample
+from ...plan.studies.latency import BACK_TO_BACK, point_key
+
+ENGINE = "netperf"
+# the omni output selectors that make a usable file (netperf 2.5+)
+SELECTORS = ("THROUGHPUT,THROUGHPUT_UNITS,PROTOCOL,REQUEST_SIZE,RESPONSE_SIZE,ELAPSED_TIME,MIN_LATENCY,"
+             "MEAN_LATENCY,P50_LATENCY,P90_LATENCY,P99_LATENCY,MAX_LATENCY,STDDEV_LATENCY")
+HINT = f"run netperf -t TCP_RR (or UDP_RR) ... -- -o {SELECTORS}"
+# the round-trip figures a file may state (totals ``latency.<name>``, seconds)
+ROUND_TRIP = ("p50", "p90", "p99", "mean", "min", "max")
+
+
+class LatencyImport:
+    """The latency study's import adapter (``importers.adapt.StudyImport``)."""
+
+    kinds = frozenset({"rr"})
+
+    def adapt(self, groups: Sequence[Group], options: ImportOptions) -> ImportedRun:
+        trials = [_trial(g, options) for g in groups]
+        probes = [h for t in trials for h in t.meta["probes"]]
+        durations = {t.params["duration"] for t in trials}
+        return ImportedRun(tuple(trials), {
+            "engine": ENGINE, "engine_version": None, "engines": {ENGINE: "(version not in the files)"},
+            "probe_clients": list(dict.fromkeys(probes)), "load": None, "load_clients": [], "rate": "max",
+            "duration": durations.pop() if len(durations) == 1 else None})
+
+
+def _names(files: Sequence[ParsedFile]) -> str:
+    return ", ".join(p.name for p in files)
+
+
+def _protocol(files: Sequence[ParsedFile]) -> str:
+    tests = {str(p.params.get("test") or "") for p in files}
+    if any("CONNECT" in t for t in tests):
+        raise InputError("TCP_CRR opens a connection for every transaction: its times are not the latency "
+                         "study's round trips", where=_names(files), hint="import TCP_RR or UDP_RR results")
+    protos = {p.params.get("protocol") for p in files}
+    if len(protos) != 1 or None in protos:
+        raise InputError("the file(s) do not say TCP or UDP" if None in protos else
+                         f"files of one point say different protocols ({', '.join(sorted(map(str, protos)))})",
+                         where=_names(files), hint=f"import each protocol's files on their own; {HINT}")
+    return str(protos.pop())
+
+
+def _size(files: Sequence[ParsedFile], options: ImportOptions) -> tuple[int, str]:
+    """(bytes of each request and answer, how it was known)."""
+    req = {p.params.get("request_size") for p in files}
+    resp = {p.params.get("response_size") for p in files}
+    if req == {None} and resp == {None}:
+        if options.io_size:
+            return options.io_size, "as --io-size gave it (the file does not say it)"
+        raise InputError("the request and response sizes are not in the file", where=_names(files),
+                         hint="give them with --io-size BYTES (netperf's -r; its default is 1), or " + HINT)
+    if len(req) != 1 or req != resp or None in req:
+        raise InputError(f"request size {'/'.join(sorted(map(str, req)))} B and response size "
+                         f"{'/'.join(sorted(map(str, resp)))} B: the latency study's points send one size both "
+                         "ways", where=_names(files), hint="import results of netperf -r N,N (or -r N)")
+    return int(next(v for v in req if v is not None)), "file"
+
+
+def _probe(p: ParsedFile) -> dict[str, Any]:
+    """One file's probe record: what it states, in seconds (module docstring)."""
+    t = p.totals
+    lat = {k: t[f"latency.{k}"] for k in (*ROUND_TRIP, "stddev") if f"latency.{k}" in t}
+    secs = t.get("seconds")
+    return {"percentiles_bound": "stated", "percentiles": {k: lat[k] for k in ("p50", "p90", "p99") if k in lat},
+            "mean": lat.get("mean"), "min": lat.get("min"), "max": lat.get("max"),
+            "rate": t["transactions_per_s"], "count": round(t["transactions"]) if "transactions" in t else None,
+            "window": [0.0, secs] if secs else None,
+            "stated": {**{f"{k}_s": v for k, v in lat.items()}, "transactions_per_s": t["transactions_per_s"],
+                       "elapsed_s": secs, "burst": p.params.get("burst"), "test": p.params.get("test")}}
+
+
+def _trial(g: Group, options: ImportOptions) -> ImportedTrial:
+    files = list(g.files)
+    for p in files:
+        if not any(f"latency.{k}" in p.totals for k in ROUND_TRIP):
+            raise InputError(f"no round-trip time in the file, only {p.totals['transactions_per_s']:.10g} "
+                             "transactions/s: the latency study needs netperf's latency selectors",
+                             where=p.name, hint=HINT)
+    proto = _protocol(files)
+    size, how = _size(files, options)
+    names = labels(files)
+    probes: dict[str, dict[str, Any]] = {}
+    samples = []
+    for i, p in enumerate(files):
+        rec = probes[names[i]] = _probe(p)
+        tags = dict(host=names[i], engine=ENGINE, protocol=proto)
+        if rec["window"]:
+            a, b = rec["window"]
+            if rec["count"] is not None:
+                samples.append(sample("latency.requests", rec["count"], "count", a, b, **tags))
+            for metric, k in (("latency.rtt_mean", "mean"), ("latency.rtt_max", "max")):
+                if rec[k] is not None:
+                    samples.append(sample(metric, rec[k], "s", a, b, **tags))
+    notes = file_notes(files, skip=("classic netperf table",))
+    if how != "file":
+        notes.append(f"message size {size} B {how}")
+    bursts = sorted({int(p.params["burst"]) for p in files if p.params.get("burst")})
+    if bursts:
+        notes.append(f"netperf's first burst {', '.join(map(str, bursts))}: more than one transaction was "
+                     "outstanding, so its round trips include waiting behind each other (the study's probes "
+                     "keep one outstanding)")
+    if len(files) > 1:
+        notes.append(f"{len(files)} netperf processes ran together: their stated percentiles cannot be merged, "
+                     "so the point's p50/p90/p99 are left out (each probe's are under 'per probe')")
+    duration = common(p.totals.get("seconds") for p in files)
+    waiting = BACK_TO_BACK if not bursts else f"{BACK_TO_BACK}, {bursts[-1] + 1} transactions outstanding"
+    params = {"protocol": proto, "engine": ENGINE, "message_size": size, "condition": "idle", "rate": "max",
+              "duration": duration, "waiting": waiting}
+    meta = {"engine": ENGINE, "engine_version": None, "protocol": proto, "waiting": waiting, "probes": probes,
+            "message_size_from": how}
+    return ImportedTrial(point_key(proto, ENGINE, size, "idle"), params, tuple(samples), meta, g.files,
+                         notes=tuple(notes))
