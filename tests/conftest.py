@@ -13,6 +13,23 @@ def fixture_text(*parts: str) -> str:
     return FIXTURES.joinpath(*parts).read_text()
 
 
+def run_cli(capsys, *args: object) -> tuple[int, str, str]:
+    """``nicbench ARGS`` in this process: (exit code, stdout, stderr)."""
+    from nicbench.cli.main import main
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return int(e.value.code or 0), out, err
+
+
+def import_json(capsys, store: Path, *args: object) -> dict:
+    """``nicbench import --json --store STORE ARGS``, which must succeed: its JSON."""
+    import json
+    code, out, err = run_cli(capsys, "import", "--json", "--store", store, *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _own_data_dir(tmp_path_factory):
     """The default archive is the user's (XDG data dir): tests never read or

@@ -36,6 +36,29 @@ trim = {trim}
 """
 
 
+def study_plan(name: str, lab: str, kind: str, study: str, *, clients: int = 2, link: str = "",
+               lab_extra: str = "") -> str:
+    """A lab plan of any study: the server, ``clients`` clients, MTU 1500, the
+    ``[link]`` lines in ``link``, more ``[lab]`` lines (a subnet, ``transport =
+    "ssh"``) in ``lab_extra``, the study's own lines in ``study``."""
+    hosts = '[hosts.srv]\nrole = "server"\n' + "".join(f'[hosts.c{i + 1}]\nrole = "client"\n' for i in range(clients))
+    return (f'name = "{name}"\n[lab]\nname = "{lab}"\n{lab_extra}\n[link]\nmtu = 1500\n{link}\n{hosts}'
+            f'[study]\nkind = "{kind}"\n{study}\n')
+
+
+def pids_with(pattern: str) -> list[int]:
+    """PIDs whose command line contains ``pattern`` (read from /proc: no name-based kill anywhere)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if pattern in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    out.append(int(p.name))
+            except OSError:
+                pass
+    return out
+
+
 def namespaces(lab: str) -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [ln.split()[0] for ln in out.splitlines() if ln.startswith(f"nb-{lab}-")]

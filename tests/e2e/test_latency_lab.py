@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import namespaces
+from helpers import namespaces, study_plan
 
 from nicbench.api import execute, load_run, render
 from nicbench.plan import parse_plan
@@ -25,21 +25,7 @@ TOOLS = ("sockperf", "irtt", "iperf", "iperf3")
 
 
 def plan_text(name: str, lab: str, study: str, link: str = "") -> str:
-    return f"""name = "{name}"
-[lab]
-name = "{lab}"
-subnet = "10.207.0.0/24"
-[link]
-mtu = 1500
-{link}
-[hosts.srv]
-role = "server"
-[hosts.c1]
-role = "client"
-[study]
-kind = "latency"
-{study}
-"""
+    return study_plan(name, lab, "latency", study, clients=1, link=link, lab_extra='subnet = "10.207.0.0/24"')
 
 
 def run(tmp_path: Path, text: str):

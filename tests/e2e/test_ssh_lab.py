@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import alive, namespaces, plan_text
+from helpers import alive, namespaces, pids_with, plan_text
 
 from nicbench.api import execute, load_run
 from nicbench.core.errors import PreflightError
@@ -35,19 +35,6 @@ def ssh_plan(lab: str, transport: str, duration: float = 3) -> str:
         f'name = "{lab}"', f'name = "{lab}"\ntransport = "{transport}"')
 
 
-def _ours(pattern: str) -> list[int]:
-    """PIDs whose command line contains ``pattern`` (read from /proc: no name-based kill anywhere)."""
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                if pattern in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    out.append(int(p.name))
-            except OSError:
-                pass
-    return out
-
-
 def test_tcp_over_ssh_gives_the_netns_result(tmp_path):
     views = {}
     for transport in ("netns", "ssh"):
@@ -57,9 +44,9 @@ def test_tcp_over_ssh_gives_the_netns_result(tmp_path):
             out = execute(parse_plan(text), text, store=tmp_path / transport, keep_lab=True)
             views[transport] = load_run(out.run_dir)
             deadline = time.monotonic() + 5
-            while _ours("nicbench-wrap") and time.monotonic() < deadline:
+            while pids_with("nicbench-wrap") and time.monotonic() < deadline:
                 time.sleep(0.1)
-            assert _ours("nicbench-wrap") == [] and _ours("iperf3 -s") == []
+            assert pids_with("nicbench-wrap") == [] and pids_with("iperf3 -s") == []
         finally:
             manager.down(f"{P}ss1")
         assert namespaces(f"{P}ss1") == []
@@ -135,12 +122,12 @@ def test_a_dropped_connection_loses_that_pair_keeps_the_other_and_leaves_no_remo
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline:
             lab = manager.load(f"{P}ss3")
-            if lab is not None and _ours("iperf3 -c"):
+            if lab is not None and pids_with("iperf3 -c"):
                 ip = lab.spec.host("c1").ip
-                masters = [p for p in _ours(f"root@{ip}") if p in _ours("ControlMaster=yes")]
+                masters = [p for p in pids_with(f"root@{ip}") if p in pids_with("ControlMaster=yes")]
                 if masters:
                     time.sleep(1.5)                     # well inside the measured part
-                    seen["iperf3"] = _ours("iperf3 -s")
+                    seen["iperf3"] = pids_with("iperf3 -s")
                     os.kill(masters[0], signal.SIGKILL)
                     seen["killed"] = masters[0]
                     return
@@ -162,7 +149,7 @@ def test_a_dropped_connection_loses_that_pair_keeps_the_other_and_leaves_no_remo
         while any(alive(p) for p in seen["iperf3"]) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert seen["iperf3"] and not [p for p in seen["iperf3"] if alive(p)]
-        assert _ours("nicbench-wrap") == []
+        assert pids_with("nicbench-wrap") == []
     finally:
         manager.down(f"{P}ss3")
     assert namespaces(f"{P}ss3") == []
@@ -208,7 +195,7 @@ def test_packets_on_real_hosts_over_ssh(tmp_path):
             hs = rec.meta["host_sampling"]
             assert set(hs) == {"gen", "sink"} and all(h["reads"] >= 4 and h["end"] == "stdin" for h in hs.values())
             assert "counters_missing" not in rec.meta and hs["gen"]["clock"] == "mono_ns"
-        assert _ours("nicbench-wrap") == [] and not list(Path("/tmp").glob("nicbench-t*-pk0.cfg"))
+        assert pids_with("nicbench-wrap") == [] and not list(Path("/tmp").glob("nicbench-t*-pk0.cfg"))
     finally:
         manager.down(f"{P}ss5")
 
@@ -236,6 +223,6 @@ def test_real_hosts_from_an_ansible_inventory(tmp_path):
         assert t.cpu is not None                                   # the server's CPU, read over SSH
         assert view.info.meta["cpu"]["scope"] == "host" and set(view.info.meta["ssh"]) == {"srv", "c1", "c2"}
         assert sorted(h.host for h in view.facts) == ["c1", "c2", "srv"]  # each host, no lab machine
-        assert _ours("nicbench-wrap") == []
+        assert pids_with("nicbench-wrap") == []
     finally:
         manager.down(f"{P}ss4")

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import pytest
-from helpers import namespaces
+from helpers import namespaces, pids_with, study_plan
 
 from nicbench.api import execute, load_run, render
 from nicbench.core import linerate
@@ -32,53 +31,18 @@ P = os.environ.get("NICBENCH_E2E_LAB_PREFIX", "e2e")
 CEILING = linerate.udp(500e6, 1500, payload=1472).goodput_bps / 1e9      # 0.4785 Gbps
 
 
-def _ours(pattern: str) -> list[int]:
-    """PIDs whose command line contains ``pattern`` (read from /proc, never killed by name)."""
-    out = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                if pattern in (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
-                    out.append(int(p.name))
-            except OSError:
-                pass
-    return out
-
-
 def _no_remote_process_left() -> None:
     deadline = time.monotonic() + 5
-    while _ours("nicbench-wrap") and time.monotonic() < deadline:
+    while pids_with("nicbench-wrap") and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _ours("nicbench-wrap") == []
+    assert pids_with("nicbench-wrap") == []
 
 
 def test_udp_over_ssh_measures_the_link_and_splits_loss_from_the_hosts_counters(tmp_path):
     lab = f"{P}ss6"
-    text = f"""name = "ssh-udp"
-[lab]
-name = "{lab}"
-transport = "ssh"
-[link]
-mtu = 1500
-speed = "500M"
-[hosts.srv]
-role = "server"
-[hosts.c1]
-role = "client"
-[hosts.c2]
-role = "client"
-[study]
-kind = "udp"
-directions = ["tx", "rx"]
-datagram_sizes = [1472]
-rates = ["150M", "400M"]
-window = "1M"
-duration = 3
-omit = 1
-interval = 0.5
-trim = 0.25
-timeout_margin = 5
-"""
+    text = study_plan("ssh-udp", lab, "udp", 'directions = ["tx", "rx"]\ndatagram_sizes = [1472]\n'
+                      'rates = ["150M", "400M"]\nwindow = "1M"\nduration = 3\nomit = 1\ninterval = 0.5\ntrim = 0.25\n'
+                      'timeout_margin = 5', link='speed = "500M"', lab_extra='transport = "ssh"')
     out = execute(parse_plan(text), text, store=tmp_path)
     assert namespaces(lab) == []
     view = load_run(out.run_dir)
@@ -113,21 +77,7 @@ def test_latency_over_ssh_orders_idle_below_loaded_and_both_engines_run(tmp_path
     server (a 200 Mbit/s link): the probes and the load start behind one gate
     whose stamps come back over SSH."""
     lab = f"{P}ss7"
-    text = f"""name = "ssh-latency"
-[lab]
-name = "{lab}"
-transport = "ssh"
-subnet = "10.207.0.0/24"
-[link]
-mtu = 1500
-speed = "200M"
-[hosts.srv]
-role = "server"
-[hosts.c1]
-role = "client"
-[study]
-kind = "latency"
-protocols = ["udp"]
+    text = study_plan("ssh-latency", lab, "latency", """protocols = ["udp"]
 engines = ["sockperf", "irtt"]
 message_sizes = [64]
 rate = 1000
@@ -137,8 +87,7 @@ repeats = 2
 kind = "tcp"
 connections = 2
 congestion = "cubic"
-lead = 1.0
-"""
+lead = 1.0""", clients=1, link='speed = "200M"', lab_extra='transport = "ssh"\nsubnet = "10.207.0.0/24"')
     out = execute(parse_plan(text), text, store=tmp_path)
     assert namespaces(lab) == []
     assert (out.ok, out.failed) == (8, 0), out.run_dir

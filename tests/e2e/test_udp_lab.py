@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import namespaces
+from helpers import namespaces, study_plan
 
 from nicbench.api import execute, load_run, render
 from nicbench.core import linerate
@@ -29,27 +29,8 @@ CEILING = linerate.udp(500e6, 1500, payload=1472).goodput_bps / 1e9      # 0.478
 
 
 def plan_text(name: str, lab: str, study: str, speed: str = "500M") -> str:
-    return f"""name = "{name}"
-[lab]
-name = "{lab}"
-[link]
-mtu = 1500
-speed = "{speed}"
-[hosts.srv]
-role = "server"
-[hosts.c1]
-role = "client"
-[hosts.c2]
-role = "client"
-[study]
-kind = "udp"
-duration = 3
-omit = 1
-interval = 0.5
-trim = 0.25
-timeout_margin = 5
-{study}
-"""
+    return study_plan(name, lab, "udp", "duration = 3\nomit = 1\ninterval = 0.5\ntrim = 0.25\ntimeout_margin = 5\n"
+                      + study, link=f'speed = "{speed}"')
 
 
 def run(tmp_path: Path, text: str) -> tuple[list[UdpTrial], Path]:

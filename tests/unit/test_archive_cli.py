@@ -14,24 +14,15 @@ import sqlite3
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 from test_archive import write_run
 
 from archive_synth import seed
-from nicbench.cli.main import main
+from conftest import run_cli as nb
 from nicbench.store.archive import Archive, PointSummary
 from nicbench.store.runs import DB, RunWriter
 from nicbench.store.schema import MIGRATIONS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-def nb(capsys, *args: str) -> tuple[int, str, str]:
-    """``nicbench ARGS`` in this process: (exit code, stdout, stderr)."""
-    with pytest.raises(SystemExit) as e:
-        main([str(a) for a in args])
-    out = capsys.readouterr()
-    return int(e.value.code or 0), out.out, out.err
 
 
 def one_line(err: str) -> str:

@@ -13,8 +13,9 @@ import pytest
 from test_session_fake import opener, responder
 
 from conftest import FIXTURES, fixture_text
+from conftest import import_json as imp
+from conftest import run_cli as nb
 from nicbench.api import load_run
-from nicbench.cli.main import main
 from nicbench.hosts.fake import FakeTransport
 from nicbench.importers import parse_file
 from nicbench.importers.headline import headline
@@ -26,19 +27,6 @@ from nicbench.studies.tcp.runner import TcpRunner
 IMP = FIXTURES / "import"
 V3 = FIXTURES / "iperf3" / "3.12"
 V2 = FIXTURES / "iperf2" / "2.1.8"
-
-
-def nb(capsys, *args: object) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([*map(str, args)])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def imp(capsys, store: Path, *args: object) -> dict:
-    code, out, err = nb(capsys, "import", "--json", "--store", store, *args)
-    assert code == 0, err
-    return json.loads(out)
 
 
 def empty(store: Path) -> bool:

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
+from conftest import import_json as imp
+from conftest import run_cli as nb
 from nicbench.api import load_run
-from nicbench.cli.main import main
 from nicbench.core.errors import InputError
 from nicbench.importers import parse_file, points
 from nicbench.importers.adapt import ImportedRun, ImportOptions
@@ -33,19 +34,6 @@ US = 1e-6
 def adapt(*paths: Path, io_size: int | None = None, together: bool = False) -> ImportedRun:
     parsed = [q for p in paths for q in points(parse_file(p.read_text(), p.name))]
     return LatencyImport().adapt(group(parsed, together), ImportOptions(io_size=io_size))
-
-
-def nb(capsys, *args: object) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([*map(str, args)])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
-
-
-def imp(capsys, store: Path, *args: object) -> dict:
-    code, out, err = nb(capsys, "import", "--json", "--store", store, *args)
-    assert code == 0, err
-    return json.loads(out)
 
 
 # file, protocol, p50, p90, p99, min, max, stddev (us, as the -o line prints them), transactions/s

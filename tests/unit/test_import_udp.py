@@ -11,19 +11,12 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
+from conftest import run_cli as nb
 from nicbench.api import load_run
-from nicbench.cli.main import main
 from nicbench.studies.udp.analysis import UdpTrial
 
 IMP = FIXTURES / "import"
 KiB, MiB = 2**10, 2**20
-
-
-def nb(capsys, *args: object) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main([*map(str, args)])
-    out, err = capsys.readouterr()
-    return int(e.value.code or 0), out, err
 
 
 def one_trial(capsys, tmp_path: Path, *args: object) -> UdpTrial:
