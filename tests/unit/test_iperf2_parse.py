@@ -106,3 +106,35 @@ def test_2_1_8_stamps_are_one_interval_late_and_are_corrected():
     assert when["process_start"] < first < when["process_start"] + 0.05
     assert last < when["process_end"]
     assert not iperf2.stamps_late(ToolInfo("iperf", (2, 2, 0), "2.2.0", frozenset()))
+
+
+def test_stamps_of_nicbenchs_own_runs_are_read_as_utc_whatever_this_machines_zone(monkeypatch):
+    """iperf 2.1.8 stamps in its host's local time with no zone: a host in
+    another zone than this machine would put every interval hours away.
+    nicbench starts it under ``env TZ=UTC0`` and reads the stamps as UTC.
+    The fixture was recorded on this machine, whose zone is UTC; read here
+    as if this machine were in New York."""
+    import json
+    import time
+
+    when = json.loads(fixture_text("iperf2", "2.1.8", "client_loopback_i0.5_stamps.json"))
+    text = fixture_text("iperf2", "2.1.8", "client_loopback_i0.5_stamps.csv")
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        local = iperf2.parse(text, role="client", server_port=5999, interval=0.5, stamp_lag=0.5)
+        utc = iperf2.parse(text, role="client", server_port=5999, interval=0.5, stamp_lag=0.5, stamps_utc=True)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    first_local = min(i.abs_start for i in local.intervals)
+    first_utc = min(i.abs_start for i in utc.intervals)
+    assert abs(first_local - when["process_start"]) > 3600           # read as local time: hours away
+    assert when["process_start"] < first_utc < when["process_start"] + 0.05
+    for build in (iperf2.client_argv(target="x", port=1, duration=1, omit=0, interval=1, io_size=1, streams=1,
+                                     mode="fwd"),
+                  iperf2.server_argv(port=1, interval=1, io_size=1, lifetime=5),
+                  iperf2.udp_client_argv(target="x", port=1, duration=1, omit=0, interval=1, size=64, streams=1,
+                                         mode="fwd", rate_bps=1e6),
+                  iperf2.udp_server_argv(port=1, interval=1, size=64, lifetime=5)):
+        assert build[:3] == ["env", "TZ=UTC0", "iperf"]

@@ -119,7 +119,7 @@ def test_udp_argv_always_paces_each_stream():
                                mode="bidir", rate_bps=None)
     assert b[b.index("-b") + 1] == "1000000000000" and "--full-duplex" in b and b[b.index("-t") + 1] == "3"
     s = iperf2.udp_server_argv(port=5001, interval=0.5, size=64, lifetime=20, window=212992)
-    assert s[:3] == ["iperf", "-s", "-u"] and s[s.index("-w") + 1] == "212992"
+    assert s[:5] == ["env", "TZ=UTC0", "iperf", "-s", "-u"] and s[s.index("-w") + 1] == "212992"
 
 
 def test_udp_counters_that_tell_where_datagrams_were_lost():

@@ -39,6 +39,17 @@ class Script:
     launcher: bool = False              # a wrapper (coreutils timeout) whose one child, the tool, holds the sockets
 
 
+def _exec_of(argv: Sequence[str]) -> list[str]:
+    """What a process becomes: ``env VAR=value ... tool args`` execs the tool
+    (the same PID, its own command line), as a real host's process would."""
+    a = list(argv)
+    if a and a[0] == "env":
+        a = a[1:]
+        while a and "=" in a[0] and not a[0].startswith("-"):
+            a = a[1:]
+    return a
+
+
 _pids = itertools.count(40000)
 CHILD = 500000                          # a launcher's tool has the launcher's PID + this
 
@@ -134,7 +145,8 @@ class FakeTransport:
 
     def spawn(self, argv: Sequence[str], *, stdout: Path, stderr: Path, gated: bool = False) -> FakeProcess:
         self.commands.append(list(argv))
-        p = FakeProcess(self.host, argv, self.responder(list(argv)), stdout, stderr, gated)
+        tool = _exec_of(argv)
+        p = FakeProcess(self.host, tool, self.responder(tool), stdout, stderr, gated)
         self.spawned.append(p)
         return p
 

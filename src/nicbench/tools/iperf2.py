@@ -15,7 +15,12 @@ Known traps:
   seconds as omitted itself;
 - with ``-P`` 2.1.8 prints no sum lines in CSV: we sum streams per interval;
 - each flow ends with a whole-test summary line (``0.0-T``), told apart from
-  interval lines by its span.
+  interval lines by its span;
+- the stamps are the host's *local* time with no zone (2.1.8): a host in
+  another time zone than this machine (or one crossing a DST change) would
+  place every interval hours away.  nicbench's own runs start iperf under
+  ``env TZ=UTC0`` (:data:`RUN_ENV`) and read their stamps as UTC
+  (``parse(..., stamps_utc=True)``); files users bring are read as local time.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from .base import FlowInterval, MinVersion, ToolInfo, damage_is_a_tool_error, pa
 
 NAME = "iperf"
 MAX_STREAMS = 4096
+RUN_ENV = ("env", "TZ=UTC0")     # every iperf 2 nicbench starts: its CSV stamps in UTC, whatever the host's zone
 
 
 MIN_VERSION = MinVersion("iperf 2", (2, 1), "nicbench's iperf 2 runs (-e -y C with wall-clock stamps, -R, "
@@ -50,7 +56,7 @@ def info_from(version_out: str) -> ToolInfo:
 def server_argv(*, port: int, interval: float, io_size: int, lifetime: float,
                 window: int | None = None) -> list[str]:
     """A server that stops by itself after ``lifetime`` seconds (``-t``)."""
-    argv = ["iperf", "-s", "-p", str(port), "-i", f"{interval:g}", "-e", "-y", "C",
+    argv = [*RUN_ENV, "iperf", "-s", "-p", str(port), "-i", f"{interval:g}", "-e", "-y", "C",
             "-l", str(io_size), "-t", f"{lifetime:g}"]
     if window:
         argv += ["-w", str(window)]
@@ -60,7 +66,7 @@ def server_argv(*, port: int, interval: float, io_size: int, lifetime: float,
 def client_argv(*, target: str, port: int, duration: float, omit: float, interval: float,
                 io_size: int, streams: int, mode: str, no_delay: bool = False,
                 window: int | None = None, congestion: str | None = None) -> list[str]:
-    argv = ["iperf", "-c", target, "-p", str(port), "-t", f"{duration + omit:g}",
+    argv = [*RUN_ENV, "iperf", "-c", target, "-p", str(port), "-t", f"{duration + omit:g}",
             "-i", f"{interval:g}", "-e", "-y", "C", "-l", str(io_size), "-P", str(streams)]
     if mode == "rev":
         argv.append("-R")
@@ -84,7 +90,7 @@ def udp_server_argv(*, port: int, interval: float, size: int, lifetime: float,
                     window: int | None = None) -> list[str]:
     """A UDP server (``-u``) that stops by itself after ``lifetime`` seconds; its
     report lines are the receiver's (loss, jitter, out-of-order)."""
-    argv = ["iperf", "-s", "-u", "-p", str(port), "-i", f"{interval:g}", "-e", "-y", "C",
+    argv = [*RUN_ENV, "iperf", "-s", "-u", "-p", str(port), "-i", f"{interval:g}", "-e", "-y", "C",
             "-l", str(size), "-t", f"{lifetime:g}"]
     if window:
         argv += ["-w", str(window)]
@@ -97,7 +103,7 @@ def udp_client_argv(*, target: str, port: int, duration: float, omit: float, int
     """``rate_bps``: bit/s of UDP payload per stream (``-b`` paces each stream),
     None: unpaced (see :data:`UNPACED_BPS`); ``size``: payload bytes per datagram."""
     rate = UNPACED_BPS if rate_bps is None else rate_bps
-    argv = ["iperf", "-c", target, "-p", str(port), "-u", "-b", f"{rate:.0f}", "-t", f"{duration + omit:g}",
+    argv = [*RUN_ENV, "iperf", "-c", target, "-p", str(port), "-u", "-b", f"{rate:.0f}", "-t", f"{duration + omit:g}",
             "-i", f"{interval:g}", "-e", "-y", "C", "-l", str(size), "-P", str(streams)]
     if mode == "rev":
         argv.append("-R")
@@ -138,10 +144,11 @@ class Iperf2Report:
 _TZ_STAMP = re.compile(r"^(\d{14})(\.\d+)?\s*([+-]\d{4}|[A-Z]{1,5})?$")
 
 
-def _stamp(text: str) -> float:
-    """``20261122135653.848`` (local wall clock) -> epoch seconds.  A zone
-    written after the stamp (2.1.9+: ``+0100``, ``UTC``) is honoured when it
-    is numeric or UTC/GMT; other names are read as local time."""
+def _stamp(text: str, utc: bool = False) -> float:
+    """``20261122135653.848`` (local wall clock, or UTC with ``utc``: an iperf
+    run under :data:`RUN_ENV`) -> epoch seconds.  A zone written after the
+    stamp (2.1.9+: ``+0100``, ``UTC``) is honoured when it is numeric or
+    UTC/GMT; other names are read as local time."""
     m = _TZ_STAMP.match(text.strip())
     if m and m.group(3):
         zone = m.group(3)
@@ -157,10 +164,12 @@ def _stamp(text: str) -> float:
     if len(whole) != 14 or not whole.isdigit():
         raise ValueError(f"bad timestamp {text!r}")
     t = _dt.datetime.strptime(whole, "%Y%m%d%H%M%S")
-    return time.mktime(t.timetuple()) + (float("0." + frac) if frac else 0.0)
+    sub = float("0." + frac) if frac else 0.0
+    return (t.replace(tzinfo=_dt.UTC).timestamp() if utc else time.mktime(t.timetuple())) + sub
 
 
-def parse_lines(text: str, *, strict: bool = True, skipped: list[str] | None = None) -> list[CsvLine]:
+def parse_lines(text: str, *, strict: bool = True, skipped: list[str] | None = None,
+                stamps_utc: bool = False) -> list[CsvLine]:
     """The CSV report lines.  ``strict=False`` skips lines that are not CSV
     (2.2's header line, banners a dual test prints) and lists them in
     ``skipped``; a 2.2-style line with start and end as separate fields is
@@ -186,7 +195,7 @@ def parse_lines(text: str, *, strict: bool = True, skipped: list[str] | None = N
             dport = int(f[4]) if f[4].lstrip("-").isdigit() else 0
             ident = int(f[5])
             udp = tuple(float(x) for x in f[9:14]) if len(f) >= 13 else ()
-            out.append(CsvLine(_stamp(f[0]), f[1], sport, f[3], dport, ident, float(a), float(b), int(f[7]),
+            out.append(CsvLine(_stamp(f[0], stamps_utc), f[1], sport, f[3], dport, ident, float(a), float(b), int(f[7]),
                                float(f[8]), is_sum=ident < 0, udp=udp))
         except (ValueError, OverflowError) as e:
             if strict:
@@ -238,7 +247,7 @@ def stamps_late(info: ToolInfo) -> bool:
 @damage_is_a_tool_error("iperf 2", "see the raw output file")
 def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
           server_port: int | None = None, interval: float | None = None,
-          stamp_lag: float = 0.0, strict: bool = True) -> Iperf2Report:
+          stamp_lag: float = 0.0, strict: bool = True, stamps_utc: bool = False) -> Iperf2Report:
     """Parse one process's CSV.  ``role``: which iperf end wrote it.
 
     Intervals that start before ``omit`` seconds are marked omitted.  Streams of
@@ -246,8 +255,9 @@ def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
     gets one anchor, the median of ``stamp - end`` over its interval lines, so
     one late stamp (seen in 2.1.8 output) cannot move an interval.
     ``stamp_lag``: seconds every stamp is late by (see :func:`stamps_late`).
+    ``stamps_utc``: the stamps are UTC (a run under :data:`RUN_ENV`), not local time.
     """
-    lines = parse_lines(text, strict=strict)
+    lines = parse_lines(text, strict=strict, stamps_utc=stamps_utc)
     port = server_port or _server_port(lines)
     # the engine server's address: where the first connection to the server port
     # goes (a dual test -d connects back to the client's port, same number)

@@ -256,7 +256,7 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis: Slots, serve
             try:
                 rep2 = iperf2.parse(read_output(proc.stdout_path), role="server", omit=ctx.study.omit,
                                     server_port=slot.port, interval=ctx.study.interval,
-                                    stamp_lag=lag + host_clock_offset(proc))
+                                    stamp_lag=lag + host_clock_offset(proc), stamps_utc=True)
             except (NicbenchError, ValueError, KeyError, TypeError) as e:
                 lost[key] = f"the iperf2 server on {key}: {e}"
                 continue
@@ -281,7 +281,7 @@ def _parse_client(ctx: TcpContext, spec: TrialSpec, engine: str, slot: ProcSlot,
         return iperf.flow_samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
     iperf.check_iperf2(text, proc, key, ctx.server)
     rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
-                        stamp_lag=lag + host_clock_offset(proc))
+                        stamp_lag=lag + host_clock_offset(proc), stamps_utc=True)
     totals[key] = dict(rep2.totals)
     iperf.place_iperf2(rep2, key, ends, meta)
     return iperf.flow_samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)

@@ -558,7 +558,7 @@ def _parse_client(ctx: UdpContext, spec: TrialSpec, slot: ProcSlot, proc: Proces
         return _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor), tallies
     iperf.check_iperf2(text, proc, key, ctx.server)
     rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
-                        stamp_lag=lag + host_clock_offset(proc))
+                        stamp_lag=lag + host_clock_offset(proc), stamps_utc=True)
     _all_streams_reported(rep2.intervals, slot, ctx.server, tool_stderr(proc.stderr_path))
     _tally(tallies, key, rep2.intervals)
     meta["udp_totals"][key] = {k: list(v) for k, v in rep2.udp.items()}
@@ -572,7 +572,7 @@ def _parse_server(ctx: UdpContext, spec: TrialSpec, slot: ProcSlot, proc: Proces
     s = ctx.study
     key = f"{slot.client}:{slot.port}"
     rep2 = iperf2.parse(read_output(proc.stdout_path), role="server", omit=s.omit, server_port=slot.port,
-                        interval=s.interval, stamp_lag=lag + host_clock_offset(proc))
+                        interval=s.interval, stamp_lag=lag + host_clock_offset(proc), stamps_utc=True)
     _all_streams_reported(rep2.intervals, slot, slot.client, tool_stderr(proc.stderr_path))
     tallies: dict[tuple[str, str], Tally] = {}
     _tally(tallies, key, rep2.intervals)
