@@ -522,7 +522,9 @@ def _measure(
             ]
             txs.append((i, gen_t.spawn(argv, stdout=out, stderr=err, gated=True)))
             meta["argv"][f"tx {dev}"] = argv
-            meta["ports"].append({"port": dev, "frame_hex": frames[0].hex(), "threads": threads})
+            # pkt-gen builds its own frames (its -s/-d/-S/-D in argv): only nicbench's are recorded byte for byte
+            meta["ports"].append({"port": dev, "threads": threads}
+                                 | ({"frame_hex": frames[0].hex()} if engine != "pkt-gen" else {}))
         samplers = guard.samplers = PointSamplers(
             spec.trial_id,
             _net_targets(ctx, rxs, txs, ports),
