@@ -159,3 +159,42 @@ def test_command_cpuset_on_a_linux_host_is_unsupported_not_ignored():
     lin = Target("lin1", "client", FakeTransport("lin1"), "lin-lin1", "eth0", None)
     [row] = audit(pinning(policy="cpus", cpus="0", command="cpuset"), [lin]).rows
     assert row.status == "unsupported" and "FreeBSD's" in row.note
+
+
+def test_the_https_study_launches_nginx_under_the_pin_prefix(tmp_path):
+    """The https runner's nginx start goes through PointEnv.pinned: on a FreeBSD
+    server, cpuset -l.  (The fake answers /proc/PID/net/tcp, which a real
+    FreeBSD host does not: see docs/hosts.md, known gap.)"""
+    from nicbench.hosts.fake import FakeHosts, FakeTransport, Script
+    from nicbench.hosts.spec import HostSpec, HostsSpec
+    from nicbench.plan import parse_plan
+    from nicbench.studies.https.runner import HttpsRunner
+
+    def srv(argv: list[str]) -> Script:
+        if argv[:2] == ["nginx", "-v"]:
+            return Script(stderr="nginx version: nginx/1.22.1\n")
+        if argv[:2] == ["openssl", "version"]:
+            return Script("OpenSSL 3.0.17 1 Jul 2025\n")
+        if argv[:1] == ["ping"]:
+            return Script("1 packets transmitted, 1 received\n")
+        if argv[:2] == ["sh", "-c"] and "mktemp -d" in argv[2]:
+            return Script("/tmp/nicbench-nginx.fake\n")
+        if "nginx" in argv and "-t" not in argv:
+            return Script(hang=True, listen=(443, 80))
+        return Script()
+
+    def cli(argv: list[str]) -> Script:
+        return Script("wrk 4.1.0 [epoll] Copyright (C) 2012 Will Glozer\n") if argv[:2] == ["wrk", "-v"] else Script()
+
+    plan = parse_plan('name = "h"\n[hosts.srv]\nrole = "server"\n[hosts.c1]\nrole = "client"\n'
+                      '[study]\nkind = "https"\nschemes = ["https"]\nconnections = [4]\nduration = 2\n')
+    spec = HostsSpec("h", 1500, (HostSpec("srv", "server", "", "198.18.0.1", 24),
+                                 HostSpec("c1", "client", "", "198.18.0.2", 24)), None, None, ())
+    hosts = FakeHosts(spec, {"srv": FakeTransport("srv", srv, os="FreeBSD"), "c1": FakeTransport("c1", cli)})
+    r = HttpsRunner(plan, hosts)
+    r.preflight()
+    env = PointEnv(rel=lambda p: str(Path(p).relative_to(tmp_path)), pin={"srv": ["cpuset", "-l", "12-23"]})
+    r.start(env, tmp_path / "https")
+    [ng] = hosts.transport("srv").spawned
+    assert list(ng.argv[:4]) == ["cpuset", "-l", "12-23", "nginx"]
+    r.stop(env, tmp_path / "https")
