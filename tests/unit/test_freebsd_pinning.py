@@ -22,8 +22,12 @@ import pytest
 from bsdfake import BsdHost, shims
 from nicbench.core.errors import PreflightError, ToolError
 from nicbench.hosts.facts import collect
+from nicbench.hosts.fake import FakeHosts, FakeTransport, Script
 from nicbench.hosts.numa_freebsd import cpu_list, domain_cpus, parse_cpuset_masks
+from nicbench.hosts.spec import HostSpec, HostsSpec
+from nicbench.plan import parse_plan
 from nicbench.run.kit import PointEnv
+from nicbench.studies.https.runner import HttpsRunner
 from nicbench.tools import nginx
 from nicbench.tuning.apply import apply
 from nicbench.tuning.audit import audit
@@ -155,7 +159,6 @@ def test_a_pinning_only_profile_may_be_applied_to_freebsd_and_anything_more_is_r
 
 
 def test_command_cpuset_on_a_linux_host_is_unsupported_not_ignored():
-    from nicbench.hosts.fake import FakeTransport
     lin = Target("lin1", "client", FakeTransport("lin1"), "lin-lin1", "eth0", None)
     [row] = audit(pinning(policy="cpus", cpus="0", command="cpuset"), [lin]).rows
     assert row.status == "unsupported" and "FreeBSD's" in row.note
@@ -165,11 +168,6 @@ def test_the_https_study_launches_nginx_under_the_pin_prefix(tmp_path):
     """The https runner's nginx start goes through PointEnv.pinned: on a FreeBSD
     server, cpuset -l.  (The fake answers /proc/PID/net/tcp, which a real
     FreeBSD host does not: see docs/hosts.md, known gap.)"""
-    from nicbench.hosts.fake import FakeHosts, FakeTransport, Script
-    from nicbench.hosts.spec import HostSpec, HostsSpec
-    from nicbench.plan import parse_plan
-    from nicbench.studies.https.runner import HttpsRunner
-
     def srv(argv: list[str]) -> Script:
         if argv[:2] == ["nginx", "-v"]:
             return Script(stderr="nginx version: nginx/1.22.1\n")
