@@ -537,11 +537,13 @@ def _measure(
         meta["released"] = release_together([pr for _, pr in txs], engine, ctx.server)
         # the hosts' own counters (sampled on the host) read at the window's edges
         samplers.read_at([meta["released"] + s.trim, meta["released"] + s.duration - s.trim])
-        end_by = time.monotonic() + s.duration + s.timeout_margin
+        # pkt-gen first waits for the link it reset on entering netmap mode
+        runs_for = s.duration + s.timeout_margin + (PKTGEN_WAIT_S if engine == "pkt-gen" else 0)
+        end_by = time.monotonic() + runs_for
         for i, pr in txs:
             if pr.wait(end_by - time.monotonic()) is None:
                 raise ToolError(
-                    f"{engine} on {ctx.dev(ctx.server, i)} still running after {s.duration + s.timeout_margin:g}s",
+                    f"{engine} on {ctx.dev(ctx.server, i)} still running after {runs_for:g}s",
                     where=ctx.server,
                     hint="raise study.timeout_margin if the host is only slow",
                 )
