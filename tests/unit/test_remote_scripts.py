@@ -21,6 +21,7 @@ from nicbench.hosts import facts, facts_freebsd, ssh, sshcheck
 from nicbench.lab import sshd
 from nicbench.sampling import sampler
 from nicbench.sampling.hostrecords import script as hostsampler_script
+from nicbench.studies.packets import runner as packets
 from nicbench.tuning import audit, freebsd, knobs
 
 SCRIPTS = {
@@ -34,6 +35,7 @@ SCRIPTS = {
     "tuning: audit (FreeBSD)": freebsd._READ,
     "host sampler": hostsampler_script(),
     "lab sshd wrapper": sshd._SSHD_WRAP,
+    "packets: netmap and pkt-gen check": packets._NETMAP,
 }
 CHECKERS = {"dash": ["dash", "-n"], "posh": ["posh", "-n"],
             "shellcheck": ["shellcheck", "-s", "sh", "-S", "warning", "-"]}

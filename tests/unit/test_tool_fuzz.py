@@ -17,7 +17,7 @@ import pytest
 from fuzzing import variants
 
 from nicbench.core.errors import NicbenchError
-from nicbench.tools import bounceback, fio, iperf2, iperf3, irtt, iscsi_perf, nbgen, sockperf, trafgen, wrk
+from nicbench.tools import bounceback, fio, iperf2, iperf3, irtt, iscsi_perf, nbgen, pktgen, sockperf, trafgen, wrk
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 BOUND = 2.0      # seconds per input, generous for a shared 2-core machine
@@ -38,6 +38,11 @@ PARSERS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "nbgen-tx": ("nbgen/1.0.0/tx-rate.out", nbgen.parse_tx),
     "nbgen-rx": ("nbgen/1.0.0/rx-generic-lo.out", nbgen.parse_rx),
     "trafgen": ("trafgen/0.6.8/two-cpus.out", trafgen.parse),
+    # recorded by others (netmap issues #368, #102: import/pktgen/ext, SOURCES.md): no netmap here
+    "pkt-gen-tx": ("import/pktgen/ext/pktgen_netmap368_tx.txt",
+                   lambda t: pktgen.parse_run("", t, near=1_763_884_801.0, where="tx")),
+    "pkt-gen-rx": ("import/pktgen/ext/pktgen_netmap102_rx.txt",
+                   lambda t: pktgen.parse_run(t, "", near=1_763_884_801.0, where="rx")),
     "iscsi-perf": ("iscsi-perf/0.1/seq_read_4k_m16.txt", iscsi_perf.parse),
 }
 

@@ -23,6 +23,7 @@ from ..core.errors import ToolError
 from ..records import HostFacts
 from .factparse import _Facts, _failure, _num, _tool, sections
 from .factparse_freebsd import parse_dev_sysctl, parse_ifconfig, parse_loader_conf, parse_pciconf, parse_sysctl
+from .numa_freebsd import domain_cpus
 
 # the sysctls kept as facts (the whole dump stays in the run's raw facts):
 # socket buffers, TCP stacks and congestion control, kTLS, mbufs, the clock
@@ -45,6 +46,8 @@ _PRELUDE = r"""
 export LC_ALL=C PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 sec() { n=$1; shift; printf '@@nicbench-section %s\n' "$n"; "$@" 2>&1; rc=$?; printf '\n@@nicbench-rc %s\n' "$rc"; }
 devsysctl() { d=$(printf '%s' "$1" | sed 's/[0-9]*$//'); u=${1#"$d"}; sysctl "dev.$d.$u"; }
+numa() { n=$(sysctl -n vm.ndomains) || return; echo "vm.ndomains: $n"; d=0
+  while [ "$d" -lt "$n" ]; do cpuset -g -d "$d" || return; d=$((d + 1)); done; }
 """
 
 
@@ -61,6 +64,7 @@ def script(ifnames: Sequence[str], tools: Sequence[tuple[str, Sequence[str]]]) -
         "sec freebsd-version freebsd-version -ku",
         "sec sysctl sysctl hw kern.ipc net.inet.tcp kern.clockrate",
         "sec pciconf pciconf -lv",
+        "sec numa numa",
         "sec loader.conf cat /boot/loader.conf",
         "sec loader.conf.local cat /boot/loader.conf.local",
     ]
@@ -112,6 +116,7 @@ def parse_facts(raw: str, *, host: str, role: str, collected: float) -> HostFact
                 f.add(f"loader.{k}", _num(v) if v else None, f"/boot/{name}", "set to an empty value")
         except ToolError as e:
             f.unknown(f"loader.{name}", e.one_line().removeprefix("nicbench: "), f"/boot/{name}")
+    _numa(f, *secs.get("numa", ("", None)))
     pci = {}
     text, rc = secs.get("pciconf", ("", None))
     if rc == 0:
@@ -174,3 +179,21 @@ def _driver(f: _Facts, i: str, text: str, rc: int | None) -> None:
           "the driver reports no firmware version")
     if attrs.get("desc"):
         f.add(p + "driver_desc", attrs["desc"], f"sysctl dev.{m.group(1)}.{m.group(2)}.%desc")
+    # bus_get_domain(9): present only when the device's bus reports a domain
+    dom = attrs.get("domain", "")
+    f.add(p + "numa_node", int(dom) if dom.isdigit() else None, f"sysctl dev.{m.group(1)}.{m.group(2)}.%domain",
+          "no %domain: the bus reports no NUMA domain for it (a single-domain kernel or machine)")
+
+
+def _numa(f: _Facts, text: str, rc: int | None) -> None:
+    """``vm.ndomains`` (numa(4)) and each domain's CPUs (``cpuset -g -d N``)."""
+    first, _, rest = text.partition("\n")
+    n = first.removeprefix("vm.ndomains: ").strip()
+    if rc != 0 or not first.startswith("vm.ndomains: ") or not n.isdigit():
+        f.unknown("numa.nodes", _failure(text, rc, "sysctl vm.ndomains / cpuset -g -d"), "sysctl vm.ndomains")
+        return
+    f.add("numa.nodes", int(n), "sysctl vm.ndomains")
+    try:
+        f.add("numa.cpus", domain_cpus(rest, int(n)), "cpuset -g -d N")
+    except ToolError as e:
+        f.unknown("numa.cpus", e.one_line().removeprefix("nicbench: "), "cpuset -g -d N")

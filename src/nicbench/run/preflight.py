@@ -53,11 +53,12 @@ def reach_problems(t: Transport, peers: dict[str, str]) -> list[str]:
 # of (plan, host) giving the Linux-only things that host would run
 def _packets_needs(plan: Plan, host: str) -> list[str]:
     out = []
+    engines = list(plan.study.engines)  # type: ignore[attr-defined]
+    linux = {"nbgen": "nbgen (an XDP / AF_XDP generator)", "trafgen": "trafgen (netsniff-ng, AF_PACKET)"}
     if host == plan.server:
-        out += [{"nbgen": "nbgen (an XDP / AF_XDP generator)",
-                 "trafgen": "trafgen (netsniff-ng, AF_PACKET)"}[e] for e in plan.study.engines]  # type: ignore[attr-defined]
-    if host in plan.clients[:1]:
-        out.append("the XDP receiver (nbgen rx)")
+        out += [linux[e] for e in engines if e in linux]          # pkt-gen (netmap) runs on FreeBSD
+    if host in plan.clients[:1] and any(e in linux for e in engines):
+        out.append("the XDP receiver (nbgen rx)")       # pkt-gen's points count with pkt-gen rx
     return out
 
 

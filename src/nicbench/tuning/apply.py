@@ -49,7 +49,7 @@ def apply(profile: Profile, targets: Sequence[Target], *, machine: Transport | N
     if profile.audit_only:
         raise InputError("this profile only audits", where="tuning profile",
                          hint="use 'nicbench tune audit', or a profile without audit_only")
-    freebsd.refuse_apply(targets)
+    freebsd.refuse_apply(targets, profile)
     machine = machine or LocalTransport("machine")
     plan = audit(profile, targets, machine=machine, host_wide=host_wide)
     outcome: dict[tuple[str, str], Row] = {}

@@ -151,7 +151,7 @@ def audit(profile: Profile, targets: Sequence[Target], *, machine: Transport | N
     there: dict[str, tuple[str, str | None]] = {}       # the machine's, read once
     for t in targets:
         if host_os(t.transport) == "FreeBSD":
-            out.rows += freebsd.audit_rows(profile, t)       # sysctl and loader.conf, read only
+            out.rows += freebsd.audit_rows(profile, t, out)   # sysctl, loader.conf (read only), cpuset pinning
             continue
         # in the lab, host-wide settings are the machine's: read them once, with the first host
         first = t is targets[0]
@@ -248,6 +248,9 @@ def _pin_row(t: Target, s: Pinning, out: TuningPlan) -> Row:
         cpus, how = None, "no facts about the NIC"
     if not cpus:
         return Row(t.host, "pinning", "pinning", None, None, "unknown", how, "process")
+    if s.command == "cpuset":
+        return Row(t.host, "pinning", "pinning", None, cpus, "unsupported",
+                   'command = "cpuset" is FreeBSD\'s: a Linux host pins with taskset or numactl', "process")
     have = t.transport.run(["sh", "-c", f"command -v {s.command}"], timeout=15).returncode == 0
     if not have:
         return Row(

@@ -85,7 +85,9 @@ class Pinning(_Setting):
     kind: Literal["pinning"]
     policy: Literal["nic-node", "cpus"] = "nic-node"
     cpus: str | None = Field(None, pattern=CPU_LIST)
-    command: Literal["numactl", "taskset"] = "taskset"
+    # the Linux launcher; a FreeBSD host always uses cpuset(1) ("cpuset" here says
+    # so and is refused on a Linux host, which has no cpuset -l)
+    command: Literal["numactl", "taskset", "cpuset"] = "taskset"
 
     @model_validator(mode="after")
     def _policy_and_cpus(self) -> Pinning:

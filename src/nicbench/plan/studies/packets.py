@@ -12,6 +12,8 @@ from ..base import PlanLike, Speed, StudySchema, one_or_many, trim_problem
 
 # live frames: a page less XDP headroom, skb_shared_info and the page head (measured: 3409 B is EINVAL), + FCS
 NBGEN_MAX_FRAME = 3408 + 4
+# pkt-gen builds each frame in one netmap buffer (dev.netmap.buf_size, 2048 by default) unless told -F
+PKTGEN_MAX_FRAME = 2048 + 4
 
 
 class PacketStudy(StudySchema):
@@ -33,7 +35,10 @@ class PacketStudy(StudySchema):
     KIND = "packets"
     kind: Literal["packets"]
     clients: list[str] | None = Field(None, description="the receiver host (default: the one client)")
-    engines: list[Literal["nbgen", "trafgen"]] = Field(default=["nbgen"], min_length=1, json_schema_extra=one_or_many)
+    engines: list[Literal["nbgen", "trafgen", "pkt-gen"]] = Field(
+        default=["nbgen"], min_length=1, json_schema_extra=one_or_many,
+        description="nbgen (XDP), trafgen (AF_PACKET), pkt-gen (netmap: FreeBSD, or Linux with /dev/netmap; its "
+                    "points count with pkt-gen rx on the receiver)")
     frame_sizes: list[Annotated[int, Field(ge=1, le=9234)]] = Field(
         default_factory=lambda: [64], min_length=1, description="bytes with FCS (64 .. MTU + 18)",
         json_schema_extra=one_or_many)
@@ -78,6 +83,12 @@ class PacketStudy(StudySchema):
                 raise ValueError(f"study.frame_sizes: {big[0]} bytes does not fit nbgen's live frames (one page: "
                                  f"at most {NBGEN_MAX_FRAME} with the FCS); use engines = [\"trafgen\"] for jumbo "
                                  "frames")
+        if "pkt-gen" in self.engines:
+            big = [f for f in self.frame_sizes if f > PKTGEN_MAX_FRAME]
+            if big:
+                raise ValueError(f"study.frame_sizes: {big[0]} bytes does not fit one netmap buffer (2048 bytes "
+                                 f"by default, so at most {PKTGEN_MAX_FRAME} with the FCS): pkt-gen sends each "
+                                 "frame from one slot")
         if self.duration <= 2 * self.trim:
             raise ValueError(trim_problem(self.duration, self.trim, "trim" in self.model_fields_set))
         if self.search == "ndr" and self.rate:

@@ -10,6 +10,15 @@ detaches.  Received frames come from the receiver's XDP counter, sent
 frames from nbgen's own XDP counter or, for trafgen, the generator's
 interface counters; the interface counters of both ends are sampled beside
 them for every engine.
+
+With ``engine = "pkt-gen"`` (netmap, on FreeBSD or on Linux with
+/dev/netmap) both ends are netmap's pkt-gen: ``pkt-gen -f rx`` on each
+receiver port, counting every frame its RX rings get, started first and
+waited for ("Ready..."); then ``pkt-gen -f tx`` behind the start barrier
+under ``timeout -s INT``; sent and received frames are the two pkt-gen's own
+counts per report interval (:mod:`nicbench.tools.pktgen`).  Not run here:
+this machine has no netmap, so that path is tested on fakes answering
+recorded pkt-gen output only.
 """
 
 from __future__ import annotations
@@ -25,8 +34,18 @@ from typing import Any
 
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
+from ...hosts.factparse_freebsd import parse_ifconfig
 from ...hosts.spec import DirectLink
-from ...hosts.transport import END_MARK, Process, Transport, gate_time, host_clock_offset, read_output, tool_stderr
+from ...hosts.transport import (
+    END_MARK,
+    Process,
+    Transport,
+    gate_time,
+    host_clock_offset,
+    host_os,
+    read_output,
+    tool_stderr,
+)
 from ...native.build import nbgen_path
 from ...plan.model import Plan
 from ...plan.studies.packets import PacketStudy
@@ -37,7 +56,7 @@ from ...run.preflight import problems_found, tool_version
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, child_pids, tool_procs
 from ...tools import frames as fr
-from ...tools import nbgen, trafgen
+from ...tools import nbgen, pktgen, trafgen
 from ...tuning.knobs import cpu_set
 from .analysis import packet_trial  # the search needs each step's loss: the one upward import (see ARCHITECTURE.md)
 
@@ -52,6 +71,35 @@ DRAIN_S = 0.3            # after the generators end, before the receivers' last 
 # span, which the analysis spreads evenly; when the rate moves within it (the
 # start, bursts on shared CPUs) that share is misplaced -- 1 % seen at 0.25 s
 COUNT_INTERVAL = 0.05
+PKTGEN_WAIT_S = 2        # pkt-gen -w: the link's reset on entering netmap mode (pkt-gen's own default)
+PKTGEN_INSTALL = ("pkt-gen comes with netmap: FreeBSD builds it from /usr/src/tools/tools/netmap (make; "
+                  "kldload netmap if the kernel lacks 'device netmap'); Linux: netmap's own build "
+                  "(luigirizzo/netmap, apps/pkt-gen) and its kernel module")
+# one command: is netmap there, may this user open it, and where is pkt-gen
+_NETMAP = ('[ -e /dev/netmap ] && echo netmap=yes || echo netmap=no; '
+           '[ -r /dev/netmap ] && [ -w /dev/netmap ] && echo open=yes || echo open=no; '
+           'p=$(command -v pkt-gen) && echo "pkt-gen=$p" || echo pkt-gen=')
+
+
+def receivers(engines: Sequence[str]) -> list[str]:
+    """The receivers a set of engines needs: pkt-gen's points count with pkt-gen
+    rx (netmap on both ends), the others with nbgen's XDP counter."""
+    return (["nbgen"] if any(e != "pkt-gen" for e in engines) else []) + (["pkt-gen"] if "pkt-gen" in engines
+                                                                            else [])
+
+
+def netmap_problems(host: str, out: str) -> list[str]:
+    """What the :data:`_NETMAP` check says is missing for pkt-gen on ``host``
+    (pure; one line each, naming the host)."""
+    kv = dict(ln.split("=", 1) for ln in out.splitlines() if "=" in ln)
+    if kv.get("netmap") != "yes":
+        return [f"{host}: pkt-gen needs netmap, and this host has no /dev/netmap ({PKTGEN_INSTALL})"]
+    out_ = []
+    if kv.get("open") != "yes":
+        out_.append(f"{host}: /dev/netmap is not readable and writable by this user (run as root)")
+    if not kv.get("pkt-gen"):
+        out_.append(f"{host}: pkt-gen is not installed ({PKTGEN_INSTALL})")
+    return out_
 
 
 def port_ifname(i: int) -> str:
@@ -177,12 +225,12 @@ def preflight(plan: Plan, transports: dict[str, Transport],
     problems: list[str] = []
     warnings: list[str] = []
     versions: dict[str, str] = {}
-    exe = nbgen.binary()
-    if exe is None:
+    devs = {h: list(v) for h, v in (s.interfaces or {}).items()}
+    hosts: dict[str, list[str]] = {gen: list(s.engines), rx: receivers(s.engines)}
+    exe = nbgen.binary() if any("nbgen" in e for e in hosts.values()) else None
+    if exe is None and any("nbgen" in e for e in hosts.values()):
         problems.append(f"nbgen is not built for this nicbench (looked for {nbgen_path()}, $NICBENCH_NBGEN and "
                         f"nbgen on PATH): {INSTALL}")
-    devs = {h: list(v) for h, v in (s.interfaces or {}).items()}
-    hosts: dict[str, list[str]] = {gen: list(s.engines), rx: ["nbgen"]}
     exes: dict[str, str] = {}
     for host, engines in hosts.items():
         t = transports[host]
@@ -194,11 +242,17 @@ def preflight(plan: Plan, transports: dict[str, Transport],
                     versions["nbgen"] = tool_version(t, [exes[host], "version"], "nbgen", INSTALL_ANYWHERE)
                 elif eng == "trafgen":
                     versions["trafgen"] = tool_version(t, ["trafgen", "-v"], "trafgen", INSTALL)
+                elif eng == "pkt-gen":
+                    got = t.run(["sh", "-c", _NETMAP], timeout=10).stdout
+                    lack = netmap_problems(host, got)
+                    problems += lack
+                    if not lack:        # pkt-gen prints no version: its path says which one ran
+                        versions["pkt-gen"] = got.rsplit("pkt-gen=", 1)[-1].strip()
             except PreflightError as e:
                 problems.append(f"{host}: {e.message}")
-        mask = _caps(t)
+        mask = _caps(t) if host_os(t) == "Linux" else None     # CapEff is Linux's; FreeBSD: root or not
         for eng in dict.fromkeys(engines):
-            lack = missing_caps(mask, eng)
+            lack = missing_caps(mask, eng) if eng != "pkt-gen" else []
             if lack:
                 problems.append(f"{host}: {eng} needs {', '.join(lack)}, which this user lacks (run as root)")
     macs: dict[tuple[str, int], str] = {}
@@ -206,7 +260,8 @@ def preflight(plan: Plan, transports: dict[str, Transport],
     for i in range(max(s.ports)):
         for host in (gen, rx):
             dev = PacketContext.dev_of(devs, host, i)
-            info = _link(transports[host], dev)
+            info = _link(transports[host], dev) if host_os(transports[host]) == "Linux" else \
+                _link_freebsd(transports[host], dev)
             if info is None:
                 problems.append(f"{host}: interface {dev} does not exist (port {i + 1} of {max(s.ports)})")
                 continue
@@ -214,7 +269,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
             mtu = int(info.get("mtu") or 0)
             if biggest > mtu + 18:
                 problems.append(f"{host}: {dev} has MTU {mtu}: a {biggest}-byte frame needs MTU {biggest - 18}")
-            if host == rx:
+            if host == rx and "nbgen" in hosts[rx]:
                 on = xdp_attached(info)
                 if on:
                     problems.append(f"{rx}: {dev} already has an XDP program attached, {on}: remove it "
@@ -249,7 +304,24 @@ def _nbgen_on(t: Transport, local: str) -> str:
     return r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "nbgen"
 
 
+def _link_freebsd(t: Transport, dev: str) -> dict | None:
+    """A FreeBSD interface as ``ip -j link`` would show what the study needs
+    of it: its MAC and MTU (from ``ifconfig IF``)."""
+    r = t.run(["ifconfig", dev], timeout=10)
+    if r.returncode != 0:
+        return None
+    try:
+        got = parse_ifconfig(r.stdout).get(dev)
+    except NicbenchError:
+        return None
+    return None if got is None else {"address": got.ether or "", "mtu": got.mtu or 0}
+
+
 def _online(t: Transport) -> list[int]:
+    if host_os(t) == "FreeBSD":      # no /sys: hw.ncpu CPUs, numbered from 0
+        r = t.run(["sysctl", "-n", "hw.ncpu"], timeout=10)
+        n = r.stdout.strip()
+        return list(range(int(n))) if r.returncode == 0 and n.isdigit() and int(n) > 0 else [0]
     try:
         cpus = cpu_set(t.read_text("/sys/devices/system/cpu/online").strip())
     except OSError:
@@ -392,7 +464,9 @@ def _measure(
     samples: list[Sample] = []
     cpus = ctx.cpus
     with guard:
-        for i in range(ports):
+        if engine == "pkt-gen":
+            rxs += _pktgen_receivers(ctx, spec, raw_dir, env, threads, meta, raws)
+        for i in range(ports if engine != "pkt-gen" else 0):
             dev = ctx.dev(ctx.receiver, i)
             out, err = raw_dir / f"rx-{dev}.out", raw_dir / f"rx-{dev}.err"
             argv = nbgen.rx_argv(
@@ -405,7 +479,7 @@ def _measure(
             ]
             rxs.append((i, rx_t.spawn(argv, stdout=out, stderr=err)))
             meta["argv"][f"rx {dev}"] = argv
-        attached = _wait_attached(rxs, lambda i: ctx.dev(ctx.receiver, i))
+        attached = _wait_attached(rxs, lambda i: ctx.dev(ctx.receiver, i)) if engine != "pkt-gen" else {}
         meta["xdp"] = {
             ctx.dev(ctx.receiver, i): {"mode": a.get("mode"), "why": a.get("why") or None} for i, a in attached.items()
         }
@@ -422,18 +496,21 @@ def _measure(
             out, err = raw_dir / f"tx-{dev}.out", raw_dir / f"tx-{dev}.err"
             # every generator thread of the point on a CPU of its own while CPUs last
             pin = [cpus[(i * threads + k) % len(cpus)] for k in range(threads)]
+            if engine == "pkt-gen":
+                argv, conf_text, pin = _pktgen_tx_argv(ctx, i, dev, ip, size, threads, rate, pin), None, pin
             # trafgen's config is made first, then written where the generator reads it
-            argv, conf_text, pin = generator_argv(
-                engine,
-                ctx.exes[ctx.server] if engine == "nbgen" else "",
-                dev,
-                frames,
-                duration=s.duration,
-                pin=pin,
-                rate=rate,
-                frame_size=size,
-                conf="{conf}",
-            )
+            else:
+                argv, conf_text, pin = generator_argv(
+                    engine,
+                    ctx.exes[ctx.server] if engine == "nbgen" else "",
+                    dev,
+                    frames,
+                    duration=s.duration,
+                    pin=pin,
+                    rate=rate,
+                    frame_size=size,
+                    conf="{conf}",
+                )
             if conf_text is not None:
                 where = gen_t.put_file(raw_dir / f"trafgen-{dev}.cfg", conf_text)
                 remote_confs.append(where)
@@ -445,7 +522,9 @@ def _measure(
             ]
             txs.append((i, gen_t.spawn(argv, stdout=out, stderr=err, gated=True)))
             meta["argv"][f"tx {dev}"] = argv
-            meta["ports"].append({"port": dev, "frame_hex": frames[0].hex(), "threads": threads})
+            # pkt-gen builds its own frames (its -s/-d/-S/-D in argv): only nicbench's are recorded byte for byte
+            meta["ports"].append({"port": dev, "threads": threads}
+                                 | ({"frame_hex": frames[0].hex()} if engine != "pkt-gen" else {}))
         samplers = guard.samplers = PointSamplers(
             spec.trial_id,
             _net_targets(ctx, rxs, txs, ports),
@@ -458,18 +537,21 @@ def _measure(
         meta["released"] = release_together([pr for _, pr in txs], engine, ctx.server)
         # the hosts' own counters (sampled on the host) read at the window's edges
         samplers.read_at([meta["released"] + s.trim, meta["released"] + s.duration - s.trim])
-        end_by = time.monotonic() + s.duration + s.timeout_margin
+        # pkt-gen first waits for the link it reset on entering netmap mode
+        runs_for = s.duration + s.timeout_margin + (PKTGEN_WAIT_S if engine == "pkt-gen" else 0)
+        end_by = time.monotonic() + runs_for
         for i, pr in txs:
             if pr.wait(end_by - time.monotonic()) is None:
                 raise ToolError(
-                    f"{engine} on {ctx.dev(ctx.server, i)} still running after {s.duration + s.timeout_margin:g}s",
+                    f"{engine} on {ctx.dev(ctx.server, i)} still running after {runs_for:g}s",
                     where=ctx.server,
                     hint="raise study.timeout_margin if the host is only slow",
                 )
         time.sleep(DRAIN_S)
         samplers.last_read()
         for _, pr in rxs:
-            pr.stop(2.0, signal.SIGTERM)  # nbgen prints its last counts, then detaches
+            # nbgen prints its last counts, then detaches; pkt-gen ends its threads on SIGINT
+            pr.stop(2.0, signal.SIGINT if engine == "pkt-gen" else signal.SIGTERM)
     status, error, counters = guard.status, guard.error, guard.counters
     gen_t.drop_files(remote_confs)
     if status == "ok":
@@ -498,7 +580,9 @@ def _results(
         t0, t1 = gate_time(pr), gate_time(pr, END_MARK)
         off = host_clock_offset(pr)             # nbgen stamps with its host's clock
         tags = make_tags(host=ctx.server, port=dev, side="sender", engine=engine)
-        if engine == "nbgen":
+        if engine == "pkt-gen":
+            out += _pktgen_counts(spec, pr, o, e, dev, tags, "pkt.sent", ctx.server, meta["tx"], rc, meta["released"])
+        elif engine == "nbgen":
             tx = nbgen.parse_tx(o, e, where=ctx.server)
             meta["tx"][dev] = {
                 "sent": tx.sent,
@@ -524,6 +608,11 @@ def _results(
             out.append(Sample(spec.trial_id, "pkt.sent", float(sm.packets), "packets", t0, t1, tags))
     for i, pr in rxs:
         dev = ctx.dev(ctx.receiver, i)
+        if engine == "pkt-gen":
+            tags = make_tags(host=ctx.receiver, port=dev, side="receiver", engine=engine)
+            out += _pktgen_counts(spec, pr, read_output(pr.stdout_path), read_output(pr.stderr_path), dev, tags,
+                                  "pkt.received", ctx.receiver, meta["rx"], pr.poll(), meta["released"])
+            continue
         rx = nbgen.parse_rx(read_output(pr.stdout_path), read_output(pr.stderr_path), where=ctx.receiver)
         if not rx.ended:
             raise ToolError(f"nbgen rx on {dev} was killed before its last count", where=ctx.receiver)
@@ -584,3 +673,69 @@ def _tool_procs(
         return out
 
     return procs
+
+
+def _pktgen_tx_argv(ctx: PacketContext, i: int, dev: str, ip: int, size: int, threads: int, rate: float | None,
+                    pin: list[int]) -> list[str]:
+    """Port ``i``'s pkt-gen generator, its threads on the point's CPUs from
+    ``pin[0]`` on (pkt-gen pins thread k to CPU first + k modulo -c)."""
+    src, dst = port_ips(i, ip)           # the frames' addresses, as nbgen's and trafgen's (_frames)
+    argv = pktgen.tx_argv(dev, frame_size=size, ip=ip, src_ip=src, dst_ip=dst,
+                          src_mac=ctx.macs[(ctx.server, i)], dst_mac=ctx.macs[(ctx.receiver, i)], sport=1024,
+                          dport=ctx.study.udp_port, threads=threads, duration=ctx.study.duration,
+                          wait=PKTGEN_WAIT_S, rate=rate, first_cpu=pin[0])
+    return [*argv, "-c", str(len(ctx.cpus))]
+
+
+def _pktgen_receivers(ctx: PacketContext, spec: TrialSpec, raw_dir: Path, env: PointEnv, threads: int,
+                      meta: dict, raws: list[RawOutput]) -> list[tuple[int, Process]]:
+    """pkt-gen rx on every receiver port, each waited for until it says
+    "Ready..." (netmap mode entered, the link wait over), or a ToolError with
+    pkt-gen's own last line."""
+    t = ctx.transports[ctx.receiver]
+    ports = int(spec.params["ports"])
+    procs: list[tuple[int, Process]] = []
+    for i in range(ports):
+        dev = ctx.dev(ctx.receiver, i)
+        out, err = raw_dir / f"rx-{dev}.out", raw_dir / f"rx-{dev}.err"
+        argv = pktgen.rx_argv(dev, threads=threads, wait=PKTGEN_WAIT_S)
+        raws += [RawOutput(spec.trial_id, ctx.receiver, "receiver", "pkt-gen", "stdout", env.rel(out)),
+                 RawOutput(spec.trial_id, ctx.receiver, "receiver", "pkt-gen", "stderr", env.rel(err))]
+        procs.append((i, t.spawn(argv, stdout=out, stderr=err)))
+        meta["argv"][f"rx {dev}"] = argv
+    by = time.monotonic() + PKTGEN_WAIT_S + 10
+    waiting = dict(procs)
+    while waiting:
+        for i, p in list(waiting.items()):
+            if pktgen.ready(read_output(p.stderr_path)):
+                del waiting[i]
+            elif p.poll() is not None:
+                text = read_output(p.stdout_path) + read_output(p.stderr_path)
+                raise ToolError(f"pkt-gen rx on {ctx.dev(ctx.receiver, i)} exited: {tail(text) or 'no output'}",
+                                where=ctx.receiver, hint=PKTGEN_INSTALL)
+        if waiting:
+            if time.monotonic() > by:
+                raise ToolError(f"pkt-gen rx was not ready within {PKTGEN_WAIT_S + 10}s", where=ctx.receiver)
+            time.sleep(0.02)
+    return procs
+
+
+def _pktgen_counts(spec: TrialSpec, pr: Process, out: str, err: str, dev: str, tags: Any, metric: str, host: str,
+                   into: dict[str, Any], rc: int | None, released: float) -> list[Sample]:
+    """One pkt-gen's counts per report interval as samples on this machine's
+    clock (its stamps are its host's seconds modulo 1000, put back near the
+    point's start); its total, span and exit into the trial's meta."""
+    # timeout's 124 is the duration ending it; SIGINT (130, or -2 seen from here) is how both ends stop
+    if rc not in (0, 124, 130, -2, None):
+        raise ToolError(f"pkt-gen on {dev} exited {rc}: {tail(err) or tail(out)}", where=host)
+    off = host_clock_offset(pr)
+    near = float(released) + off             # the barrier's release, on the host's clock
+    run = pktgen.parse_run(out, err, near=near, where=f"{host}: pkt-gen on {dev}")
+    if run.packets == 0 and metric == "pkt.received":
+        raise ToolError(f"pkt-gen rx counted no frame on {dev}", where=host,
+                        hint="do the MACs match (pkt-gen -D is the receiver port's), and is the link up?")
+    into[dev] = {"sent" if metric == "pkt.sent" else "packets": run.packets, "mode": "netmap",
+                 "span": [run.intervals[0].t_start - off, run.intervals[-1].t_end - off]}
+    return [Sample(spec.trial_id, metric, float(iv.packets), "packets", iv.t_start - off, iv.t_end - off, tags)
+            for iv in run.intervals if iv.t_end > iv.t_start]
+
