@@ -20,8 +20,8 @@ pair was lost -- the same rule as the iperf engines.
 
 from __future__ import annotations
 
+import math
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -162,23 +162,54 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
 # ------------------------------------------------------------------ samples (pure)
 
 
+SLIVER = 0.01
+
+
 def _per_interval(rows: Sequence[nbperf.Sample], field: str, start: float, interval: float,
                   shift: float) -> list[tuple[float, float, int, int | None, int]]:
-    """Connections' intervals summed per interval of the grid ``start + k x
-    interval``: (t0, t1, bytes, retransmits, connections).  Each connection's
-    boundaries are read within µs--ms of the grid; the sum is placed at their
-    mean (a connection's intervals are contiguous, so the sums are too).
-    ``shift`` moves the end's clock onto the study server's."""
-    by_k: dict[int, list[nbperf.Sample]] = defaultdict(list)
+    """Connections' intervals summed onto the grid ``start + k x interval``:
+    (t0, t1, bytes, retransmits, connections) per grid slot, contiguous.
+
+    A connection's boundaries are read when its thread gets to them: within
+    µs-ms of the grid on a quiet host, but a CPU-starved thread reads them
+    late, up to a whole interval (it then reports one interval spanning two
+    grid slots).  Summing "the k-th interval of every connection" then
+    overlaps or leaves gaps (seen: a seed 000 replay's bidir points rejected
+    for a 0.185 s gap).  So each connection's bytes are spread over the grid
+    slots its interval covers, pro rata (as the analysis does at a window's
+    edges), rounded so that every byte is counted once; a slot spans the grid
+    except at the outer ends, where it starts and stops with the data.  Retransmits are counts:
+    each interval's go whole to the slot holding its middle.  ``shift`` moves
+    the end's clock onto the study server's."""
+    slots: dict[int, list] = {}        # k -> [lo, hi, bytes, retransmits or None, connections]
     for r in rows:
-        by_k[round((r.t0 + shift - start) / interval)].append(r)
-    out = []
-    for _, rs in sorted(by_k.items()):
-        t0 = sum(r.t0 for r in rs) / len(rs) + shift
-        t1 = sum(r.t1 for r in rs) / len(rs) + shift
-        retr = [r.tcp.retrans for r in rs if r.tcp is not None and r.tcp.retrans is not None]
-        out.append((t0, t1, sum(getattr(r, field) for r in rs), sum(retr) if retr else None, len(rs)))
-    return out
+        a, b, v = r.t0 + shift, r.t1 + shift, int(getattr(r, field))
+        # a sliver of up to 1 % of an interval across a grid line (the clocks'
+        # offset, a boundary read a few ms late) stays in its neighbour's slot
+        k0 = math.floor((a - start) / interval + SLIVER)
+        k1 = max(k0 + 1, math.ceil((b - start) / interval - SLIVER))
+        done = 0
+        for k in range(k0, k1):
+            lo, hi = max(a, start + k * interval), min(b, start + (k + 1) * interval)
+            if k == k1 - 1:
+                part = v - done
+            else:
+                cum = (hi - a) / (b - a) if b > a else 1.0
+                part = round(v * cum) - done
+            done += part
+            sl = slots.setdefault(k, [lo, hi, 0, None, set()])
+            sl[0], sl[1] = min(sl[0], lo), max(sl[1], hi)
+            sl[2] += part
+            sl[4].add(r.conn)
+        if r.tcp is not None and r.tcp.retrans is not None:
+            mid = math.floor(((a + b) / 2 - start) / interval)
+            sl = slots[min(max(mid, k0), k1 - 1)]
+            sl[3] = (sl[3] or 0) + r.tcp.retrans
+    out = [[lo, hi, b, retr, len(conns)] for _, (lo, hi, b, retr, conns) in sorted(slots.items())]
+    if out:     # the outer ends where the data starts and stops, slivers included
+        out[0][0] = min(r.t0 + shift for r in rows)
+        out[-1][1] = max(r.t1 + shift for r in rows)
+    return [(lo, hi, b, retr, n) for lo, hi, b, retr, n in out]
 
 
 def pair_samples(trial_id: str, host: str, port: int, client: nbperf.ClientRun, server: nbperf.ServerRun,
