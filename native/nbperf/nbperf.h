@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define NBPERF_VERSION "1.0.0"
+#define NBPERF_VERSION "1.1.0"
 #define PROTO_VERSION 1
 
 #define MAX_IO (4u << 20)        /* TCP read/write size limit, bytes */
@@ -146,6 +146,7 @@ struct conn {
 	uint64_t tx_bytes, rx_bytes, tx_pkts, rx_pkts;
 	uint64_t tx_mark, rx_mark, txp_mark, rxp_mark, lost_mark, ooo_mark;
 	uint32_t retrans_mark;
+	uint64_t kin_mark;           /* TCP: tcpi_bytes_received at the last report (control bytes at first) */
 	int64_t first_tx_ns, first_rx_ns, last_rx_ns, finish_ns;
 
 	uint64_t zc_sends, zc_done, zc_copied;

@@ -186,6 +186,19 @@ static int tcp_info_of(const struct conn *c, struct tcp_info *ti)
 	return c->fd >= 0 && getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, ti, &len) == 0 ? 0 : -1;
 }
 
+/* The peer's FIN has been received: it took one sequence number, which
+ * tcpi_bytes_received counts as a byte.  States of the kernel's
+ * include/net/tcp_states.h: TIME_WAIT 6, CLOSE_WAIT 8, LAST_ACK 9, CLOSING 11;
+ * CLOSE (7) is also where a closed connection ends up once both FINs are
+ * acknowledged (measured), but an aborted one too: there, only if this end
+ * has read the end of the stream. */
+static int fin_received(const struct tcp_info *ti, const struct conn *c)
+{
+	unsigned st = ti->tcpi_state;
+
+	return st == 6 || st == 8 || st == 9 || st == 11 || (st == 7 && c->eof);
+}
+
 static uint64_t udp_lost_now(const struct conn *c)
 {
 	return c->max_seq_plus1 > c->rx_pkts ? c->max_seq_plus1 - c->rx_pkts : 0;
@@ -217,10 +230,20 @@ static void report_interval(struct worker *w, struct conn *c, int64_t t1)
 	if (c->p->proto == P_TCP) {
 		if (tcp_info_of(c, &ti) == 0) {
 			wo_printf(w, ",\"tcp\":{\"total_retrans\":%u,\"retrans\":%u,\"rtt_us\":%u,\"rttvar_us\":%u,"
-				  "\"snd_cwnd\":%u,\"snd_mss\":%u,\"delivery_rate\":%llu}", ti.tcpi_total_retrans,
+				  "\"snd_cwnd\":%u,\"snd_mss\":%u,\"delivery_rate\":%llu", ti.tcpi_total_retrans,
 				  ti.tcpi_total_retrans - c->retrans_mark, ti.tcpi_rtt, ti.tcpi_rttvar, ti.tcpi_snd_cwnd,
 				  ti.tcpi_snd_mss, (unsigned long long)ti.tcpi_delivery_rate);
 			c->retrans_mark = ti.tcpi_total_retrans;
+			/* the bytes the kernel received in order in this interval: when they
+			 * arrived, not when this thread got to read them (a starved reader's
+			 * backlog would move bytes across interval and window edges) */
+			uint64_t got = ti.tcpi_bytes_received - (fin_received(&ti, c) ? 1 : 0);
+
+			if (got >= c->kin_mark) {
+				wo_printf(w, ",\"kernel_rx_bytes\":%llu", (unsigned long long)(got - c->kin_mark));
+				c->kin_mark = got;
+			}
+			wo_printf(w, "}");
 		}
 	} else {
 		uint64_t lost = udp_lost_now(c);
@@ -821,6 +844,7 @@ static void client_read_ack(struct worker *w, struct conn *c)
 		ep_add(w, c, 1, c->receiving ? EPOLLIN : 0);
 	}
 	c->state = CS_READY;
+	c->kin_mark = ACK_LEN;       /* the server's handshake: the only bytes before the data */
 	ep_set(w, c, 0, EPOLLIN | EPOLLRDHUP);
 	if (++w->nready == w->n) {
 		w->ready = 1;
@@ -928,6 +952,7 @@ static void server_setup(struct worker *w, struct conn *c)
 		return;
 	}
 	c->state = CS_READY;
+	c->kin_mark = HELLO_LEN;     /* the client's hello: the only bytes before the data */
 	ep_add(w, c, 0, EPOLLIN | EPOLLRDHUP);
 	w->next_timer = 0;
 	return;

@@ -109,7 +109,7 @@ def test_a_starved_threads_late_boundaries_still_give_one_contiguous_timeline():
 
     regular = [row(0, k * 0.5, (k + 1) * 0.5, 1000) for k in range(6)]
     late = [row(1, 0.0, 0.5, 1000), row(1, 0.5, 1.3, 1600), row(1, 1.3, 2.6, 2600), row(1, 2.6, 3.0, 800)]
-    slots = _per_interval(regular + late, "rx_bytes", 100.0, 0.5, 0.0)
+    slots = _per_interval(regular + late, lambda r: r.rx_bytes, 100.0, 0.5, 0.0)
     grid = [(k * 0.5, (k + 1) * 0.5) for k in range(6)]
     assert [(round(a - 100, 6), round(b - 100, 6)) for a, b, *_ in slots] == grid
     assert sum(b for _, _, b, _, _ in slots) == 6000 + 6000                  # every byte once
@@ -119,3 +119,46 @@ def test_a_starved_threads_late_boundaries_still_give_one_contiguous_timeline():
     samples = [Rec("t", "tcp.bytes", float(b), "bytes", a, z, make_tags(host="c1", proc=5201, direction="tx",
                                                                       side="receiver")) for a, z, b, _, _ in slots]
     assert timeline_problems(samples, direction="tx") == []
+
+
+def _run_of(version: str, name: str) -> tuple[nbperf.ClientRun, nbperf.ServerRun]:
+    d = FIX.parent / version
+    return (nbperf.parse_client((d / f"{name}.client.out").read_text(), ""),
+            nbperf.parse_server((d / f"{name}.server.out").read_text(), ""))
+
+
+@pytest.mark.parametrize("name, direction", [("tcp-tx", "tx"), ("tcp-rx-sendfile-trunc", "rx"), ("tcp-bidir", "tx"),
+                                             ("tcp-bidir", "rx")])
+def test_receiver_bytes_are_the_kernels_as_they_arrived_and_add_up_to_the_engines_reads(name, direction):
+    """nbperf 1.1.0 reports per interval the bytes the kernel received in order
+    (tcpi_bytes_received less the handshake and the FIN): placed when they
+    arrived, so a reader that falls behind cannot move bytes across interval
+    and window edges.  Used only when, connection by connection, they add up
+    to exactly the bytes the engine read."""
+    from nicbench.run.nbperf import receiver_counts
+    c, s = _run_of("1.1.0", name)
+    rows = [x for x in s.samples if x.session == c.session] if direction == "tx" else c.samples
+    _, kernel = receiver_counts(rows)
+    assert kernel
+    counted: dict[str, bool] = {}
+    out = pair_samples("t", "c1", 5301, c, s, omit=0, counted=counted)
+    assert counted[direction] is True
+    app = sum(r.rx_bytes for r in rows)
+    assert total(out, direction=direction, side="receiver") == app              # every byte once
+    per_kernel = [r.tcp.kernel_rx_bytes for r in rows if r.tcp]
+    assert sum(per_kernel) == app
+
+
+def test_without_the_kernels_count_or_when_it_does_not_add_up_the_engines_reads_are_used():
+    from dataclasses import replace as dc_replace
+
+    from nicbench.run.nbperf import receiver_counts
+    c, s = run("tcp-tx")                                        # 1.0.0: no kernel_rx_bytes
+    mine = [x for x in s.samples if x.session == c.session]
+    assert receiver_counts(mine)[1] is False
+    c, s = _run_of("1.1.0", "tcp-tx")
+    mine = [x for x in s.samples if x.session == c.session]
+    assert receiver_counts(mine)[1] is True
+    off = [dc_replace(mine[0], tcp=dc_replace(mine[0].tcp, kernel_rx_bytes=mine[0].tcp.kernel_rx_bytes + 1)), *mine[1:]]
+    count, kernel = receiver_counts(off)
+    assert kernel is False and count(off[0]) == off[0].rx_bytes

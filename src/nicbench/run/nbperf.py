@@ -165,8 +165,27 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
 SLIVER = 0.01
 
 
-def _per_interval(rows: Sequence[nbperf.Sample], field: str, start: float, interval: float,
-                  shift: float) -> list[tuple[float, float, int, int | None, int]]:
+def receiver_counts(rows: Sequence[nbperf.Sample]) -> tuple[Callable[[nbperf.Sample], int], bool]:
+    """How a receiving end's interval bytes are counted: the kernel's in-order
+    received bytes (``kernel_rx_bytes``), which are placed when they arrived,
+    when every interval of every connection has them and they add up to the
+    bytes the engine read, connection by connection; else the engine's own
+    reads (a starved reader's backlog then moves bytes across interval
+    edges).  (count, True if the kernel's)."""
+    per: dict[int, list[nbperf.Sample]] = {}
+    for r in rows:
+        per.setdefault(r.conn, []).append(r)
+    kernel = bool(rows) and all(
+        all(r.tcp is not None and r.tcp.kernel_rx_bytes is not None for r in rs)
+        and sum(r.tcp.kernel_rx_bytes for r in rs if r.tcp and r.tcp.kernel_rx_bytes is not None)
+        == sum(r.rx_bytes for r in rs) for rs in per.values())
+    if kernel:
+        return (lambda r: r.tcp.kernel_rx_bytes if r.tcp and r.tcp.kernel_rx_bytes is not None else 0), True
+    return (lambda r: r.rx_bytes), False
+
+
+def _per_interval(rows: Sequence[nbperf.Sample], count: Callable[[nbperf.Sample], int], start: float,
+                  interval: float, shift: float) -> list[tuple[float, float, int, int | None, int]]:
     """Connections' intervals summed onto the grid ``start + k x interval``:
     (t0, t1, bytes, retransmits, connections) per grid slot, contiguous.
 
@@ -183,7 +202,7 @@ def _per_interval(rows: Sequence[nbperf.Sample], field: str, start: float, inter
     the end's clock onto the study server's."""
     slots: dict[int, list] = {}        # k -> [lo, hi, bytes, retransmits or None, connections]
     for r in rows:
-        a, b, v = r.t0 + shift, r.t1 + shift, int(getattr(r, field))
+        a, b, v = r.t0 + shift, r.t1 + shift, int(count(r))
         # a sliver of up to 1 % of an interval across a grid line (the clocks'
         # offset, a boundary read a few ms late) stays in its neighbour's slot
         k0 = math.floor((a - start) / interval + SLIVER)
@@ -213,7 +232,7 @@ def _per_interval(rows: Sequence[nbperf.Sample], field: str, start: float, inter
 
 
 def pair_samples(trial_id: str, host: str, port: int, client: nbperf.ClientRun, server: nbperf.ServerRun,
-                 omit: float) -> list[Sample]:
+                 omit: float, counted: dict[str, bool] | None = None) -> list[Sample]:
     """``tcp.bytes`` (and the senders' ``tcp.retransmits``) of one pair, one
     sample per interval, direction and side, tagged as the iperf engines'
     are (host = the client host, proc = the port).  Intervals that start
@@ -230,8 +249,13 @@ def pair_samples(trial_id: str, host: str, port: int, client: nbperf.ClientRun, 
         ends = {"sender": (client.samples, 0.0), "receiver": (mine, shift)} if flow == "tx" else \
                {"sender": (mine, shift), "receiver": (client.samples, 0.0)}
         for side, (rows, sh) in ends.items():
-            field = "tx_bytes" if side == "sender" else "rx_bytes"
-            for t0, t1, b, retr, n in _per_interval(rows, field, client.start, client.interval, sh):
+            if side == "sender":
+                count: Callable[[nbperf.Sample], int] = lambda r: r.tx_bytes  # noqa: E731
+            else:
+                count, by_kernel = receiver_counts(rows)
+                if counted is not None:
+                    counted[flow] = by_kernel
+            for t0, t1, b, retr, n in _per_interval(rows, count, client.start, client.interval, sh):
                 nominal = client.start + round((t0 - client.start) / client.interval) * client.interval
                 tags = make_tags(host=host, proc=port, direction=flow, side=side,
                                  omitted=1 if nominal < client.start + omit - 1e-6 else 0, streams=n)
@@ -400,7 +424,10 @@ def _parse_all(ctx: NbperfContext, spec: TrialSpec, clis: Slots, servers: Slots,
             cr = nbperf.parse_client(read_output(proc.stdout_path), read_output(proc.stderr_path), where=ctx.server)
             sr = nbperf.parse_server(read_output(sproc.stdout_path), read_output(sproc.stderr_path),
                                      where=pair.client)
-            got = pair_samples(spec.trial_id, pair.client, pair.port, cr, sr, ctx.study.omit)
+            counted: dict[str, bool] = {}
+            got = pair_samples(spec.trial_id, pair.client, pair.port, cr, sr, ctx.study.omit, counted)
+            meta.setdefault("receiver_counted_by", {})[pair.key] = {
+                d: "kernel (tcpi_bytes_received)" if k else "engine reads" for d, k in counted.items()}
         except NicbenchError as e:
             lost[pair.key] = f"nbperf to {pair.key}: {e.message}" + (f" (hint: {e.hint})" if e.hint else "")
             continue

@@ -124,7 +124,10 @@ class TcpInfo:
     """TCP_INFO of one end's socket: ``rtt_us``/``rttvar_us`` microseconds,
     ``snd_cwnd`` segments of ``snd_mss`` bytes, ``delivery_rate`` bytes/s,
     ``total_retrans`` cumulative segments, ``retrans`` within the interval
-    (None on a connection's final reading)."""
+    (None on a connection's final reading); ``kernel_rx_bytes`` payload bytes
+    the kernel received in order within the interval (``tcpi_bytes_received``:
+    when they arrived, not when the engine read them; None before nbperf
+    1.1.0)."""
 
     total_retrans: int
     retrans: int | None
@@ -133,6 +136,7 @@ class TcpInfo:
     snd_cwnd: int
     snd_mss: int
     delivery_rate: int
+    kernel_rx_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -398,7 +402,8 @@ def _tcp(d: dict[str, Any] | None) -> TcpInfo | None:
     if not d:
         return None
     return TcpInfo(int(d["total_retrans"]), int(d["retrans"]) if "retrans" in d else None, int(d["rtt_us"]),
-                   int(d["rttvar_us"]), int(d["snd_cwnd"]), int(d["snd_mss"]), int(d["delivery_rate"]))
+                   int(d["rttvar_us"]), int(d["snd_cwnd"]), int(d["snd_mss"]), int(d["delivery_rate"]),
+                   _opt_int(d.get("kernel_rx_bytes")))
 
 
 def _opt_int(v: Any) -> int | None:
