@@ -298,19 +298,28 @@ def udp_intervals(client: nbperf.ClientRun, server: nbperf.ServerRun, omit: floa
 
 
 def udp_totals(client: nbperf.ClientRun, server: nbperf.ServerRun) -> dict[str, dict[str, int | float | None]]:
-    """Each flow direction's exact totals over the whole test (warm-up and the
-    drain after the end included): the receivers' ``conn_end`` counts, their
-    loss being the senders' datagram counts less what arrived."""
+    """Each flow's exact totals over the whole test (warm-up and the drain
+    after the end included, unlike iperf3's end report), keyed as iperf3's
+    (``fwd.sender``, ``fwd.receiver``...): the sender's datagrams, and the
+    receiver's from its ``conn_end`` -- ``packets`` the datagrams the sender
+    sent (as its totals told the receiver), ``lost`` those less what arrived,
+    ``received``/``received_bytes`` what arrived, ``bad`` datagrams without
+    nbperf's header, ``jitter_s`` the flows' worst final jitter."""
     out: dict[str, dict[str, int | float | None]] = {}
     for flow in FLOWS[client.direction]:
-        ends = [e for e in (server.ends if flow == "tx" else client.ends) if e.session == client.session]
-        us = [e.udp for e in ends if e.udp is not None]
+        key = "fwd" if flow == "tx" else "rev"
+        rcv = [e for e in (server.ends if flow == "tx" else client.ends) if e.session == client.session]
+        snd = [e for e in (client.ends if flow == "tx" else server.ends) if e.session == client.session]
+        us = [e.udp for e in rcv if e.udp is not None]
         lost = [u.lost for u in us]
-        out[flow] = {"sent": sum(u.peer_tx_packets or 0 for u in us), "received": sum(u.rx_packets for u in us),
-                     "received_bytes": sum(e.rx_bytes for e in ends),
-                     "lost": None if any(x is None for x in lost) else sum(x or 0 for x in lost),
-                     "out_of_order": sum(u.out_of_order for u in us), "bad": sum(u.bad for u in us),
-                     "jitter_s": max((u.jitter_us for u in us), default=0.0) / 1e6}
+        out[f"{key}.sender"] = {"packets": sum(e.udp.tx_packets for e in snd if e.udp is not None),
+                                "streams": len(snd)}
+        out[f"{key}.receiver"] = {
+            "packets": sum(u.peer_tx_packets or 0 for u in us), "received": sum(u.rx_packets for u in us),
+            "received_bytes": sum(e.rx_bytes for e in rcv),
+            "lost": None if any(x is None for x in lost) else sum(x or 0 for x in lost),
+            "out_of_order": sum(u.out_of_order for u in us), "bad": sum(u.bad for u in us),
+            "jitter_s": max((u.jitter_us for u in us), default=0.0) / 1e6, "streams": len(rcv)}
     return out
 
 
