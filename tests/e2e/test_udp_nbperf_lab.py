@@ -1,0 +1,122 @@
+"""engine = "nbperf" in the UDP study on the embedded lab (root; run under the
+shared load lock): on a shaped link its received totals agree with iperf3's
+and with the receiving hosts' interface counters, its maximum-rate search
+finds the link's UDP ceiling, and a killed engine server fails the point.
+
+The lab is test_udp_lab.py's: a 500 Mbit/s shaped server link carries
+478.5 Mbit/s of UDP payload in 1472-byte datagrams, 1 MiB socket buffers.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from helpers import kill_server_in, namespaces
+
+from nicbench.api import execute, load_run, render
+from nicbench.core import linerate
+from nicbench.plan import parse_plan
+from nicbench.studies.udp.analysis import UdpTrial
+
+pytestmark = pytest.mark.lab
+
+CEILING = linerate.udp(500e6, 1500, payload=1472).goodput_bps / 1e9      # 0.4785 Gbps
+
+
+def plan_text(name: str, lab: str, study: str, *, duration: float = 3, omit: float = 1) -> str:
+    return f"""name = "{name}"
+[lab]
+name = "{lab}"
+[link]
+mtu = 1500
+speed = "500M"
+[hosts.srv]
+role = "server"
+[hosts.c1]
+role = "client"
+[hosts.c2]
+role = "client"
+[study]
+kind = "udp"
+duration = {duration}
+omit = {omit}
+interval = 0.5
+trim = 0.25
+timeout_margin = 5
+window = "1M"
+datagram_sizes = [1472]
+{study}
+"""
+
+
+def run(tmp_path: Path, text: str, lab: str) -> tuple[list[UdpTrial], Path]:
+    out = execute(parse_plan(text), text, store=tmp_path)
+    view = load_run(out.run_dir)
+    page = render(view).read_text()
+    assert namespaces(lab) == []
+    trials = [t for t in view.trials if isinstance(t, UdpTrial)]
+    if "engine = \"nbperf\"" in text:
+        assert "Engine nbperf 1.0.0" in page
+    return trials, out.run_dir
+
+
+def test_nbperf_receives_what_iperf3_does_and_what_the_interfaces_counted(tmp_path):
+    study = 'directions = ["tx", "rx"]\nrates = ["200M", "1G"]'
+    nb, _ = run(tmp_path / "nbperf", plan_text("unb", "nbu1", f'engine = "nbperf"\n{study}'), "nbu1")
+    ip, _ = run(tmp_path / "iperf3", plan_text("uip", "nbu2", f'engine = "iperf3"\n{study}'), "nbu2")
+    ref = {t.point: t for t in ip}
+    assert {t.point for t in nb} == set(ref) == {"tx/s1/200M/1472B", "tx/s1/1G/1472B", "rx/s1/200M/1472B",
+                                                 "rx/s1/1G/1472B"}
+    for t in nb + ip:
+        assert t.status == "ok", (t.point, t.error)
+    for t in nb:
+        r = ref[t.point]
+        print(f"{t.point}: nbperf {t.gbps:.4f} Gbps loss {t.loss:.4f}, iperf3 {r.gbps:.4f} Gbps loss {r.loss:.4f}, "
+              f"ratio {t.gbps / r.gbps:.4f}, start skew {(t.start_skew_s or 0) * 1e3:.3f} ms")
+        assert t.gbps == pytest.approx(r.gbps, rel=0.01), (t.point, t.gbps, r.gbps)
+        # the receiving hosts' interfaces: one frame per 1472-byte datagram (the framing: 42 bytes of
+        # Ethernet, IP and UDP headers each), and UDP delivered what nbperf counted
+        s = next(iter(t.split.values()))
+        assert s.wire_in == pytest.approx(s.received, rel=0.02), (t.point, s)
+        assert s.delivered == pytest.approx(s.received, rel=0.02), (t.point, s)
+        assert s.loss == pytest.approx(t.loss, abs=0.015 + 0.05 * (t.loss or 0)), (t.point, s.loss, t.loss)
+        assert t.start_skew_s is not None and 0 <= t.start_skew_s < 0.005
+    for d in ("tx", "rx"):
+        paced = {t.point: t for t in nb}[f"{d}/s1/200M/1472B"]
+        assert paced.gbps == pytest.approx(0.4, rel=0.01) and paced.loss == 0        # 2 clients x 200M
+        over = {t.point: t for t in nb}[f"{d}/s1/1G/1472B"]
+        assert over.gbps == pytest.approx(CEILING, rel=0.02) and over.loss is not None and over.loss > 0.05
+
+
+def test_the_max_rate_search_with_nbperf_finds_the_links_ceiling(tmp_path):
+    text = plan_text("unbmax", "nbu3", 'engine = "nbperf"\ndirections = ["tx", "rx"]\nrates = ["max"]\n'
+                                       'search_steps = 8\nsearch_resolution = 0.01', duration=2, omit=0.5)
+    trials, _ = run(tmp_path, text, "nbu3")
+    assert {t.point for t in trials} == {"tx/s1/max/1472B", "rx/s1/max/1472B"}
+    for t in trials:
+        assert t.status == "ok", (t.point, t.error)
+        assert t.search and t.search["steps"]
+        steps = [(s["rate_per_client_bps"], s["loss"]) for s in t.search["steps"]]
+        print(f"{t.point}: {t.gbps:.4f} Gbps ({t.gbps / CEILING:.2%} of ceiling), loss {t.loss}, steps {steps}")
+        assert t.loss is not None and t.loss <= 0.001
+        assert 0.95 * CEILING <= t.gbps <= 1.005 * CEILING, (t.point, t.gbps, CEILING)
+
+
+def test_a_killed_nbperf_server_fails_the_udp_point_cleanly(tmp_path):
+    text = plan_text("unbkill", "nbu4", 'engine = "nbperf"\nrates = ["100M"]', duration=4, omit=0)
+    killed: list[int] = []
+    k = threading.Thread(target=kill_server_in, args=("nb-nbu4-c2", "nbperf", "server", 1.5, killed), daemon=True)
+    k.start()
+    out = execute(parse_plan(text), text, store=tmp_path)
+    k.join(5)
+    assert killed, f"no nbperf server seen in nb-nbu4-c2 (run {out.status}, {out.run_dir})"
+    assert out.status == "done-with-failures" and out.failed == 1, (out.status, out.run_dir)
+    view = load_run(out.run_dir)
+    [t] = view.trials
+    # the lost pair's one line, from the engine on the study server: its peer went away
+    assert t.status == "failed" and "nbperf to c2:5201" in (t.error or ""), t.error
+    assert "\n" not in (t.error or "")
+    assert "nbperf to c2:5201" in render(view).read_text()
+    assert namespaces("nbu4") == []
