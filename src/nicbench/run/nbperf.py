@@ -38,8 +38,9 @@ from .kit import PointEnv, PointGuard, PointSamplers, RawFiles, even_shares, sta
 from .preflight import busy_ports, reach_problems
 from .study import Preflight, TrialOutcome
 
-INSTALL = ("run scripts/install.sh (it builds native/nbperf); on a host that does not share this machine's "
-           "files: make -C native/nbperf there and put build/nbperf on its PATH")
+INSTALL = ("run 'nicbench setup' (it builds nbperf for this user); on a host that does not share this machine's "
+           "files: make -C native/nbperf there (nicbench's sources, src/nicbench/native/nbperf) and put build/nbperf "
+           "on its PATH")
 MIN_VERSION = MinVersion("nbperf", (1, 0, 0), "the JSON lines nicbench parses")
 DIRECTION = {"tx": "tx", "rx": "rx", "bidir": "bidir"}   # study direction -> nbperf --dir (same words)
 SERVER_FDS = 64         # nbperf's own descriptors besides one per connection (threads' epoll, stdio, listeners)
