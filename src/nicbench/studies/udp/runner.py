@@ -469,9 +469,7 @@ def measure_nbperf(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Pat
             if cr.proto != "udp":
                 raise ToolError(f"nbperf to {pair.key} ran a {cr.proto} test, not udp", where=ctx.server)
             ivs = nbperf_engine.udp_intervals(cr, sr, s.omit, where=pair.client)
-            # the search judges the measured part: the drain after the end (nbperf
-            # stamps it as a last, short interval) would count bytes over no time
-            _tally(tallies, pair.key, [iv for iv in ivs if (iv.abs_start or 0.0) < cr.start + cr.duration - 1e-3])
+            _tally(tallies, pair.key, ivs)
             meta["udp_totals"][pair.key] = nbperf_engine.udp_totals(cr, sr)
             return _samples(spec.trial_id, pair.client, pair.port, None, ivs)
 
