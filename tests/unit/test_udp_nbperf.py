@@ -5,23 +5,18 @@ and what the plan refuses."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from test_nbperf_runner_fake import ADDR, _host, engine, env, text
 
 from nicbench.core.errors import InputError, PreflightError
-from nicbench.hosts.fake import FakeTransport, Script
 from nicbench.plan import parse_plan
 from nicbench.plan.matrix import trials
-from nicbench.run import nbperf as engine
-from nicbench.run.kit import PointEnv
+from nicbench.run import nbperf as rn
 from nicbench.studies.udp import runner as udp
 from nicbench.studies.udp.analysis import udp_trial
 from nicbench.tools import nbperf
 from nicbench.tools.base import ToolInfo
 
-FIX = Path(__file__).parent.parent / "fixtures" / "nbperf" / "1.0.0"
-ADDR = {"srv": "198.18.0.1", "c1": "198.18.0.2", "c2": "198.18.0.3"}
 HOSTS = """
 [hosts.srv]
 role = "server"
@@ -30,11 +25,6 @@ role = "client"
 [hosts.c2]
 role = "client"
 """
-
-
-def text(name: str) -> str:
-    p = FIX / name
-    return p.read_text() if p.exists() else ""
 
 
 def run_of(case: str) -> tuple[nbperf.ClientRun, nbperf.ServerRun]:
@@ -47,7 +37,7 @@ def plan_of(study: str):
 
 def test_a_udp_pair_is_one_interval_per_flow_side_and_interval_summed_over_its_flows():
     c, s = run_of("udp-tx")            # 2 flows x 50 Mbit/s of 1400-byte datagrams, 2 s, intervals of 1 s
-    ivs = engine.udp_intervals(c, s, omit=1.0)
+    ivs = rn.udp_intervals(c, s, omit=1.0)
     rcv = [iv for iv in ivs if iv.side == "receiver"]
     snd = [iv for iv in ivs if iv.side == "sender"]
     assert {iv.flow for iv in ivs} == {"fwd"} and all(iv.streams == 2 for iv in ivs)
@@ -70,7 +60,7 @@ def test_a_udp_pair_is_one_interval_per_flow_side_and_interval_summed_over_its_f
 
 def test_bidir_totals_are_keyed_as_iperf3s_and_count_every_datagram():
     c, s = run_of("udp-bidir")
-    tot = engine.udp_totals(c, s)
+    tot = rn.udp_totals(c, s)
     assert set(tot) == {"fwd.sender", "fwd.receiver", "rev.sender", "rev.receiver"}
     for k in ("fwd", "rev"):
         assert tot[f"{k}.receiver"]["packets"] == tot[f"{k}.sender"]["packets"] == 1699
@@ -80,30 +70,13 @@ def test_bidir_totals_are_keyed_as_iperf3s_and_count_every_datagram():
 def test_a_tcp_output_is_not_taken_for_udp_intervals():
     c, s = run_of("tcp-tx")
     with pytest.raises(Exception, match="no udp counts"):
-        engine.udp_intervals(c, s, omit=0)
-
-
-def fake_engine(cases: dict[str, str]) -> dict[str, FakeTransport]:
-    by_addr = {ADDR[h]: case for h, case in cases.items()}
-
-    def client(argv: list[str]) -> Script:
-        case = by_addr[argv[argv.index("--server") + 1]]
-        return Script(stdout=text(f"{case}.client.out"), stderr=text(f"{case}.client.err"),
-                      returncode=1 if text(f"{case}.client.err") else 0)
-    servers = {h: FakeTransport(h, lambda argv, c=c: Script(stdout=text(f"{c}.server.out"),
-                                                            stderr=text(f"{c}.server.err")))
-               for h, c in cases.items()}
-    return {"srv": FakeTransport("srv", client), **servers}
+        rn.udp_intervals(c, s, omit=0)
 
 
 def ctx_of(plan, cases: dict[str, str]) -> udp.UdpContext:
     clients = list(cases)
-    return udp.UdpContext(plan.study, "srv", clients, fake_engine(cases), ADDR,
+    return udp.UdpContext(plan.study, "srv", clients, engine(cases), ADDR,
                           ToolInfo("nbperf", (1, 0, 0), "nbperf 1.0.0"), 1500, exes={h: "/x/nbperf" for h in ADDR})
-
-
-def env(tmp_path: Path) -> PointEnv:
-    return PointEnv(rel=lambda p: str(Path(p).relative_to(tmp_path)))
 
 
 def test_a_point_paces_each_stream_at_the_clients_rate_over_its_streams_and_keeps_the_receivers_counts(tmp_path):
@@ -132,18 +105,6 @@ def test_a_killed_server_fails_the_udp_point_with_the_engines_reason(tmp_path):
                     tmp_path / spec.trial_id, 100e6)
     assert m.record.status == "failed" and "c2:5201" in m.record.error and "reset" in m.record.error
     assert m.record.meta["lost"].keys() == {"c2:5201"}
-
-
-def _host(name: str, hard: str = "524288") -> FakeTransport:
-    def respond(argv: list[str]) -> Script:
-        if argv[0] == "sh" and "command -v nbperf" in argv[2]:
-            return Script(stdout="/x/nbperf\n")
-        if argv[0] == "sh" and "ulimit -Hn" in argv[2]:
-            return Script(stdout=hard + "\n")
-        if argv[-1] == "version":
-            return Script(stdout="nbperf 1.0.0 (protocol 1)\n")
-        return Script()
-    return FakeTransport(name, respond)
 
 
 def test_preflight_counts_two_descriptors_a_stream():
