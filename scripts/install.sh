@@ -20,9 +20,10 @@ if [ -n "$missing" ]; then
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
-# nbperf, nicbench's TCP/UDP traffic engine (native/nbperf): C, libc and pthreads only;
+# nbperf, nicbench's TCP/UDP traffic engine (src/nicbench/native/nbperf; a pip user gets it from
+# 'nicbench setup'): C, libc and pthreads only;
 # make rebuilds it only when its sources changed
-make -s -C native/nbperf
+make -s -C src/nicbench/native/nbperf
 
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then

@@ -1,7 +1,7 @@
 """nicbench as a pip user gets it: the wheel 'python -m build' makes, installed
 into a fresh venv (dependencies from PyPI), used from a directory outside the
 repository.  'nicbench check' passes on every example; as root, a short lab
-plan runs, 'nicbench setup' builds nbgen into a fresh per-user home and a
+plan runs, 'nicbench setup' builds nbgen and nbperf into a fresh per-user home and a
 packet plan runs with it.  (The demo plan itself is the first set-up command's
 job: 36 points take minutes, and a test of packaging need not re-measure them.)"""
 
@@ -18,8 +18,8 @@ import pytest
 from helpers import ROOT, namespaces
 
 # the wheel's nicbench and only it: no PYTHONPATH, no repository on the path, a private state and home
-CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NICBENCH_NBGEN", "NICBENCH_STORE",
-                                                              "VIRTUAL_ENV")}
+CLEAN_ENV = {k: v for k, v in os.environ.items()
+             if k not in ("PYTHONPATH", "NICBENCH_NBGEN", "NICBENCH_NBPERF", "NICBENCH_STORE", "VIRTUAL_ENV")}
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +127,9 @@ def test_setup_builds_nbgen_for_this_user_and_a_packet_plan_runs_with_it(wheel_v
     s = nb(env, work, "--json", "setup", timeout=600)
     assert s.returncode == 0, s.stderr
     built = json.loads(s.stdout)
-    assert built["built_now"] and built["nbgen"].startswith(env["NICBENCH_HOME"])
-    assert built["version"].startswith("nbgen ")
+    for tool in ("nbgen", "nbperf"):       # both native tools, from the wheel's package data
+        assert built["builds"][tool]["built_now"] and built[tool].startswith(env["NICBENCH_HOME"])
+        assert built["builds"][tool]["version"].startswith(f"{tool} ")
     doc = _ran(nb(env, work, "run", plan, "--store", work / "store", "--json", timeout=300), 2)
     rows = json.loads((Path(doc["report"]).parent / "points.json").read_text())["points"]
     assert all(r["rx_pps"] and r["rx_pps"] > 1e4 for r in rows)

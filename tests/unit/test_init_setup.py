@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,8 @@ def test_setup_check_names_every_missing_requirement_with_its_package(monkeypatc
     monkeypatch.setenv("NICBENCH_HOME", str(tmp_path))
     real = nb.find_tool
     monkeypatch.setattr(nb, "find_tool", lambda name: None if name in ("clang", "bpftool") else real(name))
-    monkeypatch.setattr(nb, "HEADERS", {**nb.HEADERS, "nosuch/header.h": "libnosuch-dev"})
+    monkeypatch.setattr(nb, "NBGEN", replace(nb.NBGEN, headers={**nb.NBGEN.headers,
+                                                                "nosuch/header.h": "libnosuch-dev"}))
     req = nb.check()
     assert not req.ok
     assert req.message() == ("missing: clang (package clang), bpftool (package bpftool), <nosuch/header.h> "
@@ -84,7 +86,7 @@ def test_the_packet_study_finds_this_versions_build_in_the_per_user_home(monkeyp
     exe.write_text("#!/bin/sh\necho nbgen 0\n")
     exe.chmod(0o755)
     assert nbgen.binary() == str(exe)
-    monkeypatch.setattr(nb, "source_hash", lambda: "0123456789ab")      # other sources: that build is not theirs
+    monkeypatch.setattr(nb, "source_hash", lambda name="nbgen": "0123456789ab")   # other sources: not their build
     assert nbgen.binary() is None
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +33,14 @@ from ..plan.studies.tcp import TcpStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, tool_procs
 from ..tools import nbperf
-from ..tools.base import MinVersion, ToolInfo, parse_version
-from .kit import PointEnv, PointGuard, PointSamplers, even_shares, stall_causes, stalled
+from ..tools.base import FlowInterval, MinVersion, ToolInfo, parse_version
+from .kit import PointEnv, PointGuard, PointSamplers, RawFiles, even_shares, stall_causes, stalled
 from .preflight import busy_ports, reach_problems
 from .study import Preflight, TrialOutcome
 
-INSTALL = ("run scripts/install.sh (it builds native/nbperf); on a host that does not share this machine's "
-           "files: make -C native/nbperf there and put build/nbperf on its PATH")
+INSTALL = ("run 'nicbench setup' (it builds nbperf for this user); on a host that does not share this machine's "
+           "files: make -C native/nbperf there (nicbench's sources, src/nicbench/native/nbperf) and put build/nbperf "
+           "on its PATH")
 MIN_VERSION = MinVersion("nbperf", (1, 0, 0), "the JSON lines nicbench parses")
 DIRECTION = {"tx": "tx", "rx": "rx", "bidir": "bidir"}   # study direction -> nbperf --dir (same words)
 SERVER_FDS = 64         # nbperf's own descriptors besides one per connection (threads' epoll, stdio, listeners)
@@ -69,8 +70,21 @@ def pairs(s: TcpStudy, clients: Sequence[str], connections: int) -> list[Pair]:
 
 
 @dataclass(frozen=True)
+class NbperfHosts:
+    """Where nbperf runs, whichever study drives it: the study server (its
+    clients), the client hosts (its servers), and nbperf's path on each."""
+
+    server: str
+    clients: list[str]
+    transports: dict[str, Transport]
+    addresses: dict[str, str]            # host -> test address
+    exes: dict[str, str]                 # host -> nbperf there
+    tool: ToolInfo
+
+
+@dataclass(frozen=True)
 class NbperfContext:
-    """What the preflight decided, for every point."""
+    """What the TCP study's preflight decided, for every point."""
 
     study: TcpStudy
     server: str
@@ -79,6 +93,10 @@ class NbperfContext:
     addresses: dict[str, str]
     exes: dict[str, str]                 # host -> nbperf there
     tool: ToolInfo
+
+    @property
+    def hosts(self) -> NbperfHosts:
+        return NbperfHosts(self.server, self.clients, self.transports, self.addresses, self.exes, self.tool)
 
     @property
     def send(self) -> nbperf.SendMode:
@@ -109,15 +127,14 @@ def _nofile(t: Transport) -> int | None:
     return int(out) if out.isdigit() else None
 
 
-def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str, Transport],
-              addresses: dict[str, str]) -> tuple[NbperfContext, Preflight]:
-    """nbperf on every host (its version), the paths, the port, open-files
-    limits for the largest point; every problem at once in a PreflightError."""
-    problems: list[str] = []
+def find_engines(hosts: Sequence[str], transports: dict[str, Transport],
+                 problems: list[str]) -> tuple[dict[str, str], ToolInfo | None]:
+    """nbperf's path and version on every host (the first host's version is
+    the run's); each host's problem appended to ``problems``."""
     exes: dict[str, str] = {}
     tool: ToolInfo | None = None
     local = nbperf.binary()
-    for host in [server, *clients]:
+    for i, host in enumerate(hosts):
         t = transports[host]
         try:
             exe = exes[host] = _exe_on(t, local)
@@ -132,23 +149,45 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
         info = ToolInfo("nbperf", parse_version(text), text)
         if (p := MIN_VERSION.problem(info.version, host)) is not None:
             problems.append(p)
-        if host == server:
+        if i == 0:
             tool = info
-    problems += reach_problems(transports[server], {c: addresses[c] for c in clients})
-    most = max(s.connections)
-    for c in clients:
-        if s.port_base in busy_ports(transports[c]):
-            problems.append(f"{c}: port {s.port_base} already in use (study.port_base)")
-        need = max(p.conns for p in pairs(s, clients, most) if p.client == c) + SERVER_FDS
+    return exes, tool
+
+
+def port_and_fd_problems(server: str, transports: dict[str, Transport], port: int, conns_on: dict[str, int],
+                         most_per_client: int, fds_per_conn: int = 1) -> list[str]:
+    """The servers' TCP port free on every client host, and open-files limits
+    for the largest point: ``conns_on`` the most connections a client host's
+    server gets, ``most_per_client`` the most one client process drives;
+    ``fds_per_conn`` 2 for UDP (a flow is a UDP socket and its TCP connection)."""
+    problems: list[str] = []
+    for c, n in conns_on.items():
+        if port in busy_ports(transports[c]):
+            problems.append(f"{c}: port {port} already in use (study.port_base)")
+        need = n * fds_per_conn + SERVER_FDS
         have = _nofile(transports[c])
         if have is not None and have < need:
             problems.append(f"{c}: open-files limit is {have}, the nbperf server needs {need} for "
-                            f"{need - SERVER_FDS} connections (raise ulimit -Hn)")
-    need = max(p.conns for p in pairs(s, clients, most)) + CLIENT_FDS
+                            f"{n} connections (raise ulimit -Hn)")
+    need = most_per_client * fds_per_conn + CLIENT_FDS
     have = _nofile(transports[server])
     if have is not None and have < need:
         problems.append(f"{server}: open-files limit is {have}, an nbperf client needs {need} for "
-                        f"{need - CLIENT_FDS} connections (raise ulimit -Hn)")
+                        f"{most_per_client} connections (raise ulimit -Hn)")
+    return problems
+
+
+def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str, Transport],
+              addresses: dict[str, str]) -> tuple[NbperfContext, Preflight]:
+    """nbperf on every host (its version), the paths, the port, open-files
+    limits for the largest point; every problem at once in a PreflightError."""
+    problems: list[str] = []
+    exes, tool = find_engines([server, *clients], transports, problems)
+    problems += reach_problems(transports[server], {c: addresses[c] for c in clients})
+    largest = pairs(s, clients, max(s.connections))
+    problems += port_and_fd_problems(server, transports, s.port_base,
+                                     {c: max((p.conns for p in largest if p.client == c), default=0) for c in clients},
+                                     max(p.conns for p in largest))
     if problems:
         raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
     assert tool is not None
@@ -163,6 +202,68 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
 
 
 SLIVER = 0.01
+
+
+@dataclass
+class Slot:
+    """One interval of the grid ``start + k x interval``, summed over the
+    connections whose intervals cover it: ``counts`` the spread counts (see
+    :func:`grid`), ``retrans`` whole counts, ``weights`` each covering row
+    with the seconds it shares with the slot (for values that are not counts,
+    such as jitter)."""
+
+    k: int
+    t0: float
+    t1: float
+    counts: list[int]
+    retrans: int | None = None
+    conns: set[int] = field(default_factory=set)
+    weights: list[tuple[nbperf.Sample, float]] = field(default_factory=list)
+
+
+def grid(rows: Sequence[nbperf.Sample], counts: Callable[[nbperf.Sample], Sequence[int]], start: float,
+         interval: float, shift: float) -> list[Slot]:
+    """Connections' intervals summed onto the grid ``start + k x interval``,
+    one :class:`Slot` per grid interval, contiguous.
+
+    A connection's boundaries are read when its thread gets to them: within
+    µs-ms of the grid on a quiet host, but a CPU-starved thread reads them
+    late, up to a whole interval (it then reports one interval spanning two
+    grid slots).  Summing "the k-th interval of every connection" then
+    overlaps or leaves gaps (seen: a seed 000 replay's bidir points rejected
+    for a 0.185 s gap).  So each connection's ``counts`` (bytes, datagrams...)
+    are spread over the grid slots its interval covers, pro rata (as the
+    analysis does at a window's edges), rounded so that every one is counted
+    once; a slot spans the grid except at the outer ends, where it starts and
+    stops with the data.  A sliver of up to 1 % of an interval across a grid
+    line (the clocks' offset, a boundary read a few ms late) stays in its
+    neighbour's slot.  Retransmits go whole to the slot holding the middle
+    of their interval.  ``shift`` moves the end's clock onto the study server's."""
+    slots: dict[int, Slot] = {}
+    for r in rows:
+        a, b, vs = r.t0 + shift, r.t1 + shift, [int(v) for v in counts(r)]
+        k0 = math.floor((a - start) / interval + SLIVER)
+        k1 = max(k0 + 1, math.ceil((b - start) / interval - SLIVER))
+        done = [0] * len(vs)
+        for k in range(k0, k1):
+            lo, hi = max(a, start + k * interval), min(b, start + (k + 1) * interval)
+            cum = 1.0 if k == k1 - 1 or b <= a else (hi - a) / (b - a)
+            parts = [v - d if k == k1 - 1 else round(v * cum) - d for v, d in zip(vs, done, strict=True)]
+            done = [d + x for d, x in zip(done, parts, strict=True)]
+            sl = slots.setdefault(k, Slot(k, lo, hi, [0] * len(vs)))
+            sl.t0, sl.t1 = min(sl.t0, lo), max(sl.t1, hi)
+            sl.counts = [c + x for c, x in zip(sl.counts, parts, strict=True)]
+            sl.conns.add(r.conn)
+            sl.weights.append((r, max(hi - lo, 0.0)))
+        if r.tcp is not None and r.tcp.retrans is not None:
+            mid = math.floor(((a + b) / 2 - start) / interval)
+            sl = slots[min(max(mid, k0), k1 - 1)]
+            sl.retrans = (sl.retrans or 0) + r.tcp.retrans
+    out = [slots[k] for k in sorted(slots)]
+    if out:
+        out[0].t0 = min(r.t0 + shift for r in rows)
+        out[-1].t1 = max(r.t1 + shift for r in rows)
+    return out
 
 
 def receiver_counts(rows: Sequence[nbperf.Sample]) -> tuple[Callable[[nbperf.Sample], int], bool]:
@@ -186,49 +287,23 @@ def receiver_counts(rows: Sequence[nbperf.Sample]) -> tuple[Callable[[nbperf.Sam
 
 def _per_interval(rows: Sequence[nbperf.Sample], count: Callable[[nbperf.Sample], int], start: float,
                   interval: float, shift: float) -> list[tuple[float, float, int, int | None, int]]:
-    """Connections' intervals summed onto the grid ``start + k x interval``:
-    (t0, t1, bytes, retransmits, connections) per grid slot, contiguous.
+    """:func:`grid` of one count: (t0, t1, bytes, retransmits, connections) per slot."""
+    return [(sl.t0, sl.t1, sl.counts[0], sl.retrans, len(sl.conns))
+            for sl in grid(rows, lambda r: (count(r),), start, interval, shift)]
 
-    A connection's boundaries are read when its thread gets to them: within
-    µs-ms of the grid on a quiet host, but a CPU-starved thread reads them
-    late, up to a whole interval (it then reports one interval spanning two
-    grid slots).  Summing "the k-th interval of every connection" then
-    overlaps or leaves gaps (seen: a seed 000 replay's bidir points rejected
-    for a 0.185 s gap).  So each connection's bytes are spread over the grid
-    slots its interval covers, pro rata (as the analysis does at a window's
-    edges), rounded so that every byte is counted once; a slot spans the grid
-    except at the outer ends, where it starts and stops with the data.  Retransmits are counts:
-    each interval's go whole to the slot holding its middle.  ``shift`` moves
-    the end's clock onto the study server's."""
-    slots: dict[int, list] = {}        # k -> [lo, hi, bytes, retransmits or None, connections]
-    for r in rows:
-        a, b, v = r.t0 + shift, r.t1 + shift, int(count(r))
-        # a sliver of up to 1 % of an interval across a grid line (the clocks'
-        # offset, a boundary read a few ms late) stays in its neighbour's slot
-        k0 = math.floor((a - start) / interval + SLIVER)
-        k1 = max(k0 + 1, math.ceil((b - start) / interval - SLIVER))
-        done = 0
-        for k in range(k0, k1):
-            lo, hi = max(a, start + k * interval), min(b, start + (k + 1) * interval)
-            if k == k1 - 1:
-                part = v - done
-            else:
-                cum = (hi - a) / (b - a) if b > a else 1.0
-                part = round(v * cum) - done
-            done += part
-            sl = slots.setdefault(k, [lo, hi, 0, None, set()])
-            sl[0], sl[1] = min(sl[0], lo), max(sl[1], hi)
-            sl[2] += part
-            sl[4].add(r.conn)
-        if r.tcp is not None and r.tcp.retrans is not None:
-            mid = math.floor(((a + b) / 2 - start) / interval)
-            sl = slots[min(max(mid, k0), k1 - 1)]
-            sl[3] = (sl[3] or 0) + r.tcp.retrans
-    out = [[lo, hi, b, retr, len(conns)] for _, (lo, hi, b, retr, conns) in sorted(slots.items())]
-    if out:     # the outer ends where the data starts and stops, slivers included
-        out[0][0] = min(r.t0 + shift for r in rows)
-        out[-1][1] = max(r.t1 + shift for r in rows)
-    return [(lo, hi, b, retr, n) for lo, hi, b, retr, n in out]
+
+def flow_ends(client: nbperf.ClientRun, server: nbperf.ServerRun,
+              flow: str) -> dict[str, tuple[Sequence[nbperf.Sample], float]]:
+    """One flow's two ends: side -> (that end's rows, the shift onto the client's
+    clock).  tx: the client sends, the server receives; rx the other way round."""
+    mine = [s for s in server.samples if s.session == client.session]
+    shift = -client.clock_offset
+    if flow == "tx":
+        return {"sender": (client.samples, 0.0), "receiver": (mine, shift)}
+    return {"sender": (mine, shift), "receiver": (client.samples, 0.0)}
+
+
+FLOWS = {"tx": ("tx",), "rx": ("rx",), "bidir": ("tx", "rx")}
 
 
 def pair_samples(trial_id: str, host: str, port: int, client: nbperf.ClientRun, server: nbperf.ServerRun,
@@ -240,15 +315,9 @@ def pair_samples(trial_id: str, host: str, port: int, client: nbperf.ClientRun, 
     The server's stamps are moved onto the client's clock by the offset the
     client measured (zero in the lab: one clock)."""
     nbperf.check_session(server, client.session, where=host)
-    mine = [s for s in server.samples if s.session == client.session]
-    shift = -client.clock_offset
-    flows = {"tx": ("tx",), "rx": ("rx",), "bidir": ("tx", "rx")}[client.direction]
     out: list[Sample] = []
-    for flow in flows:
-        # tx: the client sends, the server receives; rx the other way round
-        ends = {"sender": (client.samples, 0.0), "receiver": (mine, shift)} if flow == "tx" else \
-               {"sender": (mine, shift), "receiver": (client.samples, 0.0)}
-        for side, (rows, sh) in ends.items():
+    for flow in FLOWS[client.direction]:
+        for side, (rows, sh) in flow_ends(client, server, flow).items():
             if side == "sender":
                 count: Callable[[nbperf.Sample], int] = lambda r: r.tx_bytes  # noqa: E731
             else:
@@ -262,6 +331,85 @@ def pair_samples(trial_id: str, host: str, port: int, client: nbperf.ClientRun, 
                 out.append(Sample(trial_id, "tcp.bytes", float(b), "bytes", t0, t1, tags))
                 if side == "sender" and retr is not None:
                     out.append(Sample(trial_id, "tcp.retransmits", float(retr), "count", t0, t1, tags))
+    return out
+
+
+def udp_intervals(client: nbperf.ClientRun, server: nbperf.ServerRun, omit: float,
+                  where: str = "") -> list[FlowInterval]:
+    """A UDP pair's intervals as the iperf engines' parsers give theirs: one
+    per grid interval, flow and side, summed over the pair's flows, on the
+    client's clock (``abs_start``).  The receiver's ``packets`` are the
+    datagrams it expected by sequence number (received + lost), ``lost`` its
+    sequence gaps in the interval (a late datagram filling an earlier gap
+    counts back, so an interval's figure may be negative), ``out_of_order``
+    datagrams that came after a later one; ``jitter_s`` the flows' mean RFC
+    3550 jitter at the interval's end.  The sender's ``packets`` are those it
+    sent.  Intervals starting within the warm-up (``omit`` s) are omitted.
+
+    What arrives after the end (start + duration) is left out, as the iperf
+    engines leave it out: nbperf stamps it as one more interval, as long as the
+    receiver waits for stragglers (lab: a receiver that got 40,000 datagrams/s
+    until the end drained its socket buffers and waited 0.2-0.5 s), and that
+    slow last interval would stretch the shared window past the end and read
+    as a lower rate (rx at 1 Gbit/s per client into 500M: 2.6 % below the
+    interface counters).  :func:`udp_totals` keeps every datagram."""
+    nbperf.check_session(server, client.session, where=where)
+    out: list[FlowInterval] = []
+    end = client.start + client.duration
+    for flow in FLOWS[client.direction]:
+        for side, (rows, sh) in flow_ends(client, server, flow).items():
+            if any(r.udp is None for r in rows):
+                raise ToolError(f"nbperf {'server' if sh else 'client'} intervals without udp counts: "
+                                "not a UDP test's output", where=where)
+
+            def counts(r: nbperf.Sample, side: str = side) -> tuple[int, ...]:
+                u = r.udp
+                assert u is not None
+                if side == "sender":
+                    return r.tx_bytes, u.tx_packets, 0, 0
+                return r.rx_bytes, u.rx_packets + u.lost, u.lost, u.out_of_order
+
+            for sl in grid(rows, counts, client.start, client.interval, sh):
+                nominal = client.start + sl.k * client.interval
+                if nominal >= end - 1e-6:
+                    continue
+                nbytes, packets, lost, ooo = sl.counts
+                iv = FlowInterval(0.0, sl.t1 - sl.t0, "fwd" if flow == "tx" else "rev", side,  # type: ignore[arg-type]
+                                  nbytes, len(sl.conns), omitted=nominal < client.start + omit - 1e-6,
+                                  abs_start=sl.t0, packets=packets)
+                if side == "receiver":
+                    # jitter is a level, not a count: the flows' mean, each row weighted by its time in the slot
+                    wsum = sum(w for _, w in sl.weights)
+                    jit = (sum(r.udp.jitter_us * w for r, w in sl.weights if r.udp is not None) / wsum if wsum
+                           else sum(r.udp.jitter_us for r, _ in sl.weights if r.udp is not None) / len(sl.weights))
+                    iv = replace(iv, lost=lost, out_of_order=ooo, jitter_s=jit / 1e6)
+                out.append(iv)
+    return out
+
+
+def udp_totals(client: nbperf.ClientRun, server: nbperf.ServerRun) -> dict[str, dict[str, int | float | None]]:
+    """Each flow's exact totals over the whole test (warm-up and the drain
+    after the end included, unlike iperf3's end report), keyed as iperf3's
+    (``fwd.sender``, ``fwd.receiver``...): the sender's datagrams, and the
+    receiver's from its ``conn_end`` -- ``packets`` the datagrams the sender
+    sent (as its totals told the receiver), ``lost`` those less what arrived,
+    ``received``/``received_bytes`` what arrived, ``bad`` datagrams without
+    nbperf's header, ``jitter_s`` the flows' worst final jitter."""
+    out: dict[str, dict[str, int | float | None]] = {}
+    for flow in FLOWS[client.direction]:
+        key = "fwd" if flow == "tx" else "rev"
+        rcv = [e for e in (server.ends if flow == "tx" else client.ends) if e.session == client.session]
+        snd = [e for e in (client.ends if flow == "tx" else server.ends) if e.session == client.session]
+        us = [e.udp for e in rcv if e.udp is not None]
+        lost = [u.lost for u in us]
+        out[f"{key}.sender"] = {"packets": sum(e.udp.tx_packets for e in snd if e.udp is not None),
+                                "streams": len(snd)}
+        out[f"{key}.receiver"] = {
+            "packets": sum(u.peer_tx_packets or 0 for u in us), "received": sum(u.rx_packets for u in us),
+            "received_bytes": sum(e.rx_bytes for e in rcv),
+            "lost": None if any(x is None for x in lost) else sum(x or 0 for x in lost),
+            "out_of_order": sum(u.out_of_order for u in us), "bad": sum(u.bad for u in us),
+            "jitter_s": max((u.jitter_us for u in us), default=0.0) / 1e6, "streams": len(rcv)}
     return out
 
 
@@ -309,42 +457,48 @@ def _wait_listening(pairs_: Sequence[tuple[Pair, Process]], by: float) -> None:
         time.sleep(0.005)
 
 
-def run_trial(ctx: NbperfContext, env: PointEnv, spec: TrialSpec,
-              raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
-    """Run one point; never raises for a point-level failure (it is recorded)."""
-    s = ctx.study
-    p = spec.params
-    io = int(p["io_size"])
-    ps = pairs(s, ctx.clients, int(p["connections"]))
-    seconds = s.omit + s.duration
-    grace = max(2.0, s.timeout_margin / 2)        # the drain of shaped links' socket buffers (README)
-    started = time.time()
+Slots = Sequence[tuple[Pair, Process]]
+ClientArgv = Callable[[Pair, float], list[str]]     # a pair, the start on the study server's clock -> argv
+
+
+@dataclass
+class Driven:
+    """One point's nbperf processes as they ran: the pairs lost on the way
+    (key -> why), the guard's status and error, the point's counter samples."""
+
+    servers: list[tuple[Pair, Process]]
+    clis: list[tuple[Pair, Process]]
+    raws: list[RawOutput]
+    lost: dict[str, str]
+    status: str
+    error: str | None
+    counters: list[Sample]
+
+
+def drive(h: NbperfHosts, env: PointEnv, spec: TrialSpec, raw_dir: Path, ps: Sequence[Pair], meta: dict[str, Any],
+          client_argv: ClientArgv, *, seconds: float, grace: float, interval: float,
+          timeout_margin: float) -> Driven:
+    """Run the pairs of one point: a server per client host, the clients all
+    given one absolute start, each ended by itself (``seconds`` of traffic,
+    then at most ``grace`` for the drain); samplers around it, all in a
+    :class:`PointGuard`.  A client still running ``timeout_margin`` after its
+    own deadline loses its pair (all of them: the point fails)."""
     servers: list[tuple[Pair, Process]] = []
     clis: list[tuple[Pair, Process]] = []
-    raws: list[RawOutput] = []
-    meta: dict[str, Any] = {"layout": [{"client": x.client, "port": x.port, "streams": x.conns} for x in ps],
-                            "engine": "nbperf", "server": ctx.server, "engine_version": ctx.tool.version_str,
-                            "argv": {}, "send": ctx.send, "recv": ctx.recv}
+    raws = RawFiles(spec.trial_id, env, raw_dir, "nbperf")
     guard = PointGuard(meta, lambda: [x for _, x in clis + servers], grace=0.5)
-
-    def raw(host: str, role: str, name: str) -> tuple[Path, Path]:
-        out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
-        raws.append(RawOutput(spec.trial_id, host, role, "nbperf", "stdout", env.rel(out)))
-        raws.append(RawOutput(spec.trial_id, host, role, "nbperf", "stderr", env.rel(err)))
-        return out, err
-
     lost: dict[str, str] = {}
-    start = 0.0
+    raw_dir.mkdir(parents=True, exist_ok=True)
     with guard:
         # 1. one server per client host; it leaves by itself once its one client
         #    process is done, and at its hard deadline whatever happens
         t_spawn = time.monotonic()
         until = time.time() + 5.0 + MAX_LEAD_S + seconds + grace + 5.0
         for pair in ps:
-            argv = env.pinned(pair.client, nbperf.server_argv(ctx.exes[pair.client], port=pair.port, until=until,
-                                                              clients=1, bind=ctx.addresses[pair.client]))
-            out, err = raw(pair.client, "engine-server", f"{pair.client}-server-{pair.port}")
-            servers.append((pair, ctx.transports[pair.client].spawn(argv, stdout=out, stderr=err)))
+            argv = env.pinned(pair.client, nbperf.server_argv(h.exes[pair.client], port=pair.port, until=until,
+                                                              clients=1, bind=h.addresses[pair.client]))
+            out, err = raws.pair(pair.client, "engine-server", f"{pair.client}-server-{pair.port}")
+            servers.append((pair, h.transports[pair.client].spawn(argv, stdout=out, stderr=err)))
             meta["argv"][f"{pair.client}:server:{pair.port}"] = argv
         _wait_listening(servers, time.monotonic() + 5.0)
         # 2. the clients, all given one start on the study server's clock.  The
@@ -356,30 +510,25 @@ def run_trial(ctx: NbperfContext, env: PointEnv, spec: TrialSpec,
         start = time.time() + lead
         # the engine starts on the study server's own clock: a real host's
         # clock runs host_clock_offset ahead of this machine's (0 in the lab)
-        on_server = start + host_clock_offset(ctx.transports[ctx.server])
+        on_server = start + host_clock_offset(h.transports[h.server])
         for pair in ps:
-            argv = nbperf.client_argv(
-                ctx.exes[ctx.server], server=ctx.addresses[pair.client], port=pair.port, start=on_server,
-                duration=seconds, conns=pair.conns, direction=DIRECTION[str(p["direction"])],  # type: ignore[arg-type]
-                io_size=io, interval=s.interval, grace=grace, sndbuf=s.window, rcvbuf=s.window,
-                congestion=s.congestion, nodelay=s.no_delay, send=ctx.send, recv=ctx.recv, test=spec.trial_id)
-            argv = env.pinned(ctx.server, argv)
-            out, err = raw(ctx.server, "engine-client", f"{pair.client}-client-{pair.port}")
-            clis.append((pair, ctx.transports[ctx.server].spawn(argv, stdout=out, stderr=err)))
-            meta["argv"][f"{ctx.server}:client:{pair.client}:{pair.port}"] = argv
+            argv = env.pinned(h.server, client_argv(pair, on_server))
+            out, err = raws.pair(h.server, "engine-client", f"{pair.client}-client-{pair.port}")
+            clis.append((pair, h.transports[h.server].spawn(argv, stdout=out, stderr=err)))
+            meta["argv"][f"{h.server}:client:{pair.client}:{pair.port}"] = argv
         meta["start_at"], meta["start_lead_s"] = start, lead
         samplers = guard.samplers = PointSamplers(
-            spec.trial_id, _net_targets(ctx, env, servers, clis), env.cpu_transport, _tool_procs(env, servers, clis),
-            machine=env.cpu_machine, nic_irqs=env.nic_irqs, net_interval=min(s.interval, 0.5),
-            cpu_interval=min(s.interval, 0.25)).start()
+            spec.trial_id, _net_targets(h, env, servers, clis), env.cpu_transport, _tool_procs(env, servers, clis),
+            machine=env.cpu_machine, nic_irqs=env.nic_irqs, net_interval=min(interval, 0.5),
+            cpu_interval=min(interval, 0.25)).start()
         # 3. each client ends by itself at start + duration (+ the drain); one
         #    still running well after its own hard deadline is lost
-        limit = (start - time.time()) + seconds + grace + s.timeout_margin
+        limit = (start - time.time()) + seconds + grace + timeout_margin
         end_by = time.monotonic() + limit
         hung = [(pair, proc) for pair, proc in clis if proc.wait(end_by - time.monotonic()) is None]
         for pair, _ in hung:
-            hosts = {h: ctx.transports[h] for h in (ctx.server, pair.client)}
-            why = stalled(f"nbperf client to {pair.key}", limit, ctx.server, stall_causes(hosts, env.ifnames),
+            hosts = {x: h.transports[x] for x in (h.server, pair.client)}
+            why = stalled(f"nbperf client to {pair.key}", limit, h.server, stall_causes(hosts, env.ifnames),
                           "the path may be stalled; raise study.timeout_margin if the host is slow")
             if len(hung) == len(clis):
                 raise why
@@ -390,55 +539,83 @@ def run_trial(ctx: NbperfContext, env: PointEnv, spec: TrialSpec,
         for _, proc in servers:
             if proc.wait(stop_by - time.monotonic()) is None:
                 proc.stop(0.5)
-    status, error, counter_samples = guard.status, guard.error, guard.counters
+    return Driven(servers, clis, raws.outputs, lost, guard.status, guard.error, guard.counters)
 
+
+def run_trial(ctx: NbperfContext, env: PointEnv, spec: TrialSpec,
+              raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+    """Run one TCP point; never raises for a point-level failure (it is recorded)."""
+    s = ctx.study
+    p = spec.params
+    io = int(p["io_size"])
+    ps = pairs(s, ctx.clients, int(p["connections"]))
+    seconds = s.omit + s.duration
+    grace = max(2.0, s.timeout_margin / 2)        # the drain of shaped links' socket buffers (README)
+    started = time.time()
+    meta: dict[str, Any] = {"layout": [{"client": x.client, "port": x.port, "streams": x.conns} for x in ps],
+                            "engine": "nbperf", "server": ctx.server, "engine_version": ctx.tool.version_str,
+                            "argv": {}, "send": ctx.send, "recv": ctx.recv}
+
+    def argv_of(pair: Pair, on_server: float) -> list[str]:
+        return nbperf.client_argv(
+            ctx.exes[ctx.server], server=ctx.addresses[pair.client], port=pair.port, start=on_server,
+            duration=seconds, conns=pair.conns, direction=DIRECTION[str(p["direction"])],  # type: ignore[arg-type]
+            io_size=io, interval=s.interval, grace=grace, sndbuf=s.window, rcvbuf=s.window,
+            congestion=s.congestion, nodelay=s.no_delay, send=ctx.send, recv=ctx.recv, test=spec.trial_id)
+
+    d = drive(ctx.hosts, env, spec, raw_dir, ps, meta, argv_of, seconds=seconds, grace=grace, interval=s.interval,
+              timeout_margin=s.timeout_margin)
+    status, error = d.status, d.error
     samples: list[Sample] = []
     if status != "interrupted":
-        samples = _parse_all(ctx, spec, clis, servers, meta, lost)
-        status, error = _fate(status, error, lost, len(clis), meta)
-    samples += counter_samples
+        def tcp_of(pair: Pair, cr: nbperf.ClientRun, sr: nbperf.ServerRun) -> list[Sample]:
+            counted: dict[str, bool] = {}
+            got = pair_samples(spec.trial_id, pair.client, pair.port, cr, sr, s.omit, counted)
+            meta.setdefault("receiver_counted_by", {})[pair.key] = {
+                d: "kernel (tcpi_bytes_received)" if k else "engine reads" for d, k in counted.items()}
+            meta["totals"][pair.key] = {"tx_bytes": cr.summary.tx_bytes, "rx_bytes": cr.summary.rx_bytes,
+                                        "peer_tx_bytes": cr.summary.peer_tx_bytes,
+                                        "peer_rx_bytes": cr.summary.peer_rx_bytes}
+            return got
+        meta["totals"] = {}
+        samples = parse_pairs(ctx.hosts, d, meta, tcp_of)
+        status, error = _fate(status, error, d.lost, len(d.clis), meta)
+    samples += d.counters
     ended = time.time()
     meta["overhead_s"] = (ended - started) - (s.omit + s.duration)
-    return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+    return TrialRecord(spec, status, started, ended, error, meta), samples, d.raws  # type: ignore[arg-type]
 
 
-Slots = Sequence[tuple[Pair, Process]]
-
-
-def _parse_all(ctx: NbperfContext, spec: TrialSpec, clis: Slots, servers: Slots, meta: dict[str, Any],
-               lost: dict[str, str]) -> list[Sample]:
-    """Every surviving pair's samples; a pair whose output says it failed goes
-    into ``lost`` with the engine's own one line."""
+def parse_pairs(h: NbperfHosts, d: Driven, meta: dict[str, Any],
+                samples_of: Callable[[Pair, nbperf.ClientRun, nbperf.ServerRun], list[Sample]]) -> list[Sample]:
+    """Every surviving pair's samples (``samples_of`` a pair's two outputs,
+    stamped on the study server's clock); a pair whose output says it failed
+    goes into ``d.lost`` with the engine's own one line.  Records each pair's
+    clock offset, its real-time start, and the start the engine achieved."""
     samples: list[Sample] = []
     firsts: dict[str, list[float]] = {}
-    meta["totals"], meta["clock_offsets"], meta["rt_start"] = {}, {}, {}
+    meta["clock_offsets"], meta["rt_start"] = {}, {}
     # every stamp is the study server's (the server's are moved there by the
     # engine's own offset): onto this machine's clock, as the samplers' are
-    off = host_clock_offset(ctx.transports[ctx.server])
-    srv_of = {pair.key: proc for pair, proc in servers}
-    for pair, proc in clis:
-        if pair.key in lost:
+    off = host_clock_offset(h.transports[h.server])
+    srv_of = {pair.key: proc for pair, proc in d.servers}
+    for pair, proc in d.clis:
+        if pair.key in d.lost:
             continue
         sproc = srv_of[pair.key]
         try:
-            cr = nbperf.parse_client(read_output(proc.stdout_path), read_output(proc.stderr_path), where=ctx.server)
+            cr = nbperf.parse_client(read_output(proc.stdout_path), read_output(proc.stderr_path), where=h.server)
             sr = nbperf.parse_server(read_output(sproc.stdout_path), read_output(sproc.stderr_path),
                                      where=pair.client)
-            counted: dict[str, bool] = {}
-            got = pair_samples(spec.trial_id, pair.client, pair.port, cr, sr, ctx.study.omit, counted)
-            meta.setdefault("receiver_counted_by", {})[pair.key] = {
-                d: "kernel (tcpi_bytes_received)" if k else "engine reads" for d, k in counted.items()}
+            got = samples_of(pair, cr, sr)
         except NicbenchError as e:
-            lost[pair.key] = f"nbperf to {pair.key}: {e.message}" + (f" (hint: {e.hint})" if e.hint else "")
+            d.lost[pair.key] = f"nbperf to {pair.key}: {e.message}" + (f" (hint: {e.hint})" if e.hint else "")
             continue
         except (ValueError, KeyError, TypeError) as e:    # a parser bug must lose the pair, not the run
-            lost[pair.key] = f"nbperf to {pair.key}: output not understood: {type(e).__name__}: {e}"
+            d.lost[pair.key] = f"nbperf to {pair.key}: output not understood: {type(e).__name__}: {e}"
             continue
         samples += [replace(x, t_start=x.t_start - off, t_end=x.t_end - off) for x in got] if off else got
         firsts[pair.key] = [t - off for t in first_sends(cr, sr)]
-        meta["totals"][pair.key] = {"tx_bytes": cr.summary.tx_bytes, "rx_bytes": cr.summary.rx_bytes,
-                                    "peer_tx_bytes": cr.summary.peer_tx_bytes,
-                                    "peer_rx_bytes": cr.summary.peer_rx_bytes}
         meta["clock_offsets"][pair.key] = cr.clock_offset
         meta["rt_start"][pair.key] = cr.summary.rt_start
     every = [t for v in firsts.values() for t in v]
@@ -449,13 +626,13 @@ def _parse_all(ctx: NbperfContext, spec: TrialSpec, clis: Slots, servers: Slots,
     return samples
 
 
-def _net_targets(ctx: NbperfContext, env: PointEnv, servers: Slots, clis: Slots) -> list[NetTarget]:
-    out = [NetTarget(ctx.server, ctx.transports[ctx.server], lambda: [x.pid for _, x in clis], env.if_of(ctx.server))]
+def _net_targets(h: NbperfHosts, env: PointEnv, servers: Slots, clis: Slots) -> list[NetTarget]:
+    out = [NetTarget(h.server, h.transports[h.server], lambda: [x.pid for _, x in clis], env.if_of(h.server))]
 
     def pids_on(c: str) -> Callable[[], list[int]]:
         return lambda: [x.pid for pair, x in servers if pair.client == c]
     for client in dict.fromkeys(pair.client for pair, _ in servers):
-        out.append(NetTarget(client, ctx.transports[client], pids_on(client), env.if_of(client)))
+        out.append(NetTarget(client, h.transports[client], pids_on(client), env.if_of(client)))
     return out
 
 

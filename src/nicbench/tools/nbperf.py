@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core.errors import ToolError
+from ..native.build import built
 
 NAME = "nbperf"
 EXIT = {1: "run time", 2: "usage", 3: "stopped"}
@@ -47,14 +48,18 @@ RecvMode = Literal["copy", "trunc"]
 
 
 def binary() -> str | None:
-    """Where nbperf is: $NICBENCH_NBPERF, the repository's build (made by the
-    set-up command), or on PATH."""
+    """Where nbperf is: $NICBENCH_NBPERF, this user's build of this version's
+    sources (``nicbench setup``, native/build.py), a source checkout's own
+    build (scripts/install.sh: ``make -C native/nbperf``), or on PATH."""
     env = os.environ.get("NICBENCH_NBPERF")
     if env:
         return env if os.access(env, os.X_OK) else None
-    built = Path(__file__).resolve().parents[3] / "native" / "nbperf" / "build" / "nbperf"
-    if os.access(built, os.X_OK):
-        return str(built)
+    mine = built("nbperf")
+    if mine:
+        return mine
+    checkout = Path(__file__).resolve().parents[1] / "native" / "nbperf" / "build" / "nbperf"
+    if os.access(checkout, os.X_OK):
+        return str(checkout)
     return shutil.which("nbperf")
 
 

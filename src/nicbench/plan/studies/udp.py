@@ -14,6 +14,8 @@ from ..base import PlanLike, Size, StudySchema, as_field
 # datagram and count loss and jitter from them: iperf3 refuses less ("block
 # size invalid (minimum = 16 bytes)"), iperf 2 reads garbage (negative loss)
 ENGINE_HEADER = 16
+# nbperf's datagram header is longer: magic, sequence number, send time, session (native/nbperf)
+NBPERF_HEADER = 32
 UNLIMITED, SEARCH = "unlimited", "max"
 
 
@@ -65,7 +67,7 @@ class UdpStudy(StudySchema):
     SWEPT = ("directions", "datagram_sizes", "rates", "streams", "client_counts")
     KIND = "udp"
     kind: Literal["udp"]
-    engine: Literal["iperf3", "iperf2"] = "iperf3"
+    engine: Literal["iperf3", "iperf2", "nbperf"] = "iperf3"
     directions: list[Literal["tx", "rx", "bidir"]] = Field(default=["tx"], min_length=1)
     datagram_sizes: list[Size] = Field(default_factory=lambda: [1472], min_length=1,
                                        description="UDP payload bytes per datagram (the engine's -l)")
@@ -108,6 +110,11 @@ class UdpStudy(StudySchema):
                 v = getattr(self, key)
                 if v != int(v):
                     raise ValueError(f"study.{key} = {v}: iperf3 takes whole seconds for -t and -O")
+        if self.engine == "nbperf":
+            small = [n for n in self.datagram_sizes if n < NBPERF_HEADER]
+            if small:
+                raise ValueError(f"study.datagram_sizes: {small[0]} bytes is below {NBPERF_HEADER}, the header nbperf "
+                                 "writes into every datagram (magic, sequence number, send time, session)")
         if self.duration <= 2 * self.trim:
             raise ValueError(f"study.duration {self.duration}s leaves nothing after trimming {self.trim}s at both "
                              "ends")

@@ -46,18 +46,20 @@ from ...plan.model import Plan
 from ...plan.studies.udp import UdpStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec
 from ...run import iperf, ratesearch
+from ...run import nbperf as nbperf_engine
 from ...run.iperf import DIRECTION, MODE, ProcSlot, Slots, layout
 from ...run.kit import PointEnv, PointGuard, PointSamplers, RawFiles, release_together
 from ...run.preflight import busy_ports, reach_problems
 from ...run.procnet import bound_udp
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.netstat import fragment_memory
-from ...tools import iperf2, iperf3
+from ...tools import iperf2, iperf3, nbperf
 from ...tools.base import FlowInterval, ToolInfo
 
 UDP_SETUP_S = 3.0     # iperf3: each stream's set-up datagram reaches its server in milliseconds
 FRAG_TIME_S = 30.0    # Linux's default net.ipv4.ipfrag_time, when a host does not say
 EXPECTED = {"tx": ("tx",), "rx": ("rx",), "bidir": ("tx", "rx")}
+ENGINE_TOOLS = {"iperf3": ("iperf3",), "iperf2": ("iperf",), "nbperf": ()}   # nbperf: found by run.nbperf
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,12 @@ class UdpContext:
     mtu: int
     speed_bps: float | None = None        # the server's link, for the search's upper bound
     client_speed_bps: float | None = None
+    exes: dict[str, str] = field(default_factory=dict)    # engine nbperf: host -> nbperf there
+
+    @property
+    def nbperf(self) -> nbperf_engine.NbperfHosts:
+        return nbperf_engine.NbperfHosts(self.server, self.clients, self.transports, self.addresses, self.exes,
+                                         self.tool)
 
 
 @dataclass
@@ -151,7 +159,7 @@ class UdpRunner:
         c, s = self.ctx, self.ctx.study
         frags = {str(n): len(linerate.udp_fragments(n, c.mtu)) for n in s.datagram_sizes}
         return Preflight(
-            tools=("iperf3" if s.engine == "iperf3" else "iperf", "ethtool"), warnings=tuple(warnings),
+            tools=(*ENGINE_TOOLS[s.engine], "ethtool"), warnings=tuple(warnings),
             meta={"engine": s.engine, "engine_version": c.tool.version_str,
                   "engine_features": sorted(c.tool.features), "trim": s.trim, "search": "max" in s.rates,
                   "loss_threshold": s.loss_threshold, "search_steps": s.search_steps,
@@ -178,6 +186,8 @@ def preflight(plan: Plan, transports: dict[str, Transport], addresses: dict[str,
     server, clients = plan.server, list(plan.clients)
     problems: list[str] = []
     warnings: list[str] = []
+    if s.engine == "nbperf":
+        return _preflight_nbperf(plan, s, transports, addresses, mtu)
     tool = iperf.detect_everywhere(s.engine, [server, *clients], transports, problems,
                                    iperf.version_floors(s.engine, s.directions)).get(server)
     problems += reach_problems(transports[server], {c: addresses[c] for c in clients})
@@ -198,6 +208,36 @@ def preflight(plan: Plan, transports: dict[str, Transport], addresses: dict[str,
         if tool.version < (3, 16):
             warnings.append(f"iperf3 {tool.version_str} is single-threaded: all streams of one process share one "
                             "core, so small datagrams hit its packet rate first")
+    warnings += _fragment_warnings(s, mtu)
+    if problems:
+        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
+    assert tool is not None
+    return UdpContext(s, server, clients, dict(transports), addresses, tool, mtu, plan.link.speed,
+                      plan.link.client_speed), warnings
+
+
+def _preflight_nbperf(plan: Plan, s: UdpStudy, transports: dict[str, Transport], addresses: dict[str, str],
+                      mtu: int) -> tuple[UdpContext, list[str]]:
+    """nbperf on every host, the clients reachable, its TCP port free on the
+    client hosts (its UDP sockets take ephemeral ports), open-files limits
+    for the most streams (two descriptors a stream: its UDP socket and TCP
+    connection)."""
+    server, clients = plan.server, list(plan.clients)
+    problems: list[str] = []
+    exes, tool = nbperf_engine.find_engines([server, *clients], transports, problems)
+    problems += reach_problems(transports[server], {c: addresses[c] for c in clients})
+    most = max(s.streams)
+    problems += nbperf_engine.port_and_fd_problems(server, transports, s.port_base, dict.fromkeys(clients, most),
+                                                   most, fds_per_conn=2)
+    if problems:
+        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
+    assert tool is not None
+    return (UdpContext(s, server, clients, dict(transports), addresses, tool, mtu, plan.link.speed,
+                       plan.link.client_speed, exes), _fragment_warnings(s, mtu))
+
+
+def _fragment_warnings(s: UdpStudy, mtu: int) -> list[str]:
+    warnings: list[str] = []
     frag = [f"{n} B: {len(linerate.udp_fragments(n, mtu))} fragments" for n in s.datagram_sizes
             if len(linerate.udp_fragments(n, mtu)) > 1]
     if frag:
@@ -205,11 +245,7 @@ def preflight(plan: Plan, transports: dict[str, Transport], addresses: dict[str,
                         f"fragments ({', '.join(frag)}): losing one fragment loses the datagram, and incomplete ones "
                         "hold the receiver's reassembly memory (net.ipv4.ipfrag_high_thresh) for "
                         "net.ipv4.ipfrag_time; such points first wait until no host holds any")
-    if problems:
-        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
-    assert tool is not None
-    return UdpContext(s, server, clients, dict(transports), addresses, tool, mtu, plan.link.speed,
-                      plan.link.client_speed), warnings
+    return warnings
 
 
 def _busy_udp(t: Transport) -> set[int]:
@@ -310,8 +346,31 @@ def _clients_of(ctx: UdpContext, spec: TrialSpec) -> list[str]:
     return ctx.clients[:int(n)] if n else list(ctx.clients)
 
 
+def _prelude(ctx: UdpContext, spec: TrialSpec, raw_dir: Path, rate: float | None,
+             slots: Sequence[ProcSlot]) -> dict[str, Any]:
+    """What every engine's measurement starts with: a point of fragmented
+    datagrams waits until no host holds incomplete ones; its meta."""
+    s, p = ctx.study, spec.params
+    streams, size = int(p["streams"]), int(p["datagram_size"])
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    hosts = [ctx.server, *dict.fromkeys(sl.client for sl in slots)]
+    drained = drain_fragments(ctx.transports, hosts) if len(linerate.udp_fragments(size, ctx.mtu)) > 1 else None
+    meta: dict[str, Any] = {"layout": [vars(x) for x in slots], "engine": s.engine, "server": ctx.server,
+                            "engine_version": ctx.tool.version_str, "argv": {}, "rate_per_client_bps": rate,
+                            "rate_per_stream_bps": None if rate is None else rate / streams, "datagram_size": size,
+                            "window": s.window}
+    if drained:
+        meta["fragment_wait_s"] = drained[0]
+        if drained[1]:
+            meta["warnings"] = [f"{', '.join(drained[1])} still held incomplete fragmented datagrams after "
+                                f"{drained[0]:.0f} s: new fragments may be dropped (net.ipv4.ipfrag_high_thresh)"]
+    return meta
+
+
 def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate: float | None) -> Measured:
     """One measurement at ``rate`` bit/s per client (None: unpaced)."""
+    if ctx.study.engine == "nbperf":
+        return measure_nbperf(ctx, env, spec, raw_dir, rate)
     s = ctx.study
     p = spec.params
     engine = s.engine
@@ -322,20 +381,10 @@ def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate
     size = int(p["datagram_size"])
     srv_t = ctx.transports[ctx.server]
     started = time.time()
-    raw_dir.mkdir(parents=True, exist_ok=True)
-    hosts = [ctx.server, *dict.fromkeys(sl.client for sl in slots)]
-    drained = drain_fragments(ctx.transports, hosts) if len(linerate.udp_fragments(size, ctx.mtu)) > 1 else None
+    meta = _prelude(ctx, spec, raw_dir, rate, slots)
     servers: list[tuple[ProcSlot, Process]] = []
     clis: list[tuple[ProcSlot, Process]] = []
     raws = RawFiles(spec.trial_id, env, raw_dir, "iperf3" if engine == "iperf3" else "iperf2")
-    meta: dict = {"layout": [vars(x) for x in slots], "engine": engine, "server": ctx.server,
-                  "engine_version": ctx.tool.version_str, "argv": {}, "rate_per_client_bps": rate,
-                  "rate_per_stream_bps": per_stream, "datagram_size": size, "window": s.window}
-    if drained:
-        meta["fragment_wait_s"] = drained[0]
-        if drained[1]:
-            meta["warnings"] = [f"{', '.join(drained[1])} still held incomplete fragmented datagrams after "
-                                f"{drained[0]:.0f} s: new fragments may be dropped (net.ipv4.ipfrag_high_thresh)"]
     samples: list[Sample] = []
     guard = PointGuard(meta, lambda: [pr for _, pr in clis + servers], grace=0.5)
     limit = s.omit + s.duration + s.timeout_margin
@@ -398,6 +447,61 @@ def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate
     meta["overhead_s"] = (ended - started) - (s.omit + s.duration)
     rec = TrialRecord(spec, status, started, ended, error, meta)  # type: ignore[arg-type]
     return Measured(rec, samples, raws.outputs, tallies, nothing)
+
+
+def measure_nbperf(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate: float | None) -> Measured:
+    """One measurement with nbperf: one client process per client host on the
+    study server drives the point's streams, each a flow paced at the
+    client's rate / streams (None: unpaced), all started at one absolute
+    time (:func:`nicbench.run.nbperf.drive`).  The receivers' intervals are
+    the truth; a pair that failed, hung or was killed is lost and the point
+    partial, as with the iperf engines."""
+    s, p = ctx.study, spec.params
+    streams, size = int(p["streams"]), int(p["datagram_size"])
+    slots = [ProcSlot(c, s.port_base, streams) for c in _clients_of(ctx, spec)]
+    started = time.time()
+    meta = _prelude(ctx, spec, raw_dir, rate, slots)
+    seconds = s.omit + s.duration
+    grace = max(2.0, s.timeout_margin / 2)
+    ps = [nbperf_engine.Pair(sl.client, sl.port, sl.streams) for sl in slots]
+
+    def argv_of(pair: nbperf_engine.Pair, on_server: float) -> list[str]:
+        return nbperf.client_argv(
+            ctx.exes[ctx.server], server=ctx.addresses[pair.client], port=pair.port, start=on_server,
+            duration=seconds, conns=pair.conns, direction=nbperf_engine.DIRECTION[str(p["direction"])],  # type: ignore[arg-type]
+            proto="udp", io_size=size, interval=s.interval, grace=grace, sndbuf=s.window, rcvbuf=s.window,
+            rate_bps=meta["rate_per_stream_bps"], test=spec.trial_id)
+
+    d = nbperf_engine.drive(ctx.nbperf, env, spec, raw_dir, ps, meta, argv_of, seconds=seconds, grace=grace,
+                            interval=s.interval, timeout_margin=s.timeout_margin)
+    status, error = d.status, d.error
+    tallies: dict[tuple[str, str], Tally] = {}
+    samples: list[Sample] = []
+    nothing = None
+    if status != "interrupted":
+        meta["udp_totals"] = {}
+
+        def udp_of(pair: nbperf_engine.Pair, cr: nbperf.ClientRun, sr: nbperf.ServerRun) -> list[Sample]:
+            if cr.proto != "udp":
+                raise ToolError(f"nbperf to {pair.key} ran a {cr.proto} test, not udp", where=ctx.server)
+            ivs = nbperf_engine.udp_intervals(cr, sr, s.omit, where=pair.client)
+            _tally(tallies, pair.key, ivs)
+            meta["udp_totals"][pair.key] = nbperf_engine.udp_totals(cr, sr)
+            return _samples(spec.trial_id, pair.client, pair.port, None, ivs)
+
+        samples = nbperf_engine.parse_pairs(ctx.nbperf, d, meta, udp_of)
+        if status == "ok":                  # the lost pairs are named below; the others must have received
+            kept = [sl for sl in slots if f"{sl.client}:{sl.port}" not in d.lost]
+            nothing = _check_received(ctx, str(p["direction"]), kept, tallies, d.counters, size)
+            if nothing is not None:
+                status, error = "failed", nothing
+        # a lost pair's counts stay out, the others' are kept: a partial point, as with the iperf engines
+        status, error = iperf.pair_fate(status, error, d.lost, len(slots), meta)
+    samples += d.counters
+    ended = time.time()
+    meta["overhead_s"] = (ended - started) - (s.omit + s.duration)
+    rec = TrialRecord(spec, status, started, ended, error, meta)  # type: ignore[arg-type]
+    return Measured(rec, samples, d.raws, tallies, nothing)
 
 
 def drain_fragments(transports: dict[str, Transport], hosts: Sequence[str]) -> tuple[float, list[str]]:

@@ -428,6 +428,13 @@ static void on_eof(struct worker *w, struct conn *c)
 		ep_set(w, c, 0, c->events & ~(uint32_t)(EPOLLIN | EPOLLRDHUP));
 	}
 	if (c->state != CS_RUNNING) {
+		/* A UDP flow's receiver sends nothing on its TCP connection and shuts
+		 * it down at its own start (conn_start): that FIN may reach this end
+		 * before this thread is woken for the same start (a busy CPU, another
+		 * host's clock).  Only a peer that was to send has ended too early;
+		 * a receiver that dies is seen on the control connection. */
+		if (c->p->proto == P_UDP && !c->receiving)
+			return;
 		conn_fail(w, c, "the peer closed the connection before the start time");
 		return;
 	}
