@@ -372,3 +372,51 @@ def test_fragmented_points_wait_until_no_host_holds_fragments():
     t.read_text = lambda path: held if path == "/proc/net/sockstat" else FakeTransport.read_text(t, path)
     waited, still = udp.drain_fragments({"c1": t}, ["c1"])
     assert still == ["c1"] and waited >= 1.0                 # gave up after ipfrag_time + 1 s
+
+
+def _wrapped_loss(text: str) -> str:
+    """A recorded report with one receiver interval's lost count as iperf3 3.12
+    printed it in a lab run with reordering: a negative count, unsigned, as
+    cJSON writes a number that large (the run's own file was not kept)."""
+    import json
+    d = json.loads(text)
+    st = d["server_output_json"]["intervals"][3]["streams"][0]
+    st["lost_packets"] = 18446744073709551615
+    return json.dumps(d).replace("18446744073709551615", "1.8446744073709552e+19")
+
+
+def test_an_impossible_lost_count_is_an_unknown_loss_never_a_number(tmp_path):
+    from nicbench.tools import iperf3
+    rep = iperf3.parse(_wrapped_loss(V3("udp_p2_omit.json")))
+    assert rep.quirks and "impossible lost-datagram count" in rep.quirks[0] and "1.84e+19" in rep.quirks[0]
+    assert any(iv.side == "receiver" and iv.lost is None and iv.packets for iv in rep.intervals)
+    plan = plan_of('rates = ["20M"]\nstreams = [2]\ndatagram_sizes = [1000]\nduration = 2\nomit = 1')
+    hosts = fake(plan, Script(udp_streams=2), Script(_wrapped_loss(V3("udp_p2_omit.json")), runtime=3.01))
+    out = run(plan, hosts, tmp_path)
+    assert out.record.status == "ok"                       # the throughput is good
+    assert any("impossible lost-datagram count" in w for w in out.record.meta["warnings"])
+    t = udp_trial(out.record, out.samples, 0.25)
+    assert t.gbps is not None and t.gbps > 0
+    assert t.loss is None                                  # was 2.7e14 of the datagrams in the lab run
+    m = udp.Measured(out.record, out.samples, [], {("c1:5201", "tx"): udp.Tally(
+        sent_bytes=10**6, sent_s=1.0, expected=100, lost=0, got_bytes=10**6, got_s=1.0, receiver_seen=True,
+        lost_unknown=True)})
+    assert m.figures()[2] is None
+
+
+def test_a_search_step_whose_loss_cannot_be_told_does_not_pass(monkeypatch, tmp_path):
+    plan = plan_of('rates = ["max"]\nsearch_steps = 3')
+    hosts = fake(plan, Script(), Script())
+    r = udp.UdpRunner(plan, hosts)
+    r.preflight()
+
+    def measure(ctx, env, spec, raw_dir, rate):
+        t = udp.Tally(sent_bytes=10**6, sent_s=1.0, expected=100, lost=0, got_bytes=10**6, got_s=1.0,
+                      receiver_seen=True, lost_unknown=rate is None)
+        return udp.Measured(TrialRecord(spec, "ok", 0.0, 1.0, None, {}), [], [], {("c1:5201", "tx"): t})
+
+    monkeypatch.setattr(udp, "measure", measure)
+    rec, _, _ = udp.run_trial(r.ctx, env(tmp_path), trials(plan)[0], tmp_path)
+    steps = rec.meta["search"]["steps"]
+    assert steps[0]["rate_per_client_bps"] is None and steps[0]["passed"] is False and steps[0]["loss"] is None
+    assert rec.meta["search"]["rate_per_client_bps"] is not None        # found among the paced steps

@@ -142,6 +142,7 @@ class Iperf3Report:
     # (sndbuf/rcvbuf_actual: the kernel doubles the ask and caps it at [rw]mem_max)
     socket_buffers: dict[str, int] = field(default_factory=dict)
     damage: tuple[str, ...] = ()     # what was repaired to read the report (see load_json)
+    quirks: tuple[str, ...] = ()     # figures iperf3 printed that cannot be true, left unknown (see _count)
 
 
 _NON_NUMBER = re.compile(r"(?<=[:\[,])(\s*)(-?nan|-?inf(?:inity)?)\b", re.IGNORECASE)
@@ -198,6 +199,37 @@ def sends(start: dict, is_server: bool) -> bool:
     the role: the per-stream ``sender`` flag only exists from iperf3 3.7 on."""
     ts = start.get("test_start") if isinstance(start.get("test_start"), dict) else {}
     return (not is_server) != bool((ts or {}).get("reverse"))
+
+
+# iperf3 3.12 prints an interval's lost datagrams as an unsigned number: when
+# reordering makes the interval's count negative (a late datagram fills a gap
+# counted in an earlier interval) it reads about 1.8e19 -- in a lab run one
+# interval's 'loss' was 2.7e14 times its datagrams, recorded ok.  cJSON prints
+# it as a double, so the true (small, negative) count cannot be recovered:
+# such a count is unknown, never a number.
+_MAX_COUNT = 2**31
+
+
+def _count(v: object) -> int | None:
+    """A datagram count as iperf3 printed it, or None if it cannot be true."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or abs(v) >= _MAX_COUNT:
+        return None
+    return int(v)
+
+
+def _impossible(d: dict) -> list[str]:
+    """Where the report holds counts that cannot be true (see :data:`_MAX_COUNT`)."""
+    out = []
+    for where, doc in (("", d), ("server's ", d.get("server_output_json"))):
+        if not isinstance(doc, dict):
+            continue
+        bad = [st["lost_packets"] for iv in doc.get("intervals", []) or [] for st in iv.get("streams", [])
+               if isinstance(st, dict) and "lost_packets" in st and _count(st["lost_packets"]) is None]
+        if bad:
+            out.append(f"the {where}intervals hold {len(bad)} impossible lost-datagram count(s) (e.g. {bad[0]:.3g}: "
+                       "a negative count printed unsigned, iperf3 3.12 with reordering): those intervals' loss "
+                       "is unknown")
+    return out
 
 
 def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
@@ -261,13 +293,14 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
             s1 = max(x[1] for x in sts)
             ends.append(s1)
             pk = [x[2]["packets"] for x in sts if "packets" in x[2]]
-            lost = [x[2]["lost_packets"] for x in sts if "lost_packets" in x[2]]
+            lost = [_count(x[2]["lost_packets"]) for x in sts if "lost_packets" in x[2]]
             jit = [float(x[2]["jitter_ms"]) / 1000 for x in sts if "jitter_ms" in x[2]]
             out.append(FlowInterval(
                 start=base + s0, end=base + s1, flow=flow, side=side,  # type: ignore[arg-type]
                 bytes=int(sum(x[2]["bytes"] for x in sts)), streams=len(sts), omitted=is_omitted,
                 retransmits=sum(retr) if retr else None, by_peer=by_peer,
-                packets=int(sum(pk)) if pk else None, lost=int(sum(lost)) if lost else None,
+                packets=int(sum(pk)) if pk else None,
+                lost=sum(x for x in lost if x is not None) if lost and None not in lost else None,
                 jitter_s=max(jit) if jit else None))
         if (not is_omitted or demoted) and ends:
             prev_end = max(ends)
@@ -319,7 +352,9 @@ def _udp_totals(end: dict, is_server: bool, into: dict[str, UdpTotal], default_s
         else:
             jit = [float(u["jitter_ms"]) / 1000 for u in us if u.get("jitter_ms") is not None]
             ooo = [int(u["out_of_order"]) for u in us if u.get("out_of_order") is not None]
-            t = UdpTotal(int(sum(u["packets"] for u in us)), int(sum(u.get("lost_packets") or 0 for u in us)),
+            lost = [_count(u.get("lost_packets") or 0) for u in us]
+            t = UdpTotal(int(sum(u["packets"] for u in us)),
+                         sum(x for x in lost if x is not None) if None not in lost else None,
                          sum(ooo) if ooo else None, max(jit) if jit else None, len(us))
         into.setdefault(f"{flow}.{side}", t)
 
@@ -372,4 +407,5 @@ def parse(text: str) -> Iperf3Report:
         duration=ts.get("duration"), omit=ts.get("omit"), reverse=bool(ts.get("reverse")),
         bidir=bidir, timesecs=int(tstamp) if tstamp is not None else None,
         intervals=tuple(intervals), has_server_output=isinstance(server, dict), totals=totals,
-        last_end=last_end, peer_last_end=peer_last_end, udp=udp, socket_buffers=bufs, damage=damage)
+        last_end=last_end, peer_last_end=peer_last_end, udp=udp, socket_buffers=bufs, damage=damage,
+        quirks=tuple(_impossible(d)))

@@ -96,6 +96,7 @@ class Tally:
     got_bytes: int = 0
     got_s: float = 0.0
     receiver_seen: bool = False
+    lost_unknown: bool = False     # an interval's lost count could not be true (iperf3 3.12): the loss is unknown
 
     def add(self, iv: FlowInterval) -> None:
         if iv.omitted:
@@ -108,6 +109,7 @@ class Tally:
             self.receiver_seen = True
             self.expected += iv.packets or 0
             self.lost += iv.lost or 0
+            self.lost_unknown = self.lost_unknown or (iv.lost is None and bool(iv.packets))
             self.got_bytes += iv.bytes
             self.got_s += iv.end - iv.start
 
@@ -115,6 +117,7 @@ class Tally:
         for f in ("sent", "sent_bytes", "sent_s", "expected", "lost", "got_bytes", "got_s"):
             setattr(self, f, getattr(self, f) + getattr(other, f))
         self.receiver_seen = self.receiver_seen or other.receiver_seen
+        self.lost_unknown = self.lost_unknown or other.lost_unknown
 
 
 @dataclass
@@ -135,6 +138,8 @@ class Measured:
         losses = []
         for d in {d for _, d in self.tallies}:
             ts = [t for (_, dd), t in self.tallies.items() if dd == d]
+            if any(t.lost_unknown for t in ts):
+                return sent, got, None          # never a loss made of the counts that were known
             expected = sum(t.expected for t in ts)
             if expected:
                 losses.append(sum(t.lost for t in ts) / expected)
@@ -314,7 +319,11 @@ def search(ctx: UdpContext, env: PointEnv, spec: TrialSpec,
             # step ever gets anything through, the point fails with this reason)
             nothing = nothing or f"step {k} ({_rate_text(rate)}): {m.nothing}"
             got, loss = 0.0, 1.0
-        steps.append(ratesearch.judge(rate, sent, got, loss, s.loss_threshold))
+        if loss is None and got > 0:
+            # a loss that cannot be told is no pass: the search claims only rates it saw pass
+            steps.append(ratesearch.Step(rate, sent, got, None, False))
+        else:
+            steps.append(ratesearch.judge(rate, sent, got, loss, s.loss_threshold))
         found["steps"].append({"step": k, "rate_per_client_bps": rate, "sent_bps": sent, "received_bps": got,
                                "loss": loss, "passed": steps[-1].passed})
         runs.append(m)
@@ -659,6 +668,8 @@ def _parse_client(ctx: UdpContext, spec: TrialSpec, slot: ProcSlot, proc: Proces
         _tally(tallies, key, rep.intervals)
         meta["udp_totals"][key] = {k: vars(t) for k, t in rep.udp.items()}
         meta["socket_buffers"][key] = rep.socket_buffers
+        for q in rep.quirks:
+            meta.setdefault("warnings", []).append(f"iperf3 to {key}: {q}")
         return _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor), tallies
     iperf.check_iperf2(text, proc, key, ctx.server)
     rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
