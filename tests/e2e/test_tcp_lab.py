@@ -67,9 +67,13 @@ def test_short_sweep_aggregate_is_sum_of_client_receivers(tmp_path, engine, lab,
             # skew -- or one 0.5 s interval less where iperf3 3.12 printed a broken
             # first interval after -O (treated as warm-up)
             assert 1.4 <= agg.seconds <= 2.05, (t.point, d, agg.window)
-        # and it agrees with what the tools themselves counted at the receivers
+        # and it agrees with what the tools themselves counted at the receivers.  Not exactly:
+        # the aggregate is over the window both processes share, each tool rate over its
+        # own measured span, and on this unshaped, CPU-bound link the rate changes between
+        # the two (rx/c2/io128K: 21.35 against 22.10 Gbps, 3.4 %, with other work on the
+        # machine); a misplaced interval would be off by a quarter or more
         rate, own = _tool_rates(out.run_dir, t.trial_id, engine)
-        assert t.gbps == pytest.approx(rate, rel=0.03), (t.point, t.gbps, rate)
+        assert t.gbps == pytest.approx(rate, rel=0.05), (t.point, t.gbps, rate)
         if own is not None:   # iperf3's own total also holds the broken interval's bytes
             assert t.gbps == pytest.approx(own, rel=0.10), (t.point, t.gbps, own)
         assert t.start_skew_s is not None and t.start_skew_s < 0.05
