@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bsdfake import BsdHost, shims
+from bsdfake import BsdHost, shims, sockstat14
 from nicbench.core.errors import PreflightError, ToolError
 from nicbench.hosts.facts import collect
 from nicbench.hosts.fake import FakeHosts, FakeTransport, Script
@@ -166,9 +166,12 @@ def test_command_cpuset_on_a_linux_host_is_unsupported_not_ignored():
 
 def test_the_https_study_launches_nginx_under_the_pin_prefix(tmp_path):
     """The https runner's nginx start goes through PointEnv.pinned: on a FreeBSD
-    server, cpuset -l.  (The fake answers /proc/PID/net/tcp, which a real
-    FreeBSD host does not: see docs/hosts.md, known gap.)"""
+    server, cpuset -l (cpuset execs nginx: the PID sockstat shows listening is
+    the spawned one; tests/unit/test_freebsd_sockstat.py tests that wait)."""
     def srv(argv: list[str]) -> Script:
+        if argv[:1] == ["sockstat"]:
+            return Script(sockstat14([("root", "nginx", p.pid, 6 + i, "tcp4", f"198.18.0.1:{port}", "*:*", "LISTEN")
+                                      for p in server.spawned for i, port in enumerate((443, 80))]))
         if argv[:2] == ["nginx", "-v"]:
             return Script(stderr="nginx version: nginx/1.22.1\n")
         if argv[:2] == ["openssl", "version"]:
@@ -178,7 +181,7 @@ def test_the_https_study_launches_nginx_under_the_pin_prefix(tmp_path):
         if argv[:2] == ["sh", "-c"] and "mktemp -d" in argv[2]:
             return Script("/tmp/nicbench-nginx.fake\n")
         if "nginx" in argv and "-t" not in argv:
-            return Script(hang=True, listen=(443, 80))
+            return Script(hang=True)                 # no /proc here: sockstat answers
         return Script()
 
     def cli(argv: list[str]) -> Script:
@@ -188,7 +191,8 @@ def test_the_https_study_launches_nginx_under_the_pin_prefix(tmp_path):
                       '[study]\nkind = "https"\nschemes = ["https"]\nconnections = [4]\nduration = 2\n')
     spec = HostsSpec("h", 1500, (HostSpec("srv", "server", "", "198.18.0.1", 24),
                                  HostSpec("c1", "client", "", "198.18.0.2", 24)), None, None, ())
-    hosts = FakeHosts(spec, {"srv": FakeTransport("srv", srv, os="FreeBSD"), "c1": FakeTransport("c1", cli)})
+    server = FakeTransport("srv", srv, os="FreeBSD")
+    hosts = FakeHosts(spec, {"srv": server, "c1": FakeTransport("c1", cli)})
     r = HttpsRunner(plan, hosts)
     r.preflight()
     env = PointEnv(rel=lambda p: str(Path(p).relative_to(tmp_path)), pin={"srv": ["cpuset", "-l", "12-23"]})

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bsdfake import sockstat14
 from conftest import fixture_text
 from nicbench.core.errors import PreflightError
 from nicbench.hosts.fake import FakeHosts, FakeTransport, Script
@@ -204,6 +205,32 @@ def test_storage_point_runs_one_fio_per_initiator_over_its_own_luns(tmp_path):
     assert {x.tag("proc") for x in out.samples} >= {"lun0#0", "lun1#1"}
     r.stop(e, tmp_path / "storage")
     assert all(p.poll() is not None for p in targets)
+
+
+def test_storage_targets_on_a_freebsd_server_are_up_once_sockstat_shows_them_listening(tmp_path):
+    """FreeBSD has no /proc/net: nbdkit's readiness is read from sockstat there
+    (lines in the format of sockstat.c, tests/bsdfake.py)."""
+    def port(p) -> str:
+        return p.argv[p.argv.index("-p") + 1]
+
+    def target(argv: list[str]) -> Script:
+        if argv[:1] == ["sockstat"]:
+            return Script(sockstat14([("root", "nbdkit", p.pid, 3, "tcp4", f"198.18.0.1:{port(p)}", "*:*", "LISTEN")
+                                      for p in srv.spawned]))
+        return Script(hang=True) if argv[0] == "nbdkit" and "--foreground" in argv else storage_target(argv)
+
+    plan = parse_plan(STORAGE_PLAN)
+    hosts = fake_hosts(plan, {"srv": target, "c1": storage_initiator, "c2": storage_initiator})
+    srv = hosts.transport("srv")
+    srv.os = "FreeBSD"
+    r = StorageRunner(plan, hosts)
+    r.preflight()
+    e = env(tmp_path)
+    r.start(e, tmp_path / "storage")
+    assert len(srv.spawned) == 2
+    assert ["sockstat", "-46", "-l", "-q", "-s", "-w", "-P", "tcp"] in srv.commands
+    assert not any("/proc/" in " ".join(c) for c in srv.commands)
+    r.stop(e, tmp_path / "storage")
 
 
 def test_storage_point_fails_at_once_naming_a_dead_lun(tmp_path):

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from ..core.errors import PreflightError, tail
-from ..hosts.transport import Transport
+from ..hosts.transport import Transport, host_os
 from ..plan.model import Plan
 from ..tools.base import parse_version
 from .procnet import listening_ports
+from .sockstat import busy_tcp
 
 
 def tool_version(t: Transport, argv: list[str], name: str, hint: str) -> str:
@@ -26,7 +27,10 @@ def tool_version(t: Transport, argv: list[str], name: str, hint: str) -> str:
 
 
 def busy_ports(t: Transport) -> set[int]:
-    """TCP ports something listens on in the host's namespace."""
+    """TCP ports something listens on in the host's namespace (on FreeBSD, which
+    has no /proc/net: every TCP port ``sockstat -l`` shows held)."""
+    if host_os(t) == "FreeBSD":
+        return busy_tcp(t)
     busy: set[int] = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:

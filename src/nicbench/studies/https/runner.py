@@ -31,6 +31,7 @@ from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together, stall_causes, stalled
 from ...run.preflight import busy_ports, problems_found, reach_problems, tool_version
 from ...run.procnet import listening
+from ...run.sockstat import pid_listening
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, child_pids, tool_procs
 from ...tools import ktls, nginx, wrk
@@ -247,16 +248,24 @@ def start(ctx: HttpsContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
             hint = ("another process holds the port: pick study.https_port/http_port or stop it"
                     if "in use" in msg else None)
             raise ToolError(f"nginx failed to start: {msg}", where=ctx.server, hint=hint)
-        try:
-            ports = set(listening(t.read_text(f"/proc/{ctx.nginx.pid}/net/tcp")))
-        except OSError:
-            ports = set()
+        ports = _nginx_listening(t, ctx.nginx.pid)
         if {s.https_port, s.http_port} <= ports:
             break
         if time.monotonic() > deadline:
             raise ToolError("nginx is not listening after 10 s", where=ctx.server)
         time.sleep(0.02)
     return []          # its outputs are recorded by stop(), which also runs after a failed start
+
+
+def _nginx_listening(t: Transport, pid: int) -> set[int]:
+    """The TCP ports nginx's master (``pid``) listens on: /proc/PID/net/tcp on
+    Linux (the table of its namespace), sockstat on FreeBSD (no /proc/net)."""
+    if host_os(t) == "FreeBSD":
+        return pid_listening(t, pid)
+    try:
+        return set(listening(t.read_text(f"/proc/{pid}/net/tcp")))
+    except OSError:
+        return set()
 
 
 def stop(ctx: HttpsContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:

@@ -41,11 +41,11 @@ from typing import Any
 from ...core import linerate
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
-from ...hosts.transport import Process, Transport, host_clock_offset, read_output, tool_stderr
+from ...hosts.transport import Process, Transport, host_clock_offset, host_os, read_output, tool_stderr
 from ...plan.model import Plan
 from ...plan.studies.udp import UdpStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec
-from ...run import iperf, ratesearch
+from ...run import iperf, ratesearch, sockstat
 from ...run import nbperf as nbperf_engine
 from ...run.iperf import DIRECTION, MODE, ProcSlot, Slots, layout
 from ...run.kit import PointEnv, PointGuard, PointSamplers, RawFiles, release_together
@@ -254,6 +254,9 @@ def _fragment_warnings(s: UdpStudy, mtu: int) -> list[str]:
 
 
 def _busy_udp(t: Transport) -> set[int]:
+    """UDP ports an unconnected socket is bound to (FreeBSD: from sockstat)."""
+    if host_os(t) == "FreeBSD":
+        return sockstat.busy_udp(t)
     busy: set[int] = set()
     for table in ("/proc/net/udp", "/proc/net/udp6"):
         try:
