@@ -67,6 +67,11 @@ def test_host_check_lists_every_problem():
     ok = parse_check("c1", "os FreeBSD\nuid 1000\nsudo yes\nif eth0 1500 198.18.0.2\n", (0.001, 0.001),
                      max_offset=0.05, want={"eth0": ("198.18.0.2", 1500)}, sudo_set=True)
     assert ok.problems == () and ok.root and ok.os == "FreeBSD"
+    bsd = parse_check("c1", "os FreeBSD\nuid 0\nsudo yes\nmissing setsid\n", (0.001, 0.001), max_offset=0.05,
+                      want={})
+    assert bsd.problems == ("c1: setsid is missing (FreeBSD's base system has none: put a setsid(1) on the PATH (e.g. "
+                            "util-linux's), as nicbench's process wrapper starts every tool in its own session with "
+                            "it)",)
     mac = parse_check("m1", "os Darwin\nuid 0\nsudo no\n", (0.0, 0.001), max_offset=0.05, want={})
     assert mac.problems == ("m1: its OS is 'Darwin' (uname -s): nicbench drives Linux and FreeBSD hosts only",)
     assert parse_check("m1", "uid 0\n", (0.0, 0.001), max_offset=0.05, want={}).problems == (

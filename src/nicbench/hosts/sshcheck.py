@@ -116,6 +116,7 @@ def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
     os_name: str | None = None
     offset, unc = clock if clock else (None, None)
     left: list[int] = []
+    missing: list[str] = []
     seen_if: dict[str, tuple[int, list[str]]] = {}
     for line in text.splitlines():
         kind, _, rest = line.partition(" ")
@@ -135,8 +136,13 @@ def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
         elif kind == "bash" and rest.strip() == "old":
             problems.append(f"{host}: nicbench's start gate needs bash >= 5 ($EPOCHREALTIME): install a newer bash")
         elif kind == "missing":
-            problems.append(f"{host}: {rest.strip()} is missing (coreutils/util-linux): nicbench's process wrapper "
-                            "needs it")
+            missing.append(rest.strip())
+    for tool in missing:
+        where = ("FreeBSD's base system has none: put a setsid(1) on the PATH (e.g. util-linux's), as "
+                 "nicbench's process wrapper starts every tool in its own session with it"
+                 if os_name == "FreeBSD" and tool == "setsid" else "coreutils/util-linux: nicbench's process "
+                 "wrapper needs it")
+        problems.append(f"{host}: {tool} is missing ({where})")
     if root is None:
         problems.append(f"{host}: the host check printed nothing usable")
     elif os_name is None:
