@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import kill_server_in, namespaces
+from helpers import kill_server_in, namespaces, study_plan
 
 from nicbench.api import execute, load_run, render
 from nicbench.core import linerate
@@ -28,29 +28,8 @@ CEILING = linerate.udp(500e6, 1500, payload=1472).goodput_bps / 1e9      # 0.478
 
 
 def plan_text(name: str, lab: str, study: str, *, duration: float = 3, omit: float = 1) -> str:
-    return f"""name = "{name}"
-[lab]
-name = "{lab}"
-[link]
-mtu = 1500
-speed = "500M"
-[hosts.srv]
-role = "server"
-[hosts.c1]
-role = "client"
-[hosts.c2]
-role = "client"
-[study]
-kind = "udp"
-duration = {duration}
-omit = {omit}
-interval = 0.5
-trim = 0.25
-timeout_margin = 5
-window = "1M"
-datagram_sizes = [1472]
-{study}
-"""
+    return study_plan(name, lab, "udp", f"duration = {duration}\nomit = {omit}\ninterval = 0.5\ntrim = 0.25\n"
+                      f'timeout_margin = 5\nwindow = "1M"\ndatagram_sizes = [1472]\n{study}', link='speed = "500M"')
 
 
 def run(tmp_path: Path, text: str, lab: str) -> tuple[list[UdpTrial], Path]:

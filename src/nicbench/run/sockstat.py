@@ -6,8 +6,9 @@ sockstat there.  One command per question; its output is parsed by
 from __future__ import annotations
 
 from ..core.errors import ToolError, tail
-from ..hosts.transport import Transport
+from ..hosts.transport import Transport, host_os
 from ..sampling.sockstat_freebsd import SockstatRow, bound_ports, listening_ports, parse_sockstat, sockstat_argv
+from .procnet import listening
 
 
 def sockets(t: Transport, proto: str) -> list[SockstatRow]:
@@ -36,3 +37,14 @@ def pid_listening(t: Transport, pid: int) -> set[int]:
     nginx's master opens its listening sockets and its workers inherit them,
     so the master's PID is the one to ask about."""
     return listening_ports(sockets(t, "tcp"), pid)
+
+
+def tcp_listening_of(t: Transport, pid: int) -> set[int]:
+    """TCP ports process ``pid`` listens on, on any host: its /proc/PID/net/tcp
+    on Linux (the table of its network namespace), sockstat on FreeBSD."""
+    if host_os(t) == "FreeBSD":
+        return pid_listening(t, pid)
+    try:
+        return set(listening(t.read_text(f"/proc/{pid}/net/tcp")))
+    except OSError:
+        return set()

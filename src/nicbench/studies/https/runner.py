@@ -30,8 +30,7 @@ from ...plan.studies.https import HttpsStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together, stall_causes, stalled
 from ...run.preflight import busy_ports, problems_found, reach_problems, tool_version
-from ...run.procnet import listening
-from ...run.sockstat import pid_listening
+from ...run.sockstat import tcp_listening_of
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, child_pids, tool_procs
 from ...tools import ktls, nginx, wrk
@@ -248,7 +247,7 @@ def start(ctx: HttpsContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
             hint = ("another process holds the port: pick study.https_port/http_port or stop it"
                     if "in use" in msg else None)
             raise ToolError(f"nginx failed to start: {msg}", where=ctx.server, hint=hint)
-        ports = _nginx_listening(t, ctx.nginx.pid)
+        ports = tcp_listening_of(t, ctx.nginx.pid)
         if {s.https_port, s.http_port} <= ports:
             break
         if time.monotonic() > deadline:
@@ -257,15 +256,6 @@ def start(ctx: HttpsContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
     return []          # its outputs are recorded by stop(), which also runs after a failed start
 
 
-def _nginx_listening(t: Transport, pid: int) -> set[int]:
-    """The TCP ports nginx's master (``pid``) listens on: /proc/PID/net/tcp on
-    Linux (the table of its namespace), sockstat on FreeBSD (no /proc/net)."""
-    if host_os(t) == "FreeBSD":
-        return pid_listening(t, pid)
-    try:
-        return set(listening(t.read_text(f"/proc/{pid}/net/tcp")))
-    except OSError:
-        return set()
 
 
 def stop(ctx: HttpsContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:

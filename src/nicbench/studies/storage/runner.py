@@ -25,7 +25,6 @@ from ...hosts.transport import (
     Transport,
     gate_time,
     host_clock_offset,
-    host_os,
     parse_gate_stamp,
     read_output,
     tool_stderr,
@@ -35,8 +34,7 @@ from ...plan.studies.storage import StorageStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together, stall_causes, stalled
 from ...run.preflight import busy_ports, problems_found, tool_version
-from ...run.procnet import listening
-from ...run.sockstat import pid_listening
+from ...run.sockstat import tcp_listening_of
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
 from ...tools import fio, iscsi_perf
@@ -209,15 +207,6 @@ def _start_tgt(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> None:
                 f"tgtadm {' '.join(args[:4])}", hint="the target's log is in the run's raw/storage/tgtd.err")
 
 
-def _listening(t: Transport, pid: int) -> set[int]:
-    """TCP ports nbdkit ``pid`` listens on: /proc/PID/net/tcp on Linux,
-    sockstat on FreeBSD (no /proc/net)."""
-    if host_os(t) == "FreeBSD":
-        return pid_listening(t, pid)
-    try:
-        return set(listening(t.read_text(f"/proc/{pid}/net/tcp")))
-    except OSError:
-        return set()
 
 
 def start(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
@@ -246,7 +235,7 @@ def start(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
                 raise ToolError(f"the target for LUN {lun} (nbdkit, port {port}) did not start: {msg}",
                                 where=ctx.server, hint="another process may hold the port: set study.port_base"
                                 if "in use" in msg else None)
-            if port in _listening(t, p.pid):
+            if port in tcp_listening_of(t, p.pid):
                 break
             if time.monotonic() > deadline:
                 raise ToolError(f"the target for LUN {lun} is not listening on {port} after 10 s", where=ctx.server)
