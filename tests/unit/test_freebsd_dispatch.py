@@ -164,4 +164,13 @@ def test_what_only_linux_has_is_a_preflight_problem_naming_the_host():
     assert "XDP receiver" in os_problems(plan, {"gen": "Linux", "sink": "FreeBSD"})[0]
     tcp = parse_plan(PACKETS.replace('kind = "packets"\nengines = ["nbgen", "trafgen"]\n'
                                      'interfaces = { gen = ["ix0"], sink = ["ix0"] }\n', ""))
-    assert os_problems(tcp, {"gen": "FreeBSD", "sink": "FreeBSD"}) == []       # iperf3 runs on FreeBSD
+    # the study server runs iperf3's clients on FreeBSD; a client host runs its servers, watched through /proc
+    assert os_problems(tcp, {"gen": "FreeBSD", "sink": "Linux"}) == []
+    assert os_problems(tcp, {"gen": "FreeBSD", "sink": "FreeBSD"}) == [
+        "sink: a FreeBSD host, but the tcp study would run iperf3 engine servers (nicbench watches their sockets "
+        "through Linux's /proc) there, which need Linux"]
+    nb = parse_plan(PACKETS.replace('kind = "packets"\nengines = ["nbgen", "trafgen"]\n'
+                                    'interfaces = { gen = ["ix0"], sink = ["ix0"] }\n', 'engine = "nbperf"\n'))
+    assert os_problems(nb, {"gen": "FreeBSD", "sink": "Linux"}) == [
+        "gen: a FreeBSD host, but the tcp study would run nbperf (epoll, eventfd, Linux's TCP_INFO) there, "
+        "which need Linux"]

@@ -76,7 +76,21 @@ def _storage_needs(plan: Plan, host: str) -> list[str]:
     return out
 
 
-LINUX_ONLY: dict[str, Callable[[Plan, str], list[str]]] = {"packets": _packets_needs, "storage": _storage_needs}
+def _iperf_needs(plan: Plan, host: str) -> list[str]:
+    """The iperf engines' servers run on the client hosts, and nicbench reads
+    their readiness (and iperf3's UDP set-up) from Linux's /proc; the engine
+    clients on the study server need none of it (the seeds' FreeBSD hosts
+    were servers).  nbperf itself is Linux code (epoll, eventfd, TCP_INFO)."""
+    engine = str(getattr(plan.study, "engine", ""))
+    if engine == "nbperf" and (host == plan.server or host in plan.clients):
+        return ["nbperf (epoll, eventfd, Linux's TCP_INFO)"]
+    if engine in ("iperf3", "iperf2") and host in plan.clients:
+        return [f"{engine} engine servers (nicbench watches their sockets through Linux's /proc)"]
+    return []
+
+
+LINUX_ONLY: dict[str, Callable[[Plan, str], list[str]]] = {
+    "packets": _packets_needs, "storage": _storage_needs, "tcp": _iperf_needs, "udp": _iperf_needs}
 
 
 def os_problems(plan: Plan, oses: Mapping[str, str | None]) -> list[str]:
