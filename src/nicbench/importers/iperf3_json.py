@@ -47,12 +47,16 @@ def _tcp_totals(end: dict, is_server: bool, own_sends: bool, role: Role, name: s
 def _udp_total(s: dict, name: str, streams: int) -> traffic.Total:
     def opt(k: str) -> float | None:
         return finite(s[k], f"end.{k}", name) if s.get(k) is not None else None
+
+    def counted(k: str) -> float | None:   # 3.12 prints some counts wrapped (tools.iperf3.count): unknown
+        v = opt(k)
+        return None if v is None else (tool.lost_count(s) if k == "lost_packets" else tool.count(v))
     jit = opt("jitter_ms")
     return traffic.Total(bytes=finite(s.get("bytes", 0), "end.sum.bytes", name),
                          seconds=finite(s.get("end", 0), "end.sum.end", name)
                          - finite(s.get("start", 0), "start", name),
-                         t0=finite(s.get("start", 0), "end.sum.start", name), packets=opt("packets"),
-                         lost=opt("lost_packets"), jitter_s=jit / 1000 if jit is not None else None,
+                         t0=finite(s.get("start", 0), "end.sum.start", name), packets=counted("packets"),
+                         lost=counted("lost_packets"), jitter_s=jit / 1000 if jit is not None else None,
                          out_of_order=opt("out_of_order"), streams=streams)
 
 

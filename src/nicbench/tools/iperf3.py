@@ -142,7 +142,7 @@ class Iperf3Report:
     # (sndbuf/rcvbuf_actual: the kernel doubles the ask and caps it at [rw]mem_max)
     socket_buffers: dict[str, int] = field(default_factory=dict)
     damage: tuple[str, ...] = ()     # what was repaired to read the report (see load_json)
-    quirks: tuple[str, ...] = ()     # figures iperf3 printed that cannot be true, left unknown (see _count)
+    quirks: tuple[str, ...] = ()     # figures iperf3 printed that cannot be true, unwrapped or left unknown (see count)
 
 
 _NON_NUMBER = re.compile(r"(?<=[:\[,])(\s*)(-?nan|-?inf(?:inity)?)\b", re.IGNORECASE)
@@ -201,34 +201,53 @@ def sends(start: dict, is_server: bool) -> bool:
     return (not is_server) != bool((ts or {}).get("reverse"))
 
 
-# iperf3 3.12 prints an interval's lost datagrams as an unsigned number: when
-# reordering makes the interval's count negative (a late datagram fills a gap
-# counted in an earlier interval) it reads about 1.8e19 -- in a lab run one
-# interval's 'loss' was 2.7e14 times its datagrams, recorded ok.  cJSON prints
-# it as a double, so the true (small, negative) count cannot be recovered:
-# such a count is unknown, never a number.
+# iperf3 3.12 prints some datagram counts as unsigned numbers: an interval's
+# lost count that reordering made negative (a late datagram fills a gap an
+# earlier interval counted) reads 1.8446744073709552e+19 beside a correct
+# lost_percent (-0.0118 % of 8491 datagrams: -1; fixture udp_lost_wrapped.json,
+# recorded by the UDP nbperf e2e); a receiving -R client's end sum_sent packets
+# reads ~1.8e19 too.  cJSON prints them as doubles, so the count itself cannot
+# be unwrapped; a lost count is recovered from lost_percent x packets when that
+# gives a whole number, else it is unknown -- never a number made up.
 _MAX_COUNT = 2**31
 
 
-def _count(v: object) -> int | None:
+def count(v: object) -> int | None:
     """A datagram count as iperf3 printed it, or None if it cannot be true."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or abs(v) >= _MAX_COUNT:
         return None
     return int(v)
 
 
+def lost_count(d: dict) -> int | None:
+    """``lost_packets`` of one iperf3 UDP entry (interval stream, end sum or
+    stream), recovered from ``lost_percent`` when 3.12 printed it wrapped."""
+    lost = count(d.get("lost_packets"))
+    if lost is not None or d.get("lost_packets") is None:
+        return lost
+    pct, packets = d.get("lost_percent"), count(d.get("packets"))
+    if isinstance(pct, (int, float)) and packets:
+        exact = pct * packets / 100
+        if abs(exact - round(exact)) < 1e-6:
+            return round(exact)
+    return None
+
+
 def _impossible(d: dict) -> list[str]:
-    """Where the report holds counts that cannot be true (see :data:`_MAX_COUNT`)."""
+    """What the report holds that cannot be true, and what was made of it."""
     out = []
     for where, doc in (("", d), ("server's ", d.get("server_output_json"))):
         if not isinstance(doc, dict):
             continue
-        bad = [st["lost_packets"] for iv in doc.get("intervals", []) or [] for st in iv.get("streams", [])
-               if isinstance(st, dict) and "lost_packets" in st and _count(st["lost_packets"]) is None]
+        bad = [st for iv in doc.get("intervals", []) or [] for st in iv.get("streams", [])
+               if isinstance(st, dict) and st.get("lost_packets") is not None and count(st["lost_packets"]) is None]
         if bad:
-            out.append(f"the {where}intervals hold {len(bad)} impossible lost-datagram count(s) (e.g. {bad[0]:.3g}: "
-                       "a negative count printed unsigned, iperf3 3.12 with reordering): those intervals' loss "
-                       "is unknown")
+            lost = [lost_count(st) for st in bad]
+            made = ("recovered from lost_percent: " + ", ".join(map(str, lost)) if None not in lost
+                    else "those intervals' loss is unknown")
+            out.append(f"the {where}intervals hold {len(bad)} impossible lost-datagram count(s) "
+                       f"({bad[0]['lost_packets']:.3g}: a negative count printed unsigned, iperf3 3.12 with "
+                       f"reordering); {made}")
     return out
 
 
@@ -293,7 +312,7 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
             s1 = max(x[1] for x in sts)
             ends.append(s1)
             pk = [x[2]["packets"] for x in sts if "packets" in x[2]]
-            lost = [_count(x[2]["lost_packets"]) for x in sts if "lost_packets" in x[2]]
+            lost = [lost_count(x[2]) for x in sts if "lost_packets" in x[2]]
             jit = [float(x[2]["jitter_ms"]) / 1000 for x in sts if "jitter_ms" in x[2]]
             out.append(FlowInterval(
                 start=base + s0, end=base + s1, flow=flow, side=side,  # type: ignore[arg-type]
@@ -352,7 +371,7 @@ def _udp_totals(end: dict, is_server: bool, into: dict[str, UdpTotal], default_s
         else:
             jit = [float(u["jitter_ms"]) / 1000 for u in us if u.get("jitter_ms") is not None]
             ooo = [int(u["out_of_order"]) for u in us if u.get("out_of_order") is not None]
-            lost = [_count(u.get("lost_packets") or 0) for u in us]
+            lost = [lost_count(u) if u.get("lost_packets") is not None else 0 for u in us]
             t = UdpTotal(int(sum(u["packets"] for u in us)),
                          sum(x for x in lost if x is not None) if None not in lost else None,
                          sum(ooo) if ooo else None, max(jit) if jit else None, len(us))
