@@ -171,7 +171,11 @@ def _inventory(path: Path, spec, cfg: Path) -> None:
 
 def test_packets_on_real_hosts_over_ssh(tmp_path):
     """The packet study on 'real' hosts: their port NICs named in the plan, nbgen
-    and trafgen started over SSH (trafgen's config written on the host)."""
+    and trafgen started over SSH (trafgen's config written on the host).  Paced:
+    at full rate trafgen 0.6.8 gives up now and then when the XDP receiver falls
+    behind (its ring flush meets a full send buffer, EAGAIN: 5 of 25 runs here;
+    tools/trafgen.FULL_SNDBUF) -- a trafgen limit the report names, not what
+    this test is about; full rate is tested in the lab (test_packets_lab.py)."""
     spec = make_spec(f"{P}ss5", [("gen", "server"), ("sink", "client")], 1500,
                      direct=(DirectLink(0, "gen", "sink", 1),))
     lab = manager.up(spec)
@@ -180,7 +184,7 @@ def test_packets_on_real_hosts_over_ssh(tmp_path):
         _inventory(tmp_path / "lab.yml", spec, sshd.ssh_dir(f"{P}ss5") / "ssh_config")
         (tmp_path / "plan.toml").write_text(
             'name = "remote-packets"\ninventory = "lab.yml"\n[study]\nkind = "packets"\n'
-            'engines = ["nbgen", "trafgen"]\nline_rate = "40G"\nduration = 2\ntrim = 0.25\n'
+            'engines = ["nbgen", "trafgen"]\nline_rate = "40G"\nrate = 200000\nduration = 2\ntrim = 0.25\n'
             'interfaces = { gen = ["pk0"], sink = ["pk0"] }\n')
         from nicbench.plan.load import load_plan
         p, text = load_plan(tmp_path / "plan.toml")

@@ -124,6 +124,17 @@ def test_trafgen_summary_parsed():
     assert trafgen.parse((TG / "no-interface.out").read_text()) is None
 
 
+def test_trafgens_full_send_buffer_panic_is_named_with_what_to_do():
+    """Recorded in the SSH lab test (ssh_flush_eagain.*, trafgen 0.6.8 at full
+    rate into an XDP receiver over veth, 1.56 s into 2 s): trafgen's ring flush
+    met a full send buffer (EAGAIN) and it gave up, exit 1, no summary."""
+    err = (TG / "ssh_flush_eagain.err").read_text()
+    assert trafgen.parse((TG / "ssh_flush_eagain.out").read_text()) is None
+    hint = trafgen.failure_hint(err)
+    assert hint is not None and "send buffer is full" in hint and "study.rate" in hint and "wmem_default" in hint
+    assert trafgen.failure_hint((TG / "no-interface.out").read_text()) is None
+
+
 def test_trafgen_argv_is_bounded_and_leaves_sysctls_alone():
     a = trafgen.argv("pk0", "/x.cfg", duration=3, cpus=2, rate=1000, frame_size=9018)
     assert a[:4] == ["timeout", "-s", "INT", "3"] and "--no-sock-mem" in a

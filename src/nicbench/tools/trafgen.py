@@ -29,6 +29,24 @@ def argv(dev: str, conf: str, *, duration: float, cpus: int, rate: float | None 
     return a
 
 
+# trafgen 0.6.x flushes its TX ring with sendto(MSG_DONTWAIT) and panics on
+# EAGAIN (it lets only ENOBUFS pass): the socket's send buffer was full of
+# frames the receiver had not taken yet.  Seen over veth into an XDP receiver
+# (the peer's 256-frame XDP ring holds about net.core.wmem_default's 212992
+# bytes of 64-byte skbs) in 5 of 25 SSH lab runs at full rate; never paced.
+# --no-sock-mem keeps trafgen from raising the host's wmem_* itself.
+FULL_SNDBUF = "Flushing TX_RING failed: Resource temporarily unavailable"
+
+
+def failure_hint(stderr: str) -> str | None:
+    """What to do about a trafgen failure nicbench recognises (None: not one)."""
+    if FULL_SNDBUF in stderr:
+        return ("trafgen 0.6.x gives up when its socket's send buffer is full (EAGAIN), i.e. the receiver fell "
+                "behind: run the point again, pace it (study.rate), or raise net.core.wmem_default on the "
+                "generator host (a tuning profile's sysctl; nicbench never lets trafgen change it)")
+    return None
+
+
 @dataclass(frozen=True)
 class Summary:
     packets: int

@@ -597,10 +597,12 @@ def _results(
         else:
             # timeout's 124 is the duration ending it; anything else is trafgen's own failure
             if rc not in (0, 124, 130, -2):
-                raise ToolError(f"trafgen on {dev} exited {rc}: {tail(e) or tail(o)}", where=ctx.server)
+                raise ToolError(f"trafgen on {dev} exited {rc}: {tail(e) or tail(o)}", where=ctx.server,
+                                hint=trafgen.failure_hint(e))
             sm = trafgen.parse(o)
             if sm is None:
-                raise ToolError(f"trafgen on {dev} printed no summary: {tail(e) or tail(o)}", where=ctx.server)
+                raise ToolError(f"trafgen on {dev} printed no summary: {tail(e) or tail(o)}", where=ctx.server,
+                                hint=trafgen.failure_hint(e))
             if t0 is None or t1 is None:
                 raise ToolError(f"trafgen on {dev}: the start gate recorded no time", where=ctx.server)
             meta["tx"][dev] = {"sent": sm.packets, "bytes": sm.bytes, "per_cpu": sm.per_cpu, "span": [t0, t1]}
