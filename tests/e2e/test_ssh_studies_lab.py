@@ -82,7 +82,7 @@ engines = ["sockperf", "irtt"]
 message_sizes = [64]
 rate = 1000
 duration = 2
-repeats = 2
+repeats = 1
 [study.load]
 kind = "tcp"
 connections = 2
@@ -90,12 +90,12 @@ congestion = "cubic"
 lead = 1.0""", clients=1, link='speed = "200M"', lab_extra='transport = "ssh"\nsubnet = "10.207.0.0/24"')
     out = execute(parse_plan(text), text, store=tmp_path)
     assert namespaces(lab) == []
-    assert (out.ok, out.failed) == (8, 0), out.run_dir
+    assert (out.ok, out.failed) == (4, 0), out.run_dir
     view = load_run(out.run_dir)
     pts: dict[str, LatencyPoint] = {p.point: p for p in view.points}
     for engine in ("sockperf", "irtt"):
         idle, loaded = pts[f"udp/{engine}/m64/idle"], pts[f"udp/{engine}/m64/loaded"]
-        assert idle.n_ok == loaded.n_ok == 2
+        assert idle.n_ok == loaded.n_ok == 1
         # idle answers come in well under a millisecond; loaded ones queue behind the load at the 200M
         # shaper (~10 ms).  The medians are compared: a p99 of 2 x 1000 probes is one scheduling hiccup
         # away from 5 ms on this shared 2-core machine (seen while other work ran), the queue is not

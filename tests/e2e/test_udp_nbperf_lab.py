@@ -44,12 +44,14 @@ def run(tmp_path: Path, text: str, lab: str) -> tuple[list[UdpTrial], Path]:
 
 
 def test_nbperf_receives_what_iperf3_does_and_what_the_interfaces_counted(tmp_path):
-    study = 'directions = ["tx", "rx"]\nrates = ["200M", "1G"]'
+    # paced below the link only: offered above it, what the receivers get depends on how the 2 shared CPUs
+    # are split between senders and receivers (lab: nbperf 1.7 % under iperf3 once); the max-rate search
+    # below holds nbperf to the ceiling, test_udp_lab.py iperf3 and the loss split at 2 x the link
+    study = 'directions = ["tx", "rx"]\nrates = ["200M"]'
     nb, _ = run(tmp_path / "nbperf", plan_text("unb", "nbu1", f'engine = "nbperf"\n{study}'), "nbu1")
     ip, _ = run(tmp_path / "iperf3", plan_text("uip", "nbu2", f'engine = "iperf3"\n{study}'), "nbu2")
     ref = {t.point: t for t in ip}
-    assert {t.point for t in nb} == set(ref) == {"tx/s1/200M/1472B", "tx/s1/1G/1472B", "rx/s1/200M/1472B",
-                                                 "rx/s1/1G/1472B"}
+    assert {t.point for t in nb} == set(ref) == {"tx/s1/200M/1472B", "rx/s1/200M/1472B"}
     for t in nb + ip:
         assert t.status == "ok", (t.point, t.error)
     for t in nb:
@@ -72,13 +74,6 @@ def test_nbperf_receives_what_iperf3_does_and_what_the_interfaces_counted(tmp_pa
         paced = by[f"{d}/s1/200M/1472B"]
         assert paced.gbps == pytest.approx(0.4, rel=0.01) and paced.loss == 0
         assert paced.gbps == pytest.approx(ref[paced.point].gbps, rel=0.01), (paced.point, ref[paced.point].gbps)
-        # 2 x 1 Gbit/s offered: the shaper passes its ceiling, the rest is lost.  What the receivers get of
-        # it also depends on how the 2 shared CPUs are split between the senders and them (lab: nbperf
-        # 1.7 % under iperf3 once, tx), so the engines are compared with the ceiling, not within 1 %
-        over = by[f"{d}/s1/1G/1472B"]
-        for x in (over, ref[over.point]):
-            assert x.gbps == pytest.approx(CEILING, rel=0.03) and x.loss is not None and x.loss > 0.05, \
-                (x.point, x.gbps, x.loss)
 
 
 def test_the_max_rate_search_with_nbperf_finds_the_links_ceiling(tmp_path):
