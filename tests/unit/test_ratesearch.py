@@ -62,3 +62,10 @@ def test_the_search_stops_once_the_bracket_is_narrower_than_the_resolution():
 def test_no_passing_step_is_no_answer():
     steps, k = search(limit=0.0 + 1e-9, unpaced=10.0, max_steps=3)
     assert k is None and not any(s.passed for s in steps)
+
+
+def test_a_step_whose_loss_cannot_be_told_does_not_pass():
+    """Every caller, the same rule: the search claims only rates it saw pass."""
+    assert rs.judge(1e6, 1e6, 1e6, None, 0.001).passed is False
+    assert rs.judge(1e6, 1e6, 1e6, 0.0, 0.001).passed is True
+    assert rs.judge(1e6, 1e6, 0.999e6, 0.001, 0.001).passed is True

@@ -390,6 +390,17 @@ def test_a_wrapped_lost_count_is_recovered_from_lost_percent(tmp_path):
     assert rep.udp["fwd.sender"].packets == 50950
 
 
+def test_only_a_wrapped_count_is_refused_a_large_true_one_is_kept():
+    from nicbench.tools import iperf3
+    assert iperf3.count(12_000_000_000) == 12_000_000_000          # 10 streams x 1 Mpps x 20 min: true
+    assert iperf3.count(-3) == -3
+    for wrapped in (1.8446744073709552e19, 1.8446744073709535e19, 1.8446744073709468e19):   # as recorded
+        assert iperf3.count(wrapped) is None
+    assert iperf3.lost_count({"lost_packets": 1.8446744073709552e19, "lost_percent": -0.01177717583323519,
+                              "packets": 8491}) == -1
+    assert iperf3.lost_count({"lost_packets": 1.8446744073709552e19, "packets": 8491}) is None
+
+
 def test_a_wrapped_lost_count_that_cannot_be_recovered_is_an_unknown_loss_never_a_number(tmp_path):
     import json
 
@@ -411,10 +422,14 @@ def test_a_wrapped_lost_count_that_cannot_be_recovered_is_an_unknown_loss_never_
     t = udp_trial(out.record, out.samples, 0.25)
     assert t.gbps is not None and t.gbps > 0
     assert t.loss is None
-    m = udp.Measured(out.record, out.samples, [], {("c1:5201", "tx"): udp.Tally(
-        sent_bytes=10**6, sent_s=1.0, expected=100, lost=0, got_bytes=10**6, got_s=1.0, receiver_seen=True,
-        lost_unknown=True)})
-    assert m.figures()[2] is None
+    # what a search step is judged by: the same run's own counts say the loss cannot be told
+    r = udp.UdpRunner(plan, fake(plan, Script(udp_streams=1), Script(text, runtime=4.01)))
+    r.preflight()
+    [spec] = trials(plan)
+    m = udp.measure(r.ctx, env(tmp_path), spec, tmp_path / "again", 200e6)
+    assert m.record.status == "ok" and m.tallies[("c1:5201", "tx")].lost_unknown
+    sent, got, loss = m.figures()
+    assert got > 0 and loss is None
 
 
 def test_a_search_step_whose_loss_cannot_be_told_does_not_pass(monkeypatch, tmp_path):

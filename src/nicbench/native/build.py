@@ -19,6 +19,7 @@ is named with its Debian/Ubuntu package.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import platform
@@ -31,7 +32,6 @@ from pathlib import Path
 
 from ..core.errors import PreflightError, ToolError, tail
 
-SOURCES = Path(__file__).with_name("nbgen")
 SOURCE_FILES = ("Makefile", "nbgen.c", "nbgen.bpf.c")
 NBPERF_FILES = ("Makefile", "nbperf.h", "main.c", "client.c", "server.c", "worker.c", "wire.c", "util.c")
 MIN_KERNEL = (5, 18)
@@ -88,6 +88,7 @@ def home() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "nicbench"
 
 
+@functools.cache
 def source_hash(name: str = "nbgen") -> str:
     n = native(name)
     h = hashlib.sha256()

@@ -19,7 +19,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import END_MARK, Process, Transport, gate_time, read_output, tool_stderr
@@ -29,6 +29,8 @@ from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, MinVersion, ToolInfo
 from .kit import PointEnv, even_shares
 from .procnet import bound_udp, connected_udp, established_peers, listening, socket_inodes
+
+T = TypeVar("T")
 
 MODE = {"tx": "fwd", "rx": "rev", "bidir": "bidir"}
 DIRECTION = {"fwd": "tx", "rev": "rx"}
@@ -223,6 +225,20 @@ def check_iperf2(text: str, proc: Process, key: str, host: str) -> None:
     if rc not in (0, None):
         raise tool_error(f"iperf to {key} exited {rc}: {tail(tool_stderr(proc.stderr_path)) or 'no error text'}",
                          host)
+
+
+def parsed_or_lost(key: str, lost: dict[str, str], what: str, parse: Callable[[], T]) -> T | None:
+    """``parse()`` of one engine pair's output, or None with the pair in ``lost``
+    and why: nicbench's own errors in their words, a parser bug (ValueError,
+    KeyError, TypeError) as output not understood -- it loses the pair, never
+    the run."""
+    try:
+        return parse()
+    except NicbenchError as e:
+        lost[key] = e.message + (f" (hint: {e.hint})" if e.hint else "")
+    except (ValueError, KeyError, TypeError) as e:
+        lost[key] = f"{what} to {key}: tool output not understood: {type(e).__name__}: {e}"
+    return None
 
 
 def pair_fate(status: str, error: str | None, lost: dict[str, str], pairs: int,

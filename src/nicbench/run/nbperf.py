@@ -34,6 +34,7 @@ from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, tool_procs
 from ..tools import nbperf
 from ..tools.base import FlowInterval, MinVersion, ToolInfo, parse_version
+from .iperf import pair_fate
 from .kit import PointEnv, PointGuard, PointSamplers, RawFiles, even_shares, stall_causes, stalled
 from .preflight import busy_ports, reach_problems
 from .study import Preflight, TrialOutcome
@@ -425,18 +426,6 @@ def first_sends(client: nbperf.ClientRun, server: nbperf.ServerRun) -> list[floa
 # ------------------------------------------------------------------ one point
 
 
-def _fate(status: str, error: str | None, lost: dict[str, str], n: int,
-          meta: dict[str, Any]) -> tuple[str, str | None]:
-    """The iperf engines' rule (studies/tcp/runner.py ``_fate``): every pair
-    delivered -> ok; some lost -> partial, the survivors kept, the lost named;
-    all lost -> failed."""
-    if not lost or status != "ok":
-        return status, error
-    meta["lost"] = dict(lost)
-    if len(lost) >= n:
-        return "failed", "; ".join(lost.values())
-    return "partial", "partial: " + "; ".join(f"{k} lost: {why}" for k, why in lost.items())
-
 
 def _wait_listening(pairs_: Sequence[tuple[Pair, Process]], by: float) -> None:
     """Until every server printed its ``listening`` line (it binds before)."""
@@ -579,7 +568,7 @@ def run_trial(ctx: NbperfContext, env: PointEnv, spec: TrialSpec,
             return got
         meta["totals"] = {}
         samples = parse_pairs(ctx.hosts, d, meta, tcp_of)
-        status, error = _fate(status, error, d.lost, len(d.clis), meta)
+        status, error = pair_fate(status, error, d.lost, len(d.clis), meta)
     samples += d.counters
     ended = time.time()
     meta["overhead_s"] = (ended - started) - (s.omit + s.duration)

@@ -38,10 +38,11 @@ class Step:
 
 
 def judge(rate: float | None, sent: float, received: float, loss: float | None, threshold: float) -> Step:
-    """A measured step, judged: it passes when its loss is at most ``threshold``
-    (a loss that could not be told counts as none: the caller refuses steps
-    whose receiver counted nothing before they get here)."""
-    return Step(rate, sent, received, loss, (loss or 0.0) <= threshold)
+    """A measured step, judged: it passes when its loss is at most ``threshold``.
+    A loss that could not be told is no pass: the search claims only rates it
+    saw pass (a receiver that counted nothing is the caller's: it fails the
+    step with loss 1, or the point, before it gets here)."""
+    return Step(rate, sent, received, loss, loss is not None and loss <= threshold)
 
 
 def bracket(steps: Sequence[Step], *, units: int, upper: float | None = None) -> tuple[float, float]:

@@ -27,10 +27,6 @@ def busy_tcp(t: Transport) -> set[int]:
     return bound_ports(sockets(t, "tcp"))
 
 
-def busy_udp(t: Transport) -> set[int]:
-    """UDP ports some unconnected socket is bound to on FreeBSD host ``t``."""
-    return bound_ports(sockets(t, "udp"))
-
 
 def pid_listening(t: Transport, pid: int) -> set[int]:
     """TCP ports process ``pid`` has a socket in LISTEN on (FreeBSD host ``t``).

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,7 +113,7 @@ class UdpTotal:
     sequence number, ``lost`` the gaps; the sender's are the datagrams sent
     (its own lost and out-of-order are echoes of the receiver's: left out)."""
 
-    packets: int
+    packets: int | None           # None: iperf3 printed a count that cannot be true (see count)
     lost: int | None = None
     out_of_order: int | None = None
     jitter_s: float | None = None
@@ -209,14 +209,19 @@ def sends(start: dict, is_server: bool) -> bool:
 # reads ~1.8e19 too.  cJSON prints them as doubles, so the count itself cannot
 # be unwrapped; a lost count is recovered from lost_percent x packets when that
 # gives a whole number, else it is unknown -- never a number made up.
-_MAX_COUNT = 2**31
+_WRAPPED = 2**63            # a negative 64-bit count printed unsigned is at least this
 
 
 def count(v: object) -> int | None:
     """A datagram count as iperf3 printed it, or None if it cannot be true."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or abs(v) >= _MAX_COUNT:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or abs(v) >= _WRAPPED:
         return None
     return int(v)
+
+
+def _sum_counts(vs: Iterable[object]) -> int | None:
+    got = [count(v) for v in vs]
+    return None if None in got else sum(x for x in got if x is not None)
 
 
 def lost_count(d: dict) -> int | None:
@@ -311,14 +316,14 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
             s0 = min(x[0] for x in sts)
             s1 = max(x[1] for x in sts)
             ends.append(s1)
-            pk = [x[2]["packets"] for x in sts if "packets" in x[2]]
+            pk = [count(x[2]["packets"]) for x in sts if "packets" in x[2]]
             lost = [lost_count(x[2]) for x in sts if "lost_packets" in x[2]]
             jit = [float(x[2]["jitter_ms"]) / 1000 for x in sts if "jitter_ms" in x[2]]
             out.append(FlowInterval(
                 start=base + s0, end=base + s1, flow=flow, side=side,  # type: ignore[arg-type]
                 bytes=int(sum(x[2]["bytes"] for x in sts)), streams=len(sts), omitted=is_omitted,
                 retransmits=sum(retr) if retr else None, by_peer=by_peer,
-                packets=int(sum(pk)) if pk else None,
+                packets=sum(x for x in pk if x is not None) if pk and None not in pk else None,
                 lost=sum(x for x in lost if x is not None) if lost and None not in lost else None,
                 jitter_s=max(jit) if jit else None))
         if (not is_omitted or demoted) and ends:
@@ -367,12 +372,12 @@ def _udp_totals(end: dict, is_server: bool, into: dict[str, UdpTotal], default_s
         parts.setdefault((flow, "sender" if sender else "receiver"), []).append(u)
     for (flow, side), us in parts.items():
         if side == "sender":
-            t = UdpTotal(int(sum(u["packets"] for u in us)), streams=len(us))
+            t = UdpTotal(_sum_counts(u["packets"] for u in us), streams=len(us))
         else:
             jit = [float(u["jitter_ms"]) / 1000 for u in us if u.get("jitter_ms") is not None]
             ooo = [int(u["out_of_order"]) for u in us if u.get("out_of_order") is not None]
             lost = [lost_count(u) if u.get("lost_packets") is not None else 0 for u in us]
-            t = UdpTotal(int(sum(u["packets"] for u in us)),
+            t = UdpTotal(_sum_counts(u["packets"] for u in us),
                          sum(x for x in lost if x is not None) if None not in lost else None,
                          sum(ooo) if ooo else None, max(jit) if jit else None, len(us))
         into.setdefault(f"{flow}.{side}", t)

@@ -41,7 +41,7 @@ def _addr(ip: str, port: int) -> str:
 
 def tx_argv(dev: str, *, frame_size: int, ip: int, src_ip: str, dst_ip: str, src_mac: str, dst_mac: str,
             sport: int, dport: int, threads: int, duration: float, wait: int, rate: float | None = None,
-            first_cpu: int | None = None) -> list[str]:
+            first_cpu: int | None = None, cpus: int | None = None) -> list[str]:
     """One port's generator: ``threads`` threads (one TX ring each) for
     ``duration`` s after a ``wait``-s link wait; ``rate`` frames/s for the
     port (split among the threads, each of which pkt-gen paces on its own);
@@ -56,6 +56,8 @@ def tx_argv(dev: str, *, frame_size: int, ip: int, src_ip: str, dst_ip: str, src
         argv += ["-R", str(max(1, round(rate / threads)))]
     if first_cpu is not None:
         argv += ["-a", str(first_cpu)]           # thread i on CPU first + i (start_threads)
+    if cpus is not None:
+        argv += ["-c", str(cpus)]                # ... modulo the host's CPUs
     return argv
 
 

@@ -30,7 +30,7 @@ from dataclasses import replace
 from ..core.errors import InputError
 from ..hosts.transport import LocalTransport, Transport, host_os
 from ..records import HostFacts
-from . import freebsd, knobs
+from . import freebsd, knobs, pinning
 from .profile import Ethtool, Governor, IrqAffinity, Pinning, Profile, Service, Sysctl, Tuned, setting_id
 from .types import Row, Target, TuningPlan
 
@@ -239,44 +239,22 @@ def _ethtool_rows(t: Target, s: Ethtool) -> list[Row]:
     return rows
 
 
-def _pin_row(t: Target, s: Pinning, out: TuningPlan) -> Row:
-    if s.policy == "cpus":
-        cpus, how = s.cpus, "as given"
-    elif t.facts is not None and t.ifname:
-        cpus, how = _cpus_of_node(t.facts, t.ifname)
-    else:
-        cpus, how = None, "no facts about the NIC"
-    if not cpus:
-        return Row(t.host, "pinning", "pinning", None, None, "unknown", how, "process")
+def _linux_cpus(t: Target) -> tuple[str | None, str]:
+    return _cpus_of_node(t.facts, t.ifname) if t.facts is not None and t.ifname else (None, "no facts about the NIC")
+
+
+def _linux_launcher(t: Target, s: Pinning, cpus: str) -> tuple[list[str] | None, str]:
     if s.command == "cpuset":
-        return Row(t.host, "pinning", "pinning", None, cpus, "unsupported",
-                   'command = "cpuset" is FreeBSD\'s: a Linux host pins with taskset or numactl', "process")
-    have = t.transport.run(["sh", "-c", f"command -v {s.command}"], timeout=15).returncode == 0
-    if not have:
-        return Row(
-            t.host,
-            "pinning",
-            "pinning",
-            None,
-            cpus,
-            "unsupported",
-            f"{s.command} is not installed (apt-get install {'numactl' if s.command == 'numactl' else 'util-linux'})",
-            "process",
-        )
-    out.pin_cpus[t.host] = cpus
-    out.pin[t.host] = (
-        ["taskset", "-c", cpus] if s.command == "taskset" else ["numactl", f"--physcpubind={cpus}", "--localalloc"]
-    )
-    return Row(
-        t.host,
-        "pinning",
-        "pinning",
-        None,
-        cpus,
-        "ok",
-        f"tools launched under {' '.join(out.pin[t.host])} ({how})",
-        "process",
-    )
+        return None, 'command = "cpuset" is FreeBSD\'s: a Linux host pins with taskset or numactl'
+    if not pinning.has(t, s.command):
+        return None, (f"{s.command} is not installed "
+                      f"(apt-get install {'numactl' if s.command == 'numactl' else 'util-linux'})")
+    return (["taskset", "-c", cpus] if s.command == "taskset"
+            else ["numactl", f"--physcpubind={cpus}", "--localalloc"]), ""
+
+
+def _pin_row(t: Target, s: Pinning, out: TuningPlan) -> Row:
+    return pinning.pin_row(t, s, out, _linux_cpus, _linux_launcher)
 
 
 def _checks(t: Target, tool_cpus: str | None) -> list[Row]:

@@ -32,7 +32,7 @@ from dataclasses import replace
 from ..core.errors import PreflightError, ToolError
 from ..hosts.factparse_freebsd import audit_loader, parse_loader_conf
 from ..hosts.transport import host_os
-from . import knobs
+from . import knobs, pinning
 from .profile import Pinning, Profile, Sysctl, setting_id
 from .types import Row, Target, TuningPlan
 
@@ -159,21 +159,14 @@ def nic_domain_cpus(t: Target) -> tuple[str | None, str]:
     return None, f"{i} reports no NUMA domain (no %domain) on a host with {n} domains: pin with policy = \"cpus\""
 
 
+def _cpuset(t: Target, s: Pinning, cpus: str) -> tuple[list[str] | None, str]:
+    if not pinning.has(t, "cpuset"):
+        return None, "cpuset is not on this host's PATH (it is in FreeBSD's base system, /usr/bin/cpuset)"
+    return ["cpuset", "-l", cpus], ("" if s.command == "cpuset"
+                                    else f"the profile's command = \"{s.command}\" is Linux's: FreeBSD uses cpuset(1)")
+
+
 def pin_row(t: Target, s: Pinning, out: TuningPlan) -> Row:
     """The pinning row of a FreeBSD host: ``cpuset -l LIST`` as the tools'
     launch prefix when the CPUs are known and cpuset runs there."""
-    if s.policy == "cpus":
-        cpus, how = s.cpus, "as given"
-    else:
-        cpus, how = nic_domain_cpus(t)
-    if not cpus:
-        return Row(t.host, "pinning", "pinning", None, None, "unknown", how, "process")
-    if t.transport.run(["sh", "-c", "command -v cpuset"], timeout=15).returncode != 0:
-        return Row(t.host, "pinning", "pinning", None, cpus, "unsupported",
-                   "cpuset is not on this host's PATH (it is in FreeBSD's base system, /usr/bin/cpuset)", "process")
-    out.pin_cpus[t.host] = cpus
-    out.pin[t.host] = ["cpuset", "-l", cpus]
-    note = f"tools launched under cpuset -l {cpus} ({how})"
-    if s.command != "cpuset":
-        note += f"; the profile's command = \"{s.command}\" is Linux's: FreeBSD uses cpuset(1)"
-    return Row(t.host, "pinning", "pinning", None, cpus, "ok", note, "process")
+    return pinning.pin_row(t, s, out, nic_domain_cpus, _cpuset)

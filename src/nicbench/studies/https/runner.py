@@ -256,8 +256,6 @@ def start(ctx: HttpsContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
     return []          # its outputs are recorded by stop(), which also runs after a failed start
 
 
-
-
 def stop(ctx: HttpsContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
     """Stop nginx, keep its outputs and error log with the run, remove its prefix."""
     raws, ctx.raws = list(ctx.raws), []

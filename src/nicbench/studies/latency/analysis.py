@@ -243,13 +243,20 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample]) -> LatencyTrial:
             return LatencyTrial(**base, status="failed", error="; ".join(problems), problems=tuple(problems),
                                 probes=probes)
     cpu = cpu_usage(samples, window)
+    maxes = [r.max for r in probes.values() if r.max is not None]
+    mins = [r.min for r in probes.values() if r.min is not None]
+    weighted = [(r.mean, r.count) for r in probes.values() if r.mean is not None and r.count]
+    if len(maxes) < len(probes) or len(mins) < len(probes) or len(weighted) < len(probes):
+        # a measured probe's histogram gives all three: a probe without one is not a figure to make 0 of
+        problems.append("a measured probe has no mean, min or max")
+        return LatencyTrial(**base, status="failed", error="; ".join(problems), problems=tuple(problems),
+                            probes=probes)
     return LatencyTrial(**base, status="ok", error=None, probes=probes, merged=merged,
-                        percentiles=_percentiles(merged, max(r.max or 0.0 for r in probes.values()),
+                        percentiles=_percentiles(merged, max(maxes),
                                                  max((r.resolution_s or 0.0 for r in probes.values()
                                                       if r.bound == "upper"), default=None) or None),
-                        mean=sum((r.mean or 0.0) * (r.count or 0) for r in probes.values())
-                        / sum(r.count or 0 for r in probes.values()),
-                        min=min(r.min or 0.0 for r in probes.values()), window=window,
+                        mean=sum(m * n for m, n in weighted) / sum(n for _, n in weighted),
+                        min=min(mins), window=window,
                         load_bytes=load[0] if load else None, load_gbps=load[1] if load else None, cpu=cpu,
                         warnings=tuple(warnings) + tuple(rec.meta.get("warnings") or ()))
 

@@ -497,7 +497,7 @@ def _measure(
             # every generator thread of the point on a CPU of its own while CPUs last
             pin = [cpus[(i * threads + k) % len(cpus)] for k in range(threads)]
             if engine == "pkt-gen":
-                argv, conf_text, pin = _pktgen_tx_argv(ctx, i, dev, ip, size, threads, rate, pin), None, pin
+                argv, conf_text = _pktgen_tx_argv(ctx, i, dev, ip, size, threads, rate, pin), None
             # trafgen's config is made first, then written where the generator reads it
             else:
                 argv, conf_text, pin = generator_argv(
@@ -685,8 +685,8 @@ def _pktgen_tx_argv(ctx: PacketContext, i: int, dev: str, ip: int, size: int, th
     argv = pktgen.tx_argv(dev, frame_size=size, ip=ip, src_ip=src, dst_ip=dst,
                           src_mac=ctx.macs[(ctx.server, i)], dst_mac=ctx.macs[(ctx.receiver, i)], sport=1024,
                           dport=ctx.study.udp_port, threads=threads, duration=ctx.study.duration,
-                          wait=PKTGEN_WAIT_S, rate=rate, first_cpu=pin[0])
-    return [*argv, "-c", str(len(ctx.cpus))]
+                          wait=PKTGEN_WAIT_S, rate=rate, first_cpu=pin[0], cpus=len(ctx.cpus))
+    return argv
 
 
 def _pktgen_receivers(ctx: PacketContext, spec: TrialSpec, raw_dir: Path, env: PointEnv, threads: int,

@@ -207,8 +207,6 @@ def _start_tgt(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> None:
                 f"tgtadm {' '.join(args[:4])}", hint="the target's log is in the run's raw/storage/tgtd.err")
 
 
-
-
 def start(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
     """Every LUN up and listening, or a ToolError with the target's own words."""
     s = ctx.study

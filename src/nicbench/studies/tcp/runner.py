@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -242,12 +243,8 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis: Slots, serve
         key = f"{slot.client}:{slot.port}"
         if key in lost:
             continue
-        try:
-            samples += _parse_client(ctx, spec, engine, slot, proc, stamps, ends, totals, meta, lag)
-        except NicbenchError as e:
-            lost[key] = e.message + (f" (hint: {e.hint})" if e.hint else "")
-        except (ValueError, KeyError, TypeError) as e:   # a parser bug must lose the pair, not the run
-            lost[key] = f"iperf to {key}: tool output not understood: {type(e).__name__}: {e}"
+        samples += iperf.parsed_or_lost(key, lost, "iperf", partial(
+            _parse_client, ctx, spec, engine, slot, proc, stamps, ends, totals, meta, lag)) or []
     if engine == "iperf2":   # receiver side of the fwd flow lives in the server's CSV
         for slot, proc in servers:
             key = f"{slot.client}:{slot.port}"

@@ -32,7 +32,7 @@ Measurement rules:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -41,11 +41,11 @@ from typing import Any
 from ...core import linerate
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
-from ...hosts.transport import Process, Transport, host_clock_offset, host_os, read_output, tool_stderr
+from ...hosts.transport import Process, Transport, host_clock_offset, read_output, tool_stderr
 from ...plan.model import Plan
 from ...plan.studies.udp import UdpStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec
-from ...run import iperf, ratesearch, sockstat
+from ...run import iperf, ratesearch
 from ...run import nbperf as nbperf_engine
 from ...run.iperf import DIRECTION, MODE, ProcSlot, Slots, layout
 from ...run.kit import PointEnv, PointGuard, PointSamplers, RawFiles, release_together
@@ -112,12 +112,6 @@ class Tally:
             self.lost_unknown = self.lost_unknown or (iv.lost is None and bool(iv.packets))
             self.got_bytes += iv.bytes
             self.got_s += iv.end - iv.start
-
-    def merge(self, other: Tally) -> None:
-        for f in ("sent", "sent_bytes", "sent_s", "expected", "lost", "got_bytes", "got_s"):
-            setattr(self, f, getattr(self, f) + getattr(other, f))
-        self.receiver_seen = self.receiver_seen or other.receiver_seen
-        self.lost_unknown = self.lost_unknown or other.lost_unknown
 
 
 @dataclass
@@ -254,9 +248,8 @@ def _fragment_warnings(s: UdpStudy, mtu: int) -> list[str]:
 
 
 def _busy_udp(t: Transport) -> set[int]:
-    """UDP ports an unconnected socket is bound to (FreeBSD: from sockstat)."""
-    if host_os(t) == "FreeBSD":
-        return sockstat.busy_udp(t)
+    """UDP ports an unconnected socket is bound to (a Linux client host: a
+    FreeBSD one is refused before, run.preflight.os_problems)."""
     busy: set[int] = set()
     for table in ("/proc/net/udp", "/proc/net/udp6"):
         try:
@@ -315,18 +308,14 @@ def search(ctx: UdpContext, env: PointEnv, spec: TrialSpec,
             if status == "partial":     # the survivors' loss is not the point's: no rate can be judged on it
                 status, err = "failed", err + " -- a step is judged on every client's loss, so the search stopped"
             return (TrialRecord(spec, status, started, time.time(), err, {**m.record.meta, "search": found}),
-                    m.samples if status != "failed" else [], raws)
+                    [] if m.record.status == "partial" else m.samples, raws)
         sent, got, loss = m.figures()
         if m.nothing is not None:
             # nothing arrived although the sender sent: all of it lost (if no
             # step ever gets anything through, the point fails with this reason)
             nothing = nothing or f"step {k} ({_rate_text(rate)}): {m.nothing}"
             got, loss = 0.0, 1.0
-        if loss is None and got > 0:
-            # a loss that cannot be told is no pass: the search claims only rates it saw pass
-            steps.append(ratesearch.Step(rate, sent, got, None, False))
-        else:
-            steps.append(ratesearch.judge(rate, sent, got, loss, s.loss_threshold))
+        steps.append(ratesearch.judge(rate, sent, got, loss, s.loss_threshold))
         found["steps"].append({"step": k, "rate_per_client_bps": rate, "sent_bps": sent, "received_bps": got,
                                "loss": loss, "passed": steps[-1].passed})
         runs.append(m)
@@ -615,48 +604,31 @@ def _parse_all(ctx: UdpContext, spec: TrialSpec, clis: Slots, servers: Slots, st
     lag = s.interval if s.engine == "iperf2" and iperf2.stamps_late(ctx.tool) else 0.0
     if lag:
         meta["iperf2_stamp_lag_s"] = lag
-    got: dict[str, tuple[list[Sample], dict[tuple[str, str], Tally]]] = {}
+    engine = "iperf3" if s.engine == "iperf3" else "iperf 2"
     for slot, proc in clis:
         key = f"{slot.client}:{slot.port}"
         if key not in lost:
-            _pair(key, lost, got, partial(_parse_client, ctx, spec, slot, proc, stamps, ends, meta, lag))
+            samples += iperf.parsed_or_lost(key, lost, engine, partial(
+                _parse_client, ctx, spec, slot, proc, stamps, ends, meta, lag, tallies)) or []
     if s.engine == "iperf2":        # the receiver of the fwd flow writes the server's CSV
         for slot, proc in servers:
             key = f"{slot.client}:{slot.port}"
             if key not in lost:
-                _pair(key, lost, got, partial(_parse_server, ctx, spec, slot, proc, meta, lag))
-    for key, (xs, ts) in got.items():
-        if key not in lost:
-            samples += xs
-            for k, t in ts.items():
-                tallies.setdefault(k, Tally()).merge(t)
-    return samples
-
-
-def _pair(key: str, lost: dict[str, str], got: dict[str, tuple[list[Sample], dict[tuple[str, str], Tally]]],
-          parse: Callable[[], tuple[list[Sample], dict[tuple[str, str], Tally]]]) -> None:
-    try:
-        xs, ts = parse()
-    except NicbenchError as e:
-        lost[key] = e.message + (f" (hint: {e.hint})" if e.hint else "")
-        return
-    except (ValueError, KeyError, TypeError) as e:   # a parser bug must lose the pair, not the run
-        lost[key] = f"engine output of {key} not understood: {type(e).__name__}: {e}"
-        return
-    old = got.setdefault(key, ([], {}))
-    old[0].extend(xs)
-    for k, t in ts.items():
-        old[1].setdefault(k, Tally()).merge(t)
+                samples += iperf.parsed_or_lost(key, lost, engine, partial(
+                    _parse_server, ctx, spec, slot, proc, meta, lag, tallies)) or []
+    for k in [k for k in tallies if k[0] in lost]:
+        del tallies[k]
+    return [x for x in samples if f"{x.tag('host')}:{x.tag('proc')}" not in lost]
 
 
 def _parse_client(ctx: UdpContext, spec: TrialSpec, slot: ProcSlot, proc: Process, stamps: dict[str, float | None],
-                  ends: dict[str, float | None], meta: dict,
-                  lag: float) -> tuple[list[Sample], dict[tuple[str, str], Tally]]:
-    """One engine client's samples and counts (for iperf3, its server's too, nested in its report)."""
+                  ends: dict[str, float | None], meta: dict, lag: float,
+                  tallies: dict[tuple[str, str], Tally]) -> list[Sample]:
+    """One engine client's samples, its counts into ``tallies`` (for iperf3,
+    its server's too, nested in its report)."""
     s = ctx.study
     key = f"{slot.client}:{slot.port}"
     text = read_output(proc.stdout_path)
-    tallies: dict[tuple[str, str], Tally] = {}
     if s.engine == "iperf3":
         try:
             rep = iperf3.parse(text)
@@ -673,7 +645,7 @@ def _parse_client(ctx: UdpContext, spec: TrialSpec, slot: ProcSlot, proc: Proces
         meta["socket_buffers"][key] = rep.socket_buffers
         for q in rep.quirks:
             meta.setdefault("warnings", []).append(f"iperf3 to {key}: {q}")
-        return _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor), tallies
+        return _samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
     iperf.check_iperf2(text, proc, key, ctx.server)
     rep2 = iperf2.parse(text, role="client", omit=s.omit, server_port=slot.port, interval=s.interval,
                         stamp_lag=lag + host_clock_offset(proc), stamps_utc=True)
@@ -681,22 +653,21 @@ def _parse_client(ctx: UdpContext, spec: TrialSpec, slot: ProcSlot, proc: Proces
     _tally(tallies, key, rep2.intervals)
     meta["udp_totals"][key] = {k: list(v) for k, v in rep2.udp.items()}
     iperf.place_iperf2(rep2, key, ends, meta)
-    return _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals), tallies
+    return _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
 
 
-def _parse_server(ctx: UdpContext, spec: TrialSpec, slot: ProcSlot, proc: Process, meta: dict,
-                  lag: float) -> tuple[list[Sample], dict[tuple[str, str], Tally]]:
+def _parse_server(ctx: UdpContext, spec: TrialSpec, slot: ProcSlot, proc: Process, meta: dict, lag: float,
+                  tallies: dict[tuple[str, str], Tally]) -> list[Sample]:
     """An iperf 2 server's samples and counts: the receiver of the fwd flow."""
     s = ctx.study
     key = f"{slot.client}:{slot.port}"
     rep2 = iperf2.parse(read_output(proc.stdout_path), role="server", omit=s.omit, server_port=slot.port,
                         interval=s.interval, stamp_lag=lag + host_clock_offset(proc), stamps_utc=True)
     _all_streams_reported(rep2.intervals, slot, slot.client, tool_stderr(proc.stderr_path))
-    tallies: dict[tuple[str, str], Tally] = {}
     _tally(tallies, key, rep2.intervals)
     for k, v in rep2.udp.items():
         meta["udp_totals"].setdefault(key, {}).setdefault(k, list(v))
-    return _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals), tallies
+    return _samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
 
 
 def _dead_servers(servers: Slots, lost: dict[str, str]) -> dict[str, str]:
