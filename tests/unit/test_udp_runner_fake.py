@@ -77,6 +77,13 @@ def env(tmp_path: Path) -> PointEnv:
     return PointEnv(rel=lambda p: str(Path(p).relative_to(tmp_path)))
 
 
+def searcher(plan) -> udp.UdpRunner:
+    """A runner past preflight on hosts whose tools answer nothing: for tests that replace measure()."""
+    r = udp.UdpRunner(plan, fake(plan, Script(), Script()))
+    r.preflight()
+    return r
+
+
 def run(plan, hosts, tmp_path):
     r = udp.UdpRunner(plan, hosts)
     r.preflight()
@@ -232,9 +239,7 @@ def test_search_bisects_the_rate_per_client_under_the_link_ceiling(monkeypatch, 
     closes in below it."""
     plan = plan_of('rates = ["max"]\ndatagram_sizes = [1472]\nsearch_steps = 10\nsearch_resolution = 0.02',
                    '[link]\nspeed = "1G"')
-    hosts = fake(plan, Script(), Script())
-    r = udp.UdpRunner(plan, hosts)
-    r.preflight()
+    r = searcher(plan)
     assert r.ctx is not None
     tried: list[float | None] = []
 
@@ -263,9 +268,7 @@ def test_search_bisects_the_rate_per_client_under_the_link_ceiling(monkeypatch, 
 
 def test_search_without_a_clean_rate_fails_naming_the_lowest_tried(monkeypatch, tmp_path):
     plan = plan_of('rates = ["max"]\nsearch_steps = 2')
-    hosts = fake(plan, Script(), Script())
-    r = udp.UdpRunner(plan, hosts)
-    r.preflight()
+    r = searcher(plan)
 
     def measure(ctx, env, spec, raw_dir, rate):
         t = udp.Tally(sent_bytes=10**6, sent_s=1.0, expected=100, lost=50, got_bytes=5 * 10**5, got_s=1.0,
@@ -282,9 +285,7 @@ def test_search_counts_a_step_whose_receiver_got_nothing_as_all_lost(monkeypatch
     """Overload that lets nothing through (fragmented datagrams whose fragments
     were lost) is a failing step, not the end of the search."""
     plan = plan_of('rates = ["max"]\nsearch_steps = 3')
-    hosts = fake(plan, Script(), Script())
-    r = udp.UdpRunner(plan, hosts)
-    r.preflight()
+    r = searcher(plan)
 
     def measure(ctx, env, spec, raw_dir, rate):
         if rate is None:        # unpaced: the receiver's reassembly collapsed
@@ -305,9 +306,7 @@ def test_search_counts_a_step_whose_receiver_got_nothing_as_all_lost(monkeypatch
 def test_search_step_that_lost_a_pair_ends_the_search_and_fails_the_point(monkeypatch, tmp_path):
     """The survivors' loss is not the point's: no rate may be judged on it."""
     plan = plan_of('rates = ["max"]\nsearch_steps = 4')
-    hosts = fake(plan, Script(), Script())
-    r = udp.UdpRunner(plan, hosts)
-    r.preflight()
+    r = searcher(plan)
     tried: list[float | None] = []
 
     def measure(ctx, env, spec, raw_dir, rate):
@@ -327,9 +326,7 @@ def test_search_step_that_lost_a_pair_ends_the_search_and_fails_the_point(monkey
 
 def test_search_where_nothing_ever_arrives_fails_with_the_reason(monkeypatch, tmp_path):
     plan = plan_of('rates = ["max"]\nsearch_steps = 2')
-    hosts = fake(plan, Script(), Script())
-    r = udp.UdpRunner(plan, hosts)
-    r.preflight()
+    r = searcher(plan)
 
     def measure(ctx, env, spec, raw_dir, rate):
         t = udp.Tally(sent=500, sent_bytes=10**6, sent_s=1.0, receiver_seen=True)
@@ -434,9 +431,7 @@ def test_a_wrapped_lost_count_that_cannot_be_recovered_is_an_unknown_loss_never_
 
 def test_a_search_step_whose_loss_cannot_be_told_does_not_pass(monkeypatch, tmp_path):
     plan = plan_of('rates = ["max"]\nsearch_steps = 3')
-    hosts = fake(plan, Script(), Script())
-    r = udp.UdpRunner(plan, hosts)
-    r.preflight()
+    r = searcher(plan)
 
     def measure(ctx, env, spec, raw_dir, rate):
         t = udp.Tally(sent_bytes=10**6, sent_s=1.0, expected=100, lost=0, got_bytes=10**6, got_s=1.0,
