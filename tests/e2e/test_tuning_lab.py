@@ -319,11 +319,26 @@ def test_a_setting_changed_during_the_run_fails_the_point_and_is_not_clobbered(t
                     + '[profiles.t]\n[[profiles.t.settings]]\nkind = "sysctl"\n'
                       'key = "net.ipv4.tcp_fin_timeout"\nvalue = 33\n')
     p = nicbench("run", plan, "--store", tmp_path / "store", "--no-report", env=dict(os.environ))
+    # the change must come after preflight's read-back of what was applied (a
+    # change before it is a profile not in force: exit 3, 1 CI run in many when
+    # this waited for the value only): wait for the point's iperf3 client (on
+    # the server host: direction tx), which is spawned after preflight
+    def point_started() -> bool:
+        r = subprocess.run(["ip", "netns", "pids", "nb-e2ey-srv"], capture_output=True, text=True)
+        for pid in r.stdout.split():
+            try:
+                argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if argv[0] == b"iperf3" and b"-c" in argv:
+                return True
+        return False
     knob = ["ip", "netns", "exec", "nb-e2ey-srv", "sysctl", "-n", "net.ipv4.tcp_fin_timeout"]
-    deadline = time.time() + 30
-    while subprocess.run(knob, capture_output=True, text=True).stdout.strip() != "33":
-        assert time.time() < deadline and p.poll() is None
-        time.sleep(0.05)
+    deadline = time.time() + 60
+    while not point_started():
+        assert time.time() < deadline and p.poll() is None, p.poll()
+        time.sleep(0.02)
+    assert subprocess.run(knob, capture_output=True, text=True).stdout.strip() == "33"
     subprocess.run(["ip", "netns", "exec", "nb-e2ey-srv", "sysctl", "-qw", "net.ipv4.tcp_fin_timeout=44"], check=True)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 7, err                                   # a failed point
