@@ -90,3 +90,27 @@ def test_a_window_much_shorter_than_planned_fails_the_point():
     s = series("c1", 0, 4, 1e9) + series("c2", 2.5, 4, 1e9)    # c2 started 2.5 s late
     r = trial_result(_rec(), s, trim=0.0)
     assert r.status == "failed" and "window is 1.50s, expected about 4.00s" in r.error
+
+
+def _if_bytes(host: str, rates: list[float], t0: float = 100.0, dt: float = 0.5) -> list[Sample]:
+    tags = make_tags(host=host, direction="tx")
+    return [Sample("t1", "if.bytes", r * dt, "bytes", t0 + i * dt, t0 + (i + 1) * dt, tags)
+            for i, r in enumerate(rates)]
+
+
+def test_the_longest_lull_is_the_longest_run_of_near_silent_counter_intervals():
+    from nicbench.analysis.aggregate import longest_lull
+    # 1e8 B/s, silent 1 s, back, silent 0.5 s: the 1 s stretch is the lull
+    s = _if_bytes("srv", [1e8, 1e8, 0, 1e3, 1e8, 0, 1e8, 1e8])
+    assert longest_lull(s, direction="tx", window=(100.0, 104.0), host="srv") == (101.0, 102.0)
+    # only the part inside the window counts; another host's silence is not this one's
+    assert longest_lull(s, direction="tx", window=(101.5, 104.0), host="srv") == (101.5, 102.0)
+    assert longest_lull(s + _if_bytes("c1", [0] * 8), direction="tx", window=(100.0, 104.0),
+                        host="srv") == (101.0, 102.0)
+    # a steady host has none; 2 % of the mean is slow, not silent
+    assert longest_lull(_if_bytes("srv", [1e8] * 8), direction="tx", window=(100.0, 104.0), host="srv") is None
+    assert longest_lull(_if_bytes("srv", [1e8, 3e6, 1e8, 1e8]), direction="tx", window=(100.0, 102.0),
+                        host="srv") is None
+    # counters with a gap tell nothing
+    gap = [x for i, x in enumerate(s) if i != 3]
+    assert longest_lull(gap, direction="tx", window=(100.0, 104.0), host="srv") is None

@@ -126,13 +126,16 @@ def test_threads_can_be_swept():
     assert [t.point for t in trials(parse_plan(HTTPS + "threads = 3\nconnections = [4]\n", "h.toml"))] == ["https/c4"]
 
 
-def _wrk_trial(requests: int, errors: int, budget: float | None = None):
+def _wrk_trial(requests: int, errors: int, budget: float | None = None, server_rates: list[float] | None = None):
     from nicbench.records import Sample, TrialRecord, TrialSpec, make_tags
     spec = TrialSpec("t0001", 0, "https", "https/c8", 0, {"scheme": "https", "connections": 8})
     tags = make_tags(host="c1", scheme="https", side="receiver", direction="tx")
     samples = [Sample("t0001", "http.bytes", 5e8, "bytes", 100.0, 105.0, tags),
                Sample("t0001", "http.requests", float(requests), "count", 100.0, 105.0, tags),
                Sample("t0001", "http.socket_errors", float(errors), "count", 100.0, 105.0, tags)]
+    srv = make_tags(host="srv", direction="tx")
+    samples += [Sample("t0001", "if.bytes", r / 2, "bytes", 99.9 + i / 2, 100.4 + i / 2, srv)
+                for i, r in enumerate(server_rates or [])]
     meta = {"server": "srv"} | ({"error_budget": budget} if budget is not None else {})
     return TrialRecord(spec, "ok", 100.0, 106.0, None, meta), samples
 
@@ -147,3 +150,18 @@ def test_socket_errors_beyond_the_budget_fail_the_point():
     assert ok.status == "ok" and ok.socket_errors == 40 and ok.app_gbps == pytest.approx(0.8)
     assert https_trial(*_wrk_trial(4558, 400, 0.1), None).status == "ok"        # the plan may allow more
     assert https_trial(*_wrk_trial(4558, 400), None).status == "failed"          # older runs: 1 % by default
+
+
+def test_a_server_that_went_quiet_mid_point_fails_it():
+    # wrk ends at its duration whatever the server does: nginx frozen for 1.5 s of 5 s
+    # gave a rate wrk reports as fine; the server's interface counters tell
+    from nicbench.studies.https.analysis import https_trial
+    steady = [1e8] * 11
+    assert https_trial(*_wrk_trial(4558, 0, server_rates=steady), None).status == "ok"
+    stalled = [1e8] * 4 + [0.0] * 3 + [1e8] * 4
+    t = https_trial(*_wrk_trial(4558, 0, server_rates=stalled), None)
+    assert t.status == "failed" and t.app_gbps is None
+    assert "sent next to nothing" in t.error and "for 1.5 s of the 5.0 s" in t.error and "from +1.9 s" in t.error
+    # half a second quiet (one read) is not a stall
+    short = [1e8] * 4 + [0.0] + [1e8] * 6
+    assert https_trial(*_wrk_trial(4558, 0, server_rates=short), None).status == "ok"

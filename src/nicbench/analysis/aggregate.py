@@ -185,6 +185,33 @@ def wire_rate(samples: Iterable[Sample], *, direction: str, window: tuple[float,
                     (nbytes + frames * uncounted_per_frame) * 8 / (w1 - w0))
 
 
+def longest_lull(samples: Iterable[Sample], *, direction: str, window: tuple[float, float],
+                 host: str | None = None, below: float = 0.01) -> tuple[float, float] | None:
+    """The longest stretch of ``window`` made of consecutive interface-counter
+    intervals (``if.bytes``) whose byte rate is under ``below`` x the window's
+    mean: the host's traffic stopped (a stalled server).  None when nothing is
+    that quiet, or when the counters do not cover the window (nothing can be
+    told from them)."""
+    by = _counter_samples(samples, "if.bytes", direction, host)
+    w0, w1 = window
+    if w1 <= w0 or not covers(by, w0, w1):
+        return None
+    floor = below * integrate(by, w0, w1) / (w1 - w0)
+    best: tuple[float, float] | None = None
+    cur: tuple[float, float] | None = None
+    for x in by:
+        a, b = max(x.t_start, w0), min(x.t_end, w1)
+        if b <= a:
+            continue
+        if x.value / (x.t_end - x.t_start) <= floor:
+            cur = (cur[0], b) if cur else (a, b)
+            if best is None or cur[1] - cur[0] > best[1] - best[0]:
+                best = cur
+        else:
+            cur = None
+    return best
+
+
 def directions_in(samples: Iterable[Sample]) -> list[str]:
     seen = {s.tag("direction") for s in samples if s.metric == "tcp.bytes"}
     return [d for d in ("tx", "rx") if d in seen]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ...analysis.aggregate import WireRate, wire_rate
+from ...analysis.aggregate import WireRate, longest_lull, wire_rate
 from ...analysis.counters import Counters, counter_warnings, counters
 from ...analysis.cpu import CpuUsage, cpu_usage, cpu_warnings
 from ...analysis.trials import LinkInfo, TrialHead, by_point, float_meta, head, int_param, median_of
@@ -24,6 +24,9 @@ from ...records import Sample, TrialRecord
 # socket errors allowed per request before a point fails: the plan's study.error_budget, recorded with
 # each trial; this default reads runs recorded before there was one
 DEFAULT_ERROR_BUDGET = 0.01
+# a point fails when the server's interface went quiet for this long, and this share of the
+# clients' span: a frozen server, not a slow one (the counters are read every 0.5 s)
+STALL_S, STALL_SHARE = 1.0, 0.1
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,15 @@ def https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | No
                           error=f"wrk counted {socket_errors} socket errors against {requests} requests "
                                 f"({socket_errors / max(requests, 1):.1%}): more than the point's error budget "
                                 f"({budget:.1%}; study.error_budget)", **common)
+    lull = longest_lull(samples, direction="tx", window=window, host=str(meta.get("server")))
+    if lull is not None and lull[1] - lull[0] >= max(STALL_S, STALL_SHARE * (window[1] - window[0])):
+        # wrk ends at its duration whatever the server did: a server frozen for part of
+        # the point gave a lower rate that wrk alone reports as fine
+        return HttpsTrial(status="failed", app_gbps=None, window=None, requests=requests, socket_errors=socket_errors,
+                          error=f"the server sent next to nothing (under 1 % of the point's mean) for "
+                                f"{lull[1] - lull[0]:.1f} s of the {window[1] - window[0]:.1f} s the clients ran "
+                                f"(from +{lull[0] - window[0]:.1f} s): it stalled, so the point's rate is not "
+                                "one it sustains; its error log is in the run's raw/https/", **common)
     u = cpu_usage(samples, window)
     c = counters(samples, window)
     warns = (
