@@ -120,6 +120,22 @@ static int worker_memfd(struct worker *w, size_t size)
 	return w->memfd;
 }
 
+/* Whatever a connection's first send needs is made before the start: a
+ * sendfile connection's memory file filled at its first send held the thread
+ * (a 512 KiB fill: starts 0.77-2.19 ms apart in the seed 000 replay, against
+ * at most 0.90 ms for smaller IO sizes). */
+static void conn_fail(struct worker *w, struct conn *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int send_ready(struct worker *w, struct conn *c)
+{
+	if (c->sending && c->p->proto == P_TCP && c->p->send_mode == S_SENDFILE &&
+	    worker_memfd(w, c->p->io) < 0) {
+		conn_fail(w, c, "cannot make sendfile's memory file: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static void ep_set(struct worker *w, struct conn *c, int udp, uint32_t ev)
 {
 	uint32_t *cur = udp ? &c->uevents : &c->events;
@@ -352,7 +368,6 @@ static void conn_finish(struct worker *w, struct conn *c, const char *status, in
 	}
 }
 
-static void conn_fail(struct worker *w, struct conn *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void conn_fail(struct worker *w, struct conn *c, const char *fmt, ...)
 {
@@ -851,6 +866,8 @@ static void client_read_ack(struct worker *w, struct conn *c)
 		ep_add(w, c, 1, c->receiving ? EPOLLIN : 0);
 	}
 	c->state = CS_READY;
+	if (send_ready(w, c))
+		return;
 	c->kin_mark = ACK_LEN;       /* the server's handshake: the only bytes before the data */
 	ep_set(w, c, 0, EPOLLIN | EPOLLRDHUP);
 	if (++w->nready == w->n) {
@@ -959,6 +976,8 @@ static void server_setup(struct worker *w, struct conn *c)
 		return;
 	}
 	c->state = CS_READY;
+	if (send_ready(w, c))
+		return;
 	c->kin_mark = HELLO_LEN;     /* the client's hello: the only bytes before the data */
 	ep_add(w, c, 0, EPOLLIN | EPOLLRDHUP);
 	w->next_timer = 0;
