@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +82,20 @@ def nicbench(*args, **kw) -> subprocess.Popen:
 
 
 
+def procs_in(netns: str, match: Callable[[list[bytes]], bool]) -> list[int]:
+    """PIDs of the processes inside ``netns`` whose argv (``/proc/PID/cmdline``
+    split at NULs) ``match`` accepts; processes gone meanwhile are skipped."""
+    out = []
+    for p in subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout.split():
+        try:
+            argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and match(argv):
+            out.append(int(p))
+    return out
+
+
 def kill_server_in(netns: str, tool: str, server_word: str, after: float, seen: list[int]) -> None:
     """Kill (by PID) the ``tool`` server (its argv holds ``server_word``: ``-s``,
     ``server``) found in ``netns``, ``after`` s after it appears.  Only a server
@@ -91,15 +106,8 @@ def kill_server_in(netns: str, tool: str, server_word: str, after: float, seen: 
     import time
     deadline = time.time() + 30
     while time.time() < deadline:
-        pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout.split()
-        mine = []
-        for p in pids:
-            try:
-                argv = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if argv and Path(argv[0].decode(errors="replace")).name == tool and server_word.encode() in argv:
-                mine.append(int(p))
+        mine = procs_in(netns, lambda argv: Path(argv[0].decode(errors="replace")).name == tool
+                        and server_word.encode() in argv)
         if mine:
             time.sleep(after)
             for p in mine:

@@ -7,7 +7,7 @@ import resource
 import subprocess
 
 import pytest
-from helpers import namespaces, nicbench
+from helpers import namespaces, nicbench, procs_in
 
 from nicbench.analysis.aggregate import wire_rate
 from nicbench.api import execute, load_run, render
@@ -136,15 +136,7 @@ def nginx_workers(lab: str, n: int) -> list[int]:
     import time
     deadline = time.monotonic() + 10
     while True:
-        r = subprocess.run(["ip", "netns", "pids", f"nb-{lab}-srv"], capture_output=True, text=True, check=True)
-        out = []
-        for pid in map(int, r.stdout.split()):
-            try:
-                cmd = open(f"/proc/{pid}/cmdline", "rb").read()
-            except OSError:
-                continue
-            if cmd.startswith(b"nginx: worker process"):
-                out.append(pid)
+        out = procs_in(f"nb-{lab}-srv", lambda argv: argv[0].startswith(b"nginx: worker process"))
         if len(out) >= n:
             return out
         assert time.monotonic() < deadline, out

@@ -312,7 +312,7 @@ def test_tuning_is_all_or_nothing_a_missing_setting_stops_the_run_and_undoes_the
 def test_a_setting_changed_during_the_run_fails_the_point_and_is_not_clobbered(tmp_path, monkeypatch):
     """Someone else changes a tuned sysctl mid-run: the point it is found
     after fails naming it, and the restore leaves their value alone, saying so."""
-    from helpers import namespaces, nicbench
+    from helpers import namespaces, nicbench, procs_in
     monkeypatch.setenv("NICBENCH_RESTORE_DIR", str(tmp_path / "restore"))
     plan = tmp_path / "drift.toml"
     plan.write_text('tuning = "t"\n' + plan_text("drift", "e2ey", clients=1, duration=4, omit=0)
@@ -324,15 +324,7 @@ def test_a_setting_changed_during_the_run_fails_the_point_and_is_not_clobbered(t
     # this waited for the value only): wait for the point's iperf3 client (on
     # the server host: direction tx), which is spawned after preflight
     def point_started() -> bool:
-        r = subprocess.run(["ip", "netns", "pids", "nb-e2ey-srv"], capture_output=True, text=True)
-        for pid in r.stdout.split():
-            try:
-                argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-            except OSError:
-                continue
-            if argv[0] == b"iperf3" and b"-c" in argv:
-                return True
-        return False
+        return bool(procs_in("nb-e2ey-srv", lambda argv: argv[0] == b"iperf3" and b"-c" in argv))
     knob = ["ip", "netns", "exec", "nb-e2ey-srv", "sysctl", "-n", "net.ipv4.tcp_fin_timeout"]
     deadline = time.time() + 60
     while not point_started():

@@ -16,7 +16,7 @@ from nicbench.hosts.fake import FakeHosts, FakeTransport, Script
 from nicbench.hosts.spec import HostSpec, HostsSpec
 from nicbench.plan import parse_plan
 from nicbench.plan.matrix import trials
-from nicbench.records import TrialRecord
+from nicbench.records import Sample, TrialRecord, make_tags
 from nicbench.run.kit import PointEnv
 from nicbench.studies.udp import runner as udp
 from nicbench.studies.udp.analysis import udp_points, udp_trial
@@ -314,14 +314,36 @@ def test_search_step_that_lost_a_pair_ends_the_search_and_fails_the_point(monkey
         t = udp.Tally(sent_bytes=10**6, sent_s=1.0, expected=100, lost=50, got_bytes=5 * 10**5, got_s=1.0,
                       receiver_seen=True)
         status, err = ("ok", None) if len(tried) == 1 else ("partial", "partial: c2:5201 lost: killed")
-        return udp.Measured(TrialRecord(spec, status, 0.0, 1.0, err, {"lost": {"c2:5201": "killed"}}), [], [],
-                            {("c1:5201", "tx"): t})
+        return udp.Measured(TrialRecord(spec, status, 0.0, 1.0, err, {"lost": {"c2:5201": "killed"}}),
+                            [_survivor_sample(spec.trial_id)], [], {("c1:5201", "tx"): t})
 
     monkeypatch.setattr(udp, "measure", measure)
     rec, samples, _ = udp.run_trial(r.ctx, env(tmp_path), trials(plan)[0], tmp_path)
+    # the survivors' samples of that step go too: they are not the point's figures
     assert len(tried) == 2 and rec.status == "failed" and samples == []
     assert "search step 1" in rec.error and "c2:5201 lost" in rec.error and "the search stopped" in rec.error
     assert len(rec.meta["search"]["steps"]) == 1
+
+
+def _survivor_sample(trial_id: str) -> Sample:
+    return Sample(trial_id, "udp.bytes", 5e5, "bytes", 0.0, 1.0,
+                  make_tags(host="c1", port=5201, side="receiver", direction="tx"))
+
+
+def test_search_step_that_failed_keeps_its_samples_as_before(monkeypatch, tmp_path):
+    """Only a step turned from partial to failed drops its samples; a step that
+    failed by itself keeps what it measured, as every failed point does."""
+    plan = plan_of('rates = ["max"]\nsearch_steps = 4')
+    r = searcher(plan)
+
+    def measure(ctx, env, spec, raw_dir, rate):
+        return udp.Measured(TrialRecord(spec, "failed", 0.0, 1.0, "iperf3 to c1:5201 exited 1", {}),
+                            [_survivor_sample(spec.trial_id)], [], {})
+
+    monkeypatch.setattr(udp, "measure", measure)
+    rec, samples, _ = udp.run_trial(r.ctx, env(tmp_path), trials(plan)[0], tmp_path)
+    assert rec.status == "failed" and "search step 0" in rec.error and "exited 1" in rec.error
+    assert samples == [_survivor_sample(rec.spec.trial_id)]
 
 
 def test_search_where_nothing_ever_arrives_fails_with_the_reason(monkeypatch, tmp_path):

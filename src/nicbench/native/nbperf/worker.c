@@ -120,17 +120,16 @@ static int worker_memfd(struct worker *w, size_t size)
 	return w->memfd;
 }
 
-static void conn_fail(struct worker *w, struct conn *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-/* Whatever a connection's first send needs is made before the start: a
- * sendfile connection's memory file filled at its first send held the thread
- * (a 512 KiB fill: starts up to 5.7 ms apart at 512K in the seed 000 replay,
- * 0.2-0.4 ms once filled here). */
-static int send_ready(struct worker *w, struct conn *c)
+/* Whatever a connection's first send needs is made before the start, at the
+ * handshake: a sendfile connection's memory file filled at its first send held
+ * the thread (a 512 KiB fill: starts up to 5.7 ms apart at 512K in the seed 000
+ * replay, 0.2-0.4 ms once filled here).  -1 with `why` when it cannot be made:
+ * the server refuses the connection with it, the client fails it. */
+static int send_ready(struct worker *w, struct conn *c, char *why, size_t n)
 {
 	if (c->sending && c->p->proto == P_TCP && c->p->send_mode == S_SENDFILE &&
 	    worker_memfd(w, c->p->io) < 0) {
-		conn_fail(w, c, "cannot make sendfile's memory file: %s", strerror(errno));
+		snprintf(why, n, "cannot make sendfile's memory file: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -367,6 +366,8 @@ static void conn_finish(struct worker *w, struct conn *c, const char *status, in
 		notify(G.notify_fd);
 	}
 }
+
+static void conn_fail(struct worker *w, struct conn *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void conn_fail(struct worker *w, struct conn *c, const char *fmt, ...)
 {
@@ -821,7 +822,7 @@ static void hexdump(char *dst, size_t n, const uint8_t *b, size_t len)
 static void client_read_ack(struct worker *w, struct conn *c)
 {
 	ssize_t n = recv(c->fd, c->hbuf + c->hlen, ACK_LEN - c->hlen, MSG_DONTWAIT);
-	char hex[24];
+	char hex[24], why[200];
 	struct ack a;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -865,8 +866,10 @@ static void client_read_ack(struct worker *w, struct conn *c)
 		ep_add(w, c, 1, c->receiving ? EPOLLIN : 0);
 	}
 	c->state = CS_READY;
-	if (send_ready(w, c))
+	if (send_ready(w, c, why, sizeof(why))) {
+		conn_fail(w, c, "%s", why);
 		return;
+	}
 	c->kin_mark = ACK_LEN;       /* the server's handshake: the only bytes before the data */
 	ep_set(w, c, 0, EPOLLIN | EPOLLRDHUP);
 	if (++w->nready == w->n) {
@@ -967,6 +970,8 @@ static void server_setup(struct worker *w, struct conn *c)
 				   ((struct sockaddr_in6 *)&local)->sin6_port);
 		ep_add(w, c, 1, c->receiving ? EPOLLIN : 0);
 	}
+	if (send_ready(w, c, why, sizeof(why)))
+		goto refuse;
 	a.server_ns = now_ns();
 	ack_encode(b, &a);
 	if (send(c->fd, b, ACK_LEN, MSG_NOSIGNAL | MSG_DONTWAIT) != ACK_LEN) {
@@ -975,8 +980,6 @@ static void server_setup(struct worker *w, struct conn *c)
 		return;
 	}
 	c->state = CS_READY;
-	if (send_ready(w, c))
-		return;
 	c->kin_mark = HELLO_LEN;     /* the client's hello: the only bytes before the data */
 	ep_add(w, c, 0, EPOLLIN | EPOLLRDHUP);
 	w->next_timer = 0;
