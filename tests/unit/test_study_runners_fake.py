@@ -381,3 +381,30 @@ def test_fio_reports_on_another_clock_than_the_start_stamp_fail_the_point(tmp_pa
     r.stop(e, tmp_path / "storage")
     assert out.record.status == "failed" and "outside the 4 s it was given" in out.record.error
     assert "timestamp_ms" in out.record.error
+
+
+def test_trafgens_full_send_buffer_panic_fails_the_point_with_what_to_do(tmp_path):
+    """The recorded SSH-lab panic (trafgen 0.6.8, ring flush EAGAIN, exit 1): the
+    point fails naming trafgen's words, and its hint says what to do."""
+    plan = parse_plan(PACKET_PLAN.replace('engines = ["nbgen"]', 'engines = ["trafgen"]'))
+    err = fixture_text("trafgen", "0.6.8", "ssh_flush_eagain.err")
+    out_text = fixture_text("trafgen", "0.6.8", "ssh_flush_eagain.out").replace("@@nicbench-begin\n", "")
+    sink = packet_host("02", "sink")
+
+    def gen(argv: list[str]) -> Script:
+        if argv[:2] == ["trafgen", "-v"]:
+            return Script("\ntrafgen 0.6.8 (Flutternozzle), Git id: (none)\n")
+        if argv[:1] == ["timeout"] and "trafgen" in argv:
+            return Script(stdout=out_text, stderr="".join(ln + "\n" for ln in err.splitlines()
+                                                          if not ln.startswith("nicbench-")),
+                          returncode=1, runtime=1.5, launcher=True)
+        return packet_host("01", "gen")(argv)
+    hosts = fake_hosts(plan, {"gen": gen, "sink": sink}, direct=1)
+    hosts.transport("gen").files["/sys/devices/system/cpu/online"] = "0-1\n"
+    r = PacketRunner(plan, hosts)
+    r.preflight()
+    [spec] = trials(plan)
+    rec = r.trial(env(tmp_path), spec, tmp_path / spec.trial_id).record
+    assert rec.status == "failed", rec.error
+    assert "trafgen on pk0 exited 1" in rec.error and "Flushing TX_RING failed" in rec.error, rec.error
+    assert "send buffer is full" in rec.error and "study.rate" in rec.error, rec.error
