@@ -305,3 +305,28 @@ def test_every_client_lost_is_a_failed_point(tmp_path):
                                                            returncode=1, runtime=1.0))
     rec, samples, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
     assert rec.status == "failed" and "c1:5201" in rec.error and "c2:5201" in rec.error
+
+
+def test_a_pair_whose_output_cannot_be_parsed_is_lost_with_why_never_the_run():
+    """run.iperf.parsed_or_lost, shared by the iperf, UDP and nbperf runners:
+    nicbench's own error in its words (after the label, when it does not name
+    the pair itself), a parser bug as output not understood, the value passed
+    through otherwise."""
+    from nicbench.core.errors import ToolError
+    from nicbench.run.iperf import parsed_or_lost
+
+    def tool_error():
+        raise ToolError("no end record", where="srv", hint="run it again")
+
+    def parser_bug():
+        raise KeyError("sum")
+    lost: dict[str, str] = {}
+    assert parsed_or_lost("c1:5201", lost, "iperf3", lambda: 7) == 7 and lost == {}
+    assert parsed_or_lost("c1:5201", lost, "iperf3", tool_error) is None
+    assert lost["c1:5201"] == "no end record (hint: run it again)"
+    assert parsed_or_lost("c2:5201", lost, "nbperf", tool_error, label="nbperf to c2:5201") is None
+    assert lost["c2:5201"] == "nbperf to c2:5201: no end record (hint: run it again)"
+    assert parsed_or_lost("c3:5201", lost, "iperf2", parser_bug) is None
+    assert lost["c3:5201"] == "iperf2 to c3:5201: tool output not understood: KeyError: 'sum'"
+    assert parsed_or_lost("c4:5201", lost, "iperf2", parser_bug, label="the iperf2 server on c4:5201") is None
+    assert lost["c4:5201"].startswith("the iperf2 server on c4:5201: tool output not understood: KeyError")

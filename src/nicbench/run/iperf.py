@@ -227,17 +227,18 @@ def check_iperf2(text: str, proc: Process, key: str, host: str) -> None:
                          host)
 
 
-def parsed_or_lost(key: str, lost: dict[str, str], what: str, parse: Callable[[], T]) -> T | None:
+def parsed_or_lost(key: str, lost: dict[str, str], what: str, parse: Callable[[], T], *,
+                   label: str | None = None) -> T | None:
     """``parse()`` of one engine pair's output, or None with the pair in ``lost``
-    and why: nicbench's own errors in their words, a parser bug (ValueError,
-    KeyError, TypeError) as output not understood -- it loses the pair, never
-    the run."""
+    and why: nicbench's own errors in their words (after ``label``, for errors
+    that do not name the pair themselves), a parser bug (ValueError, KeyError,
+    TypeError) as output not understood -- it loses the pair, never the run."""
     try:
         return parse()
     except NicbenchError as e:
-        lost[key] = e.message + (f" (hint: {e.hint})" if e.hint else "")
+        lost[key] = (f"{label}: " if label else "") + e.message + (f" (hint: {e.hint})" if e.hint else "")
     except (ValueError, KeyError, TypeError) as e:
-        lost[key] = f"{what} to {key}: tool output not understood: {type(e).__name__}: {e}"
+        lost[key] = f"{label or f'{what} to {key}'}: tool output not understood: {type(e).__name__}: {e}"
     return None
 
 

@@ -34,7 +34,7 @@ from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, tool_procs
 from ..tools import nbperf
 from ..tools.base import FlowInterval, MinVersion, ToolInfo, parse_version
-from .iperf import pair_fate
+from .iperf import pair_fate, parsed_or_lost
 from .kit import PointEnv, PointGuard, PointSamplers, RawFiles, even_shares, stall_causes, stalled
 from .preflight import busy_ports, reach_problems
 from .study import Preflight, TrialOutcome
@@ -591,18 +591,16 @@ def parse_pairs(h: NbperfHosts, d: Driven, meta: dict[str, Any],
     for pair, proc in d.clis:
         if pair.key in d.lost:
             continue
-        sproc = srv_of[pair.key]
-        try:
+        def parsed(pair: Pair = pair, proc: Process = proc) -> tuple[nbperf.ClientRun, nbperf.ServerRun, list[Sample]]:
+            sproc = srv_of[pair.key]
             cr = nbperf.parse_client(read_output(proc.stdout_path), read_output(proc.stderr_path), where=h.server)
             sr = nbperf.parse_server(read_output(sproc.stdout_path), read_output(sproc.stderr_path),
                                      where=pair.client)
-            got = samples_of(pair, cr, sr)
-        except NicbenchError as e:
-            d.lost[pair.key] = f"nbperf to {pair.key}: {e.message}" + (f" (hint: {e.hint})" if e.hint else "")
+            return cr, sr, samples_of(pair, cr, sr)
+        got_all = parsed_or_lost(pair.key, d.lost, "nbperf", parsed, label=f"nbperf to {pair.key}")
+        if got_all is None:
             continue
-        except (ValueError, KeyError, TypeError) as e:    # a parser bug must lose the pair, not the run
-            d.lost[pair.key] = f"nbperf to {pair.key}: output not understood: {type(e).__name__}: {e}"
-            continue
+        cr, sr, got = got_all
         samples += [replace(x, t_start=x.t_start - off, t_end=x.t_end - off) for x in got] if off else got
         firsts[pair.key] = [t - off for t in first_sends(cr, sr)]
         meta["clock_offsets"][pair.key] = cr.clock_offset

@@ -22,7 +22,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import NicbenchError
 from ...hosts.base import Hosts
 from ...hosts.transport import Process, Transport, host_clock_offset, read_output
 from ...plan.model import Plan
@@ -250,12 +249,11 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis: Slots, serve
             key = f"{slot.client}:{slot.port}"
             if key in lost:
                 continue
-            try:
-                rep2 = iperf2.parse(read_output(proc.stdout_path), role="server", omit=ctx.study.omit,
-                                    server_port=slot.port, interval=ctx.study.interval,
-                                    stamp_lag=lag + host_clock_offset(proc), stamps_utc=True)
-            except (NicbenchError, ValueError, KeyError, TypeError) as e:
-                lost[key] = f"the iperf2 server on {key}: {e}"
+            rep2 = iperf.parsed_or_lost(key, lost, "iperf2", partial(
+                iperf2.parse, read_output(proc.stdout_path), role="server", omit=ctx.study.omit,
+                server_port=slot.port, interval=ctx.study.interval, stamp_lag=lag + host_clock_offset(proc),
+                stamps_utc=True), label=f"the iperf2 server on {key}")
+            if rep2 is None:
                 continue
             samples += iperf.flow_samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
             for k, v in rep2.totals.items():
