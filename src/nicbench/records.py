@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Unit = Literal["bytes", "bit/s", "s", "count", "percent", "packets"]
 UNITS: frozenset[str] = frozenset(Unit.__args__)  # type: ignore[attr-defined]
@@ -19,6 +19,7 @@ UNITS: frozenset[str] = frozenset(Unit.__args__)  # type: ignore[attr-defined]
 # partial: some of the point's hosts or processes were lost (killed, unreachable),
 # the survivors' data is kept and said to be survivors-only, never as a whole point
 TrialStatus = Literal["ok", "partial", "failed", "interrupted"]
+TRIAL_STATUSES: tuple[str, ...] = get_args(TrialStatus)
 
 # /proc/stat's per-CPU states, as the CPU sampler names its samples (cpu.<state>),
 # and the ones that count as busy: work done here (steal is another guest's)

@@ -152,6 +152,15 @@ def test_socket_errors_beyond_the_budget_fail_the_point():
     assert https_trial(*_wrk_trial(4558, 400), None).status == "failed"          # older runs: 1 % by default
 
 
+def test_a_point_failed_for_its_errors_keeps_them_in_its_errors_column():
+    # the audit's case: 51,702 socket errors against 278 requests, the point failed
+    # and its report's errors column said 0 (only ok repeats were counted)
+    from nicbench.studies.https.analysis import https_points, https_trial
+    [p] = https_points([https_trial(*_wrk_trial(278, 51702), None)], None, 1)
+    assert (p.n_ok, p.n_failed) == (0, 1)
+    assert (p.requests, p.socket_errors) == (278, 51702)
+
+
 def test_a_server_that_went_quiet_mid_point_fails_it():
     # wrk ends at its duration whatever the server does: nginx frozen for 1.5 s of 5 s
     # gave a rate wrk reports as fine; the server's interface counters tell

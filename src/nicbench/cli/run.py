@@ -15,7 +15,7 @@ from ..studies.registry import VIEWS, study
 from .options import emit, json_option, plan_store, quoted, report_dir, store_option
 from .progress import TerminalProgress
 from .recover import clean, inspect
-from .tables import echo_table, points_table
+from .tables import echo_table, flagged_points, points_table
 
 
 @click.command()
@@ -65,22 +65,28 @@ def run(ctx: click.Context, plan: Path, store: str | None, keep_lab: bool, no_re
     report = None if no_report else s.view.render(view, report_dir(view.run_dir))
     # the analysis has the last word: a point whose tools succeeded can still be
     # rejected (a window too short to trust, a process without receiver data)
+    # (summarise stored that decision: the archive says what this summary says)
     rejected = [t for t in view.trials if t.status != "ok" and t.error and t.problems]
     partial = sum(t.status == "partial" for t in view.trials)
     failed = sum(t.status not in ("ok", "partial") for t in view.trials)
     ok = len(view.trials) - failed - partial
-    data = {"run_id": outcome.run_id, "run_dir": str(outcome.run_dir), "status": outcome.status,
+    rows = s.view.rows(view)
+    flagged = flagged_points(rows, s.view.headline)
+    data = {"run_id": outcome.run_id, "run_dir": str(outcome.run_dir), "status": view.meta.get("status", outcome.status),
             "points_ok": ok, "points_failed": failed, "points_partial": partial,
-            "rejected_by_analysis": len(rejected), "hosts_unreachable": dict(outcome.unreachable),
+            "rejected_by_analysis": len(rejected), "flagged": flagged,
+            "hosts_unreachable": dict(outcome.unreachable),
             "report": str(report) if report else None, "warnings": list(outcome.warnings),
             "store": outcome.archive.display if outcome.archive else loc.display}
     if not ctx.obj.get("json"):
-        echo_table(points_table(s.view.rows(view), s.view.headline, title=f"{p.name}: results"))
+        echo_table(points_table(rows, s.view.headline, title=f"{p.name}: results"))
     lines = [f"run {outcome.run_id}: {ok} points ok, {failed} failed"
              + (f", {partial} partial (survivors only)" if partial else "")
-             + (f" ({len(rejected)} rejected by the analysis)" if rejected else "")]
+             + (f" ({len(rejected)} rejected by the analysis)" if rejected else "")
+             + (f"; {len(flagged)} flagged" if flagged else "")]
     lines += [f"host {h}: unreachable from point {p} on" for h, p in outcome.unreachable.items()]
     lines += [f"rejected: {t.point}: {t.error}" for t in rejected]
+    lines += [f"flagged: {f}" for f in flagged]
     lines += [f"warning: {w}" for w in outcome.warnings]
     if report:
         lines.append(f"report: {report}")

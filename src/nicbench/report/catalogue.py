@@ -9,6 +9,7 @@ this with the study registry's views.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from .. import __version__
@@ -21,12 +22,15 @@ SUMMARY_VERSION = f"{__version__}+summary2"
 
 def summarise(archive: Archive, run_id: str, views: Mapping[str, StudyView]) -> RunView:
     """Analyse run ``run_id`` of ``archive`` with its study's view and store
-    its per-point figures; the analysed run."""
+    what it decided: each trial's status (a point the analysis rejects is
+    failed in the archive, not only on the console), the run's status that
+    follows, and its per-point figures; the analysed run."""
     view = analyse(read_run(Path(), archive, run_id), views)
     sv = views[view.info.study]
+    status = archive.record_decisions(run_id, [(t.trial_id, t.status, t.error) for t in view.trials])
     archive.write_summary(run_id, sv.point_summaries(view), sv.metrics[0].name if sv.metrics else None,
                           SUMMARY_VERSION)
-    return view
+    return replace(view, meta={**view.meta, "status": status}) if view.meta.get("status") != status else view
 
 
 def metric_of(views: Mapping[str, StudyView], metric: str, study: str | None = None) -> list[tuple[str, Metric]]:

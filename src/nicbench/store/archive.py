@@ -34,6 +34,8 @@ from .names import is_run_id
 POINT_COLS = ("rid", "point", "params", "n_ok", "n_failed", "n_partial", "survivors_only")
 MARKER = "run.json"            # in a run directory: which run of which archive it is
 LABEL_KEYS = ("host", "kernel", "driver", "firmware", "tag")
+# a finished run's status as its points make it: all ok, some partial, some failed
+RUN_DONE = ("done", "done-with-partial-points", "done-with-failures")
 
 
 @dataclass(frozen=True)
@@ -324,6 +326,43 @@ class Archive:
         """A run's rows (its directory is the caller's to remove)."""
         with self.db.transaction():
             self.db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+
+    # ---- the analysis' decisions (one status per trial, read the same everywhere) ----
+    def record_decisions(self, run_id: str, decisions: Sequence[tuple[str, str, str | None]]) -> str:
+        """Store the analysis' status and error of each trial, ``(trial_id,
+        status, error)``, where they differ from the stored ones, and the
+        run's status that follows from them; returns the run's status.
+
+        The runner's own record is kept in the trial's meta (``recorded``) the
+        first time it is overridden, and read back from there for the next
+        analysis (:class:`~nicbench.store.reader.RunReader`), so a better
+        analysis can re-decide an old run; every list, filter, count and
+        export reads the decision.  Only a finished run's point-derived status
+        (``done``, ``done-with-failures``, ``done-with-partial-points``)
+        follows its points; interrupted and aborted runs keep theirs."""
+        row = self.row(run_id, include_hidden=True)
+        stored = {t: (st, err, m) for t, st, err, m in self.db.query(
+            "SELECT trial_id, status, error, meta FROM trials WHERE rid = ?", (row.rid,))}
+        with self.db.transaction():
+            for trial_id, status, error in decisions:
+                have = stored.get(trial_id)
+                if have is None or (have[0], have[1]) == (status, error):
+                    continue
+                meta = loads(have[2], {}) or {}
+                meta.setdefault("recorded", {"status": have[0], "error": have[1]})
+                if meta["recorded"] == {"status": status, "error": error}:
+                    del meta["recorded"]        # a re-analysis agrees with the runner again
+                self.db.execute("UPDATE trials SET status = ?, error = ?, meta = ? WHERE rid = ? AND trial_id = ?",
+                                (status, error, json.dumps(meta, sort_keys=True, default=str), row.rid, trial_id))
+            self.refresh_counts(row.rid)
+            status = row.stored_status
+            if status in RUN_DONE:
+                counts = self.db.one("SELECT trials_failed, trials_partial FROM runs WHERE rid = ?", (row.rid,))
+                failed, partial = counts if counts else (0, 0)
+                status = RUN_DONE[2] if failed else RUN_DONE[1] if partial else RUN_DONE[0]
+                if status != row.stored_status:
+                    self.db.execute("UPDATE runs SET status = ? WHERE rid = ?", (status, row.rid))
+        return status
 
     # ---- summaries (what the study's view computed per point) ----
     def write_summary(self, run_id: str, points: Sequence[PointSummary], headline: str | None,

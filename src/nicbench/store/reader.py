@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import StoreError
-from ..records import Fact, HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
+from ..records import TRIAL_STATUSES, Fact, HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from .archive import Archive, RunRow, loads
 from .location import StoreLocation, parse_store
 from .writer import SPOOL, read_marker
@@ -70,7 +70,14 @@ class RunReader:
                 "SELECT trial_id, idx, point, repeat, params, status, started, ended, error, meta FROM trials "
                 "WHERE rid = ? ORDER BY idx", (self.row.rid,)):
             spec = TrialSpec(row[0], int(row[1]), self.row.study, row[2], int(row[3]), loads(row[4], {}) or {})
-            out.append(TrialRecord(spec, row[5], float(row[6]), float(row[7]), row[8], loads(row[9], {}) or {}))
+            meta = loads(row[9], {}) or {}
+            status, error = row[5], row[8]
+            # the analysis reads what the runner recorded; the row holds the analysis'
+            # decision over it (Archive.record_decisions), read by lists and counts
+            recorded = meta.pop("recorded", None)
+            if isinstance(recorded, dict) and recorded.get("status") in TRIAL_STATUSES:
+                status, error = recorded["status"], recorded.get("error")
+            out.append(TrialRecord(spec, status, float(row[6]), float(row[7]), error, meta))
         return out
 
     def samples(self, trial_id: str | None = None, metric: str | None = None) -> list[Sample]:

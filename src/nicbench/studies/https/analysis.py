@@ -86,6 +86,7 @@ def https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | No
         wire = wire_rate(samples, direction="tx", window=window, uncounted_per_frame=linerate.per_frame_uncounted(),
                          host=str(meta.get("server")))
     requests, socket_errors = total("http.requests"), total("http.socket_errors")
+    common["bad_status"] = total("http.bad_status")
     budget = float_meta(meta, "error_budget", DEFAULT_ERROR_BUDGET)
     if socket_errors > budget * max(requests, 1):
         # a firewall resetting connections mid-run: wrk still counts what it got
@@ -114,7 +115,6 @@ def https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | No
         window=window,
         requests=requests,
         socket_errors=socket_errors,
-        bad_status=total("http.bad_status"),
         wire=wire,
         cpu=u,
         counters=c,
@@ -196,9 +196,11 @@ def https_points(trials: Iterable[HttpsTrial], link: LinkInfo | None, clients: i
                 med(t.cpu.cores_busy if t.cpu else None for t in ok),
                 med(t.cores("nginx") for t in ok),
                 med(t.cores("wrk") for t in ok),
-                sum(t.requests for t in ok),
-                sum(t.socket_errors for t in ok),
-                sum(t.bad_status for t in ok),
+                # counts of what happened, over every repeat: a repeat failed for its
+                # socket errors keeps them in the point's errors column
+                sum(t.requests for t in ts),
+                sum(t.socket_errors for t in ts),
+                sum(t.bad_status for t in ts),
                 tuple(sorted({t.ktls for t in ts if t.ktls})),
                 tuple(sorted({t.error for t in ts if t.error})),
                 tuple(sorted({w for t in ts for w in t.warnings})),
