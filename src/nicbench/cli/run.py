@@ -72,7 +72,8 @@ def run(ctx: click.Context, plan: Path, store: str | None, keep_lab: bool, no_re
     ok = len(view.trials) - failed - partial
     rows = s.view.rows(view)
     flagged = flagged_points(rows, s.view.headline)
-    data = {"run_id": outcome.run_id, "run_dir": str(outcome.run_dir), "status": view.meta.get("status", outcome.status),
+    data = {"run_id": outcome.run_id, "run_dir": str(outcome.run_dir),
+            "status": view.meta.get("status", outcome.status),
             "points_ok": ok, "points_failed": failed, "points_partial": partial,
             "rejected_by_analysis": len(rejected), "flagged": flagged,
             "hosts_unreachable": dict(outcome.unreachable),
