@@ -20,6 +20,8 @@ UNITS: frozenset[str] = frozenset(Unit.__args__)  # type: ignore[attr-defined]
 # the survivors' data is kept and said to be survivors-only, never as a whole point
 TrialStatus = Literal["ok", "partial", "failed", "interrupted"]
 TRIAL_STATUSES: tuple[str, ...] = get_args(TrialStatus)
+# the directions of a point's traffic, from the study server's side (bidir: both at once)
+DIRECTIONS: Mapping[str, tuple[str, ...]] = {"tx": ("tx",), "rx": ("rx",), "bidir": ("tx", "rx")}
 
 # /proc/stat's per-CPU states, as the CPU sampler names its samples (cpu.<state>),
 # and the ones that count as busy: work done here (steal is another guest's)

@@ -112,3 +112,36 @@ def test_a_flagged_point_is_named_and_marked_without_colour(capsys):
     [fine] = [line for line in out.splitlines() if "64K" in line]
     assert "101 !" in above and "!" not in fine
     assert "!: flagged" in out
+
+
+def _zeroed(doc: dict) -> dict:
+    """An iperf3 report whose receiver counted nothing, exit 0, no error."""
+    for part in (doc, doc["server_output_json"]):
+        for iv in part["intervals"]:
+            for x in [*iv["streams"], iv["sum"]]:
+                x["bytes"], x["bits_per_second"] = 0, 0.0
+    return doc
+
+
+@pytest.mark.parametrize("how", ["zero bytes", "error after the report"])
+def test_a_pair_that_moved_nothing_or_said_an_error_is_lost(tmp_path, how):
+    """Item 2: c2's engine reported 0 bytes (or printed 'iperf3: error - ...'
+    after its report) and exited 0: the pair is lost, the point partial and
+    the pair named -- not a zero summed as a measurement."""
+    def script(argv: list[str]) -> Script:
+        if argv[:2] == ["iperf3", "-c"] and argv[2] == "198.18.0.3":
+            doc = json.loads(fixture_text("iperf3", "3.12", "tx_p2.json"))
+            if how == "zero bytes":
+                return Script(stdout=json.dumps(_zeroed(doc)), runtime=3.01)
+            return Script(stdout=json.dumps(doc), runtime=3.01,
+                          stderr="iperf3: error - unable to receive results: Bad file descriptor\n")
+        return responder(argv)
+    store = tmp_path / "arch"
+    run_id = run_once(store, script)
+    with Archive.open(store) as a:
+        row = a.row(run_id)
+        recs = RunReader(a, row).trials()
+    assert [r.status for r in recs] == ["partial", "partial"]
+    lost = recs[0].meta["lost"]
+    assert list(lost) == ["c2:5201"]
+    assert ("moved no tx bytes" if how == "zero bytes" else "unable to receive results") in lost["c2:5201"]

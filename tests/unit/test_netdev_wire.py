@@ -132,3 +132,14 @@ def test_wire_rate_needs_counters_over_the_whole_window():
 
 def test_odd_column_counts_are_not_guessed():
     assert parse_net_dev(" face |bytes\n  eth0: 1 2 3\n") == {}
+
+
+def test_goodput_far_under_what_the_interface_carried_is_flagged():
+    # the audit's case: a pair that reported 0 bytes left out of the sum -- 0.474 Gbit/s
+    # recorded while the wire carried ~0.95; the interface's counters tell, whatever the engine said
+    r, p = _run(0.47, True)
+    assert r.status == "ok" and set(r.below_carried) == {"tx"} and r.below_carried["tx"] == pytest.approx(0.5, abs=0.01)
+    assert any("of the TCP payload the server's interface carried" in w for w in r.warnings)
+    assert p.min_of_carried == pytest.approx(0.5, abs=0.01)
+    fine, q = _run(0.94, True)                # 1448 of 1514 bytes a frame: 0.99 of the carried payload
+    assert fine.below_carried == {} and q.min_of_carried is None

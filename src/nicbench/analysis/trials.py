@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..core import linerate
-from ..records import TrialRecord
+from ..records import DIRECTIONS, TrialRecord
 
 ABOVE_CEILING_TOLERANCE = 0.005   # 0.5 %: rounding of windows and counters, no more
 
-# the directions of a point's traffic, from the study server's side (bidir: both at once)
-EXPECTED_DIRECTIONS = {"tx": ("tx",), "rx": ("rx",), "bidir": ("tx", "rx")}
+EXPECTED_DIRECTIONS = DIRECTIONS
 
 T = TypeVar("T", bound="TrialHead")
 

@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import END_MARK, Process, Transport, gate_time, read_output, tool_stderr
-from ..records import Sample, Tags, make_tags
+from ..records import DIRECTIONS, Sample, Tags, make_tags
 from ..sampling.sampler import NetTarget, tool_pid, tool_procs
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, MinVersion, ToolInfo
@@ -214,6 +214,11 @@ def check_iperf3(rep: iperf3.Iperf3Report, proc: Process, key: str, host: str) -
     if rc not in (0, None):
         raise ToolError(f"iperf3 to {key} exited {rc} after printing a report without an error: "
                         f"{tail(tool_stderr(proc.stderr_path)) or 'no error text'}", where=host)
+    # iperf3 can print its report and then fail (the results exchange, a server
+    # gone) with exit 0: its error line on stderr is not silence
+    said = [ln for ln in tool_stderr(proc.stderr_path).splitlines() if ln.startswith("iperf3: error")]
+    if said:
+        raise ToolError(f"iperf3 to {key} said after its report, exiting 0: {said[-1]}", where=host)
 
 
 def check_iperf2(text: str, proc: Process, key: str, host: str) -> None:
@@ -240,6 +245,27 @@ def parsed_or_lost(key: str, lost: dict[str, str], what: str, parse: Callable[[]
     except (ValueError, KeyError, TypeError) as e:
         lost[key] = f"{label or f'{what} to {key}'}: tool output not understood: {type(e).__name__}: {e}"
     return None
+
+
+def silent_pairs(samples: Sequence[Sample], keys: Sequence[str], direction: str, lost: dict[str, str],
+                 metric: str = "tcp.bytes") -> list[Sample]:
+    """The samples less those of pairs that moved nothing: a pair (``client:port``)
+    whose receiver counted 0 bytes over the whole test in a direction the point
+    asked for, with no error said, is lost (its zero was summed as a
+    measurement: a point recorded at half its rate while its wire carried the
+    whole); the pair goes into ``lost`` with why.  A pair with no receiver
+    figure at all is the analysis' to reject, as before."""
+    moved: dict[tuple[str, str], float] = {}
+    for x in samples:
+        if x.metric == metric and x.tag("side") == "receiver" and x.tag("omitted", "0") != "1":
+            k = (f"{x.tag('host')}:{x.tag('proc')}", x.tag("direction") or "?")
+            moved[k] = moved.get(k, 0.0) + x.value
+    for key in keys:
+        for d in DIRECTIONS.get(direction, ()):
+            if key not in lost and moved.get((key, d), 1.0) <= 0:
+                lost[key] = (f"{key} moved no {d} bytes: its engine reported 0 bytes received over the whole "
+                             "test and exited without an error (a connection that never carried data?)")
+    return [x for x in samples if f"{x.tag('host')}:{x.tag('proc')}" not in lost]
 
 
 def pair_fate(status: str, error: str | None, lost: dict[str, str], pairs: int,

@@ -34,7 +34,7 @@ from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, tool_procs
 from ..tools import nbperf
 from ..tools.base import FlowInterval, MinVersion, ToolInfo, parse_version
-from .iperf import pair_fate, parsed_or_lost
+from .iperf import pair_fate, parsed_or_lost, silent_pairs
 from .kit import PointEnv, PointGuard, PointSamplers, RawFiles, even_shares, stall_causes, stalled
 from .preflight import busy_ports, reach_problems
 from .study import Preflight, TrialOutcome
@@ -567,7 +567,8 @@ def run_trial(ctx: NbperfContext, env: PointEnv, spec: TrialSpec,
                                         "peer_rx_bytes": cr.summary.peer_rx_bytes}
             return got
         meta["totals"] = {}
-        samples = parse_pairs(ctx.hosts, d, meta, tcp_of)
+        samples = silent_pairs(parse_pairs(ctx.hosts, d, meta, tcp_of), [pair.key for pair, _ in d.clis],
+                               str(spec.params.get("direction")), d.lost)
         status, error = pair_fate(status, error, d.lost, len(d.clis), meta)
     samples += d.counters
     ended = time.time()

@@ -219,6 +219,7 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
     totals: dict[str, dict[str, int]] = {}
     if status != "interrupted":
         samples = _parse_all(ctx, spec, engine, clis, servers, stamps, ends, totals, meta, lost)
+        samples = iperf.silent_pairs(samples, [f"{sl.client}:{sl.port}" for sl, _ in clis], str(p["direction"]), lost)
         status, error = iperf.pair_fate(status, error, lost, len(clis), meta)
     meta["totals"] = totals
     meta["start_skew_s"] = iperf.start_skew(meta)
