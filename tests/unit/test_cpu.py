@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import fixture_text
-from nicbench.analysis.cpu import cpu_usage, cpu_warnings, efficiency
+from nicbench.analysis.cpu import cpu_notes, cpu_usage, cpu_warnings, efficiency
 from nicbench.records import Sample, make_tags
 from nicbench.sampling.netstat import net_softirqs, parse_interrupts, parse_snmp, watched
 from nicbench.sampling.procstat import STATES, cpu_deltas, parse_pid_stat, parse_proc_stat
@@ -100,6 +100,24 @@ def test_usage_busiest_and_warnings_that_name_the_fix():
 def test_usage_needs_samples_over_the_whole_window():
     assert cpu_usage(_cpu_samples({"0": 0.5}, seconds=2), (0.5, 3.5)) is None
     assert cpu_usage([], (0, 1)) is None
+    # and says why, where reads were made
+    [why] = cpu_notes(_cpu_samples({"0": 0.5}, seconds=2), (0.5, 3.5), None)
+    assert "CPU cost not given: the CPU reads covered 50% of the window" in why
+    assert cpu_notes([], (0, 1), None) == []
+
+
+def test_a_read_every_cpu_missed_is_bridged_and_said():
+    """Issue 33.5: every CPU's read of one interval went backwards (or was
+    missed): the union of spans had a hole and the point's CPU cost was
+    dropped with no reason.  It is kept, each CPU's gap said with why."""
+    samples = [x for x in _cpu_samples({"0": 0.9, "1": 0.3}, seconds=8) if not 2 <= x.t_start < 3]
+    why = "counters went backwards"
+    samples += [Sample("t", "cpu.gap", 1.0, "s", 2, 3, make_tags(host="machine", cpu=c, reason=why)) for c in "01"]
+    u = cpu_usage(samples, (0.0, 8.0))
+    assert u is not None and u.cores_busy == pytest.approx(1.2)
+    assert u.gaps == {"0": (0.875, "counters went backwards"), "1": (0.875, "counters went backwards")}
+    assert any("CPU 0 was sampled over 88% of the window (counters went backwards)" in w
+               for w in cpu_notes(samples, (0.0, 8.0), u))
 
 
 def test_efficiency_figures():

@@ -13,14 +13,14 @@ busy-seconds x MHz x 10^6 / bytes.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 
 from ..records import CPU_BUSY as BUSY
 from ..records import Sample
 
 SATURATED = 0.95
+NOT_READ = "no read covered it"
 
 
 @dataclass(frozen=True)
@@ -52,18 +52,17 @@ def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
 
 
 def cpu_usage(samples: Iterable[Sample], window: tuple[float, float], host: str | None = None) -> CpuUsage | None:
-    """None unless the CPU samples cover the whole window (like the wire rate)."""
+    """None when no CPU sample overlaps the window.  Parts of the window no read
+    covers are never dropped silently: each CPU's gap is in ``gaps`` with why
+    (offline, counters that went backwards, or reads that did not cover it)."""
     w0, w1 = window
     secs = w1 - w0
     if secs <= 0:
         return None
-    cpu_s = [x for x in samples if x.metric == "cpu.time" and (host is None or x.tag("host") == host)]
-    if not cpu_s:
+    if cpu_unmeasured(samples, window, host) is not None:
         return None
-    spans = sorted({(x.t_start, x.t_end) for x in cpu_s})
-    if spans[0][0] > w0 + 1e-3 or spans[-1][1] < w1 - 1e-3 or any(
-            b[0] > a[1] + 1e-3 for a, b in pairwise(spans)):
-        return None
+    cpu_s = [x for x in samples if x.metric == "cpu.time" and (host is None or x.tag("host") == host)
+             and _overlap(x.t_start, x.t_end, w0, w1) > 0]
     acc: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for x in cpu_s:
         if x.t_end > x.t_start:
@@ -90,21 +89,64 @@ def cpu_usage(samples: Iterable[Sample], window: tuple[float, float], host: str 
     reasons: dict[str, str] = {}
     for x in samples:
         if x.metric == "cpu.gap" and (host is None or x.tag("host") == host) and _overlap(x.t_start, x.t_end, w0, w1):
-            reasons.setdefault(x.tag("cpu") or "?", x.tag("reason") or "not sampled")
+            reasons.setdefault(x.tag("cpu") or "?", x.tag("reason") or NOT_READ)
     share = {c: min(1.0, covered.get(c, 0.0)) for c in per}
-    gaps = {c: (share.get(c, 0.0), reasons.get(c, "not sampled")) for c in set(per) | set(reasons)
+    gaps = {c: (share.get(c, 0.0), reasons.get(c, NOT_READ)) for c in set(per) | set(reasons)
             if share.get(c, 0.0) < 0.99}
     busy = {c: sum(st.get(s, 0.0) for s in BUSY) for c, st in per.items()}
     busiest = max(busy, key=lambda c: busy[c])
     top = max(BUSY, key=lambda s: per[busiest].get(s, 0.0))
+    # an offline CPU's busy share counts for the time it was there; a CPU that
+    # was there but unread for a while (a missed or backwards read) is taken at
+    # its share over the time it was read -- either way the gap is said
+    weight = {c: share[c] if reasons.get(c) == "offline" else 1.0 for c in per}
     tools: dict[str, float] = defaultdict(float)
     for x in samples:
         if x.metric == "proc.cpu" and x.t_end > x.t_start:
             key = f"{x.tag('role')} {x.tag('host')} {x.tag('proc')}"
             tools[key] += x.value * _overlap(x.t_start, x.t_end, w0, w1) / (x.t_end - x.t_start) / secs
     return CpuUsage(cpu_s[0].tag("host") or "?", window, len(set(per) | set(reasons)),
-                    {c: dict(v) for c, v in per.items()}, sum(busy[c] * share[c] for c in busy), busiest,
-                    busy[busiest], top, dict(tools), gaps, sum(share.values()))
+                    {c: dict(v) for c, v in per.items()}, sum(busy[c] * weight[c] for c in busy), busiest,
+                    busy[busiest], top, dict(tools), gaps, sum(weight.values()))
+
+
+# the least share of a point's window the CPU reads must cover for its CPU
+# cost to be given: a gap inside it (a read missed or gone backwards on every
+# CPU at once) is said and bridged; a window mostly unread is not measured
+MIN_COVER = 0.75
+
+
+def cpu_unmeasured(samples: Iterable[Sample], window: tuple[float, float], host: str | None = None) -> str | None:
+    """Why the CPU cost over ``window`` is not given (None: it is): no CPU
+    read at all, or reads covering under :data:`MIN_COVER` of the window."""
+    w0, w1 = window
+    if w1 <= w0:
+        return "the window is empty"
+    spans = sorted({(x.t_start, x.t_end) for x in samples if x.metric == "cpu.time"
+                    and (host is None or x.tag("host") == host) and _overlap(x.t_start, x.t_end, w0, w1) > 0})
+    if not spans:
+        return "no CPU read covered the window"
+    covered, reach = 0.0, w0
+    for a, b in spans:
+        lo, hi = max(a, reach), min(b, w1)
+        if hi > lo:
+            covered += hi - lo
+            reach = hi
+    if covered < MIN_COVER * (w1 - w0):
+        return (f"the CPU reads covered {covered / (w1 - w0):.0%} of the window "
+                f"({covered:.2f} of {w1 - w0:.2f} s; at least {MIN_COVER:.0%} is needed)")
+    return None
+
+
+def cpu_notes(samples: Sequence[Sample], window: tuple[float, float], u: CpuUsage | None) -> list[str]:
+    """The warnings of a point's CPU figures: :func:`cpu_warnings`, or why its
+    CPU cost is not given when CPU reads were made but do not cover its window
+    (a run with no CPU reads at all, an import, says nothing)."""
+    if u is not None:
+        return cpu_warnings(u)
+    if not any(x.metric == "cpu.time" for x in samples):
+        return []
+    return [f"CPU cost not given: {cpu_unmeasured(samples, window)}"]
 
 
 def cpu_warnings(u: CpuUsage) -> list[str]:
@@ -120,8 +162,9 @@ def cpu_warnings(u: CpuUsage) -> list[str]:
             out.append(f"CPU {u.busiest_cpu} {u.busiest * 100:.0f}% busy, mostly {u.busiest_state}: "
                        "the host is CPU-bound at this point")
     for c, (frac, why) in sorted(u.gaps.items()):
-        out.append(f"CPU {c} was sampled over {frac * 100:.0f}% of the window ({why}): its share counts for that "
-                   "time only")
+        out.append(f"CPU {c} was sampled over {frac * 100:.0f}% of the window ({why}): "
+                   + ("its share counts for that time only" if why == "offline" else
+                      "its share over that time stands for the window"))
     for tool, cores in sorted(u.tools.items()):
         if cores >= SATURATED:
             out.append(f"{tool} used {cores * 100:.0f}% of one core: the engine is single-threaded here; "

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ...analysis.aggregate import WireRate, longest_lull, wire_rate
 from ...analysis.counters import Counters, counter_warnings, counters
-from ...analysis.cpu import CpuUsage, cpu_usage, cpu_warnings
+from ...analysis.cpu import CpuUsage, cpu_notes, cpu_usage
 from ...analysis.trials import LinkInfo, TrialHead, by_point, float_meta, head, int_param, median_of
 from ...core import linerate
 from ...records import Sample, TrialRecord
@@ -106,7 +106,7 @@ def https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | No
     u = cpu_usage(samples, window)
     c = counters(samples, window)
     warns = (
-        tuple(common.pop("warnings")) + tuple(cpu_warnings(u) if u else ()) + tuple(counter_warnings(c) if c else ())
+        tuple(common.pop("warnings")) + tuple(cpu_notes(samples, window, u)) + tuple(counter_warnings(c) if c else ())
     )
     return HttpsTrial(
         status="ok",

@@ -24,7 +24,7 @@ from ...analysis.aggregate import (
     wire_rate,
 )
 from ...analysis.counters import Counters, counter_warnings, counters
-from ...analysis.cpu import CpuUsage, cpu_usage, cpu_warnings, efficiency
+from ...analysis.cpu import CpuUsage, cpu_notes, cpu_usage, cpu_warnings, efficiency
 from ...analysis.trials import ABOVE_CEILING_TOLERANCE, EXPECTED_DIRECTIONS, LinkInfo, TrialHead, by_point, median_of
 from ...core import linerate
 from ...records import Sample, TrialRecord
@@ -127,8 +127,7 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
     # CPU over the window the goodput was summed on (the longest if two directions)
     window = max((a.window for a in r.receiver.values()), key=lambda w: w[1] - w[0])
     u = cpu_usage(samples, window)
-    if u is not None:
-        r = replace(r, cpu=u, warnings=tuple(r.warnings) + tuple(cpu_warnings(u)))
+    r = replace(r, cpu=u, warnings=tuple(r.warnings) + tuple(cpu_notes(samples, window, u)))
     c = counters(samples, window)
     if c is not None:
         r = replace(r, counters=c, warnings=tuple(r.warnings) + tuple(counter_warnings(c)))

@@ -39,7 +39,7 @@ from ...analysis.aggregate import (
     timeline_problems,
 )
 from ...analysis.counters import Counters, counter_warnings, counters
-from ...analysis.cpu import CpuUsage, cpu_usage, cpu_warnings
+from ...analysis.cpu import CpuUsage, cpu_notes, cpu_usage
 from ...analysis.trials import (
     ABOVE_CEILING_TOLERANCE,
     EXPECTED_DIRECTIONS,
@@ -195,7 +195,7 @@ def udp_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float, link: Li
         split[d] = loss_split(samples, d, r.received.window, senders=senders, receivers=receivers, counters=c,
                               fragments=frags, received=r.received.bytes / size,
                               sent=r.sent_per_s * r.received.seconds if r.sent_per_s is not None else None)
-    warns = tuple(base.warnings) + tuple(cpu_warnings(u) if u else ()) + tuple(counter_warnings(c) if c else ())
+    warns = tuple(base.warnings) + tuple(cpu_notes(samples, window, u)) + tuple(counter_warnings(c) if c else ())
     return replace(base, directions=dirs, split=split, cpu=u, counters=c, warnings=warns)
 
 
