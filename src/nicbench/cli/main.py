@@ -29,6 +29,7 @@ from .options import json_option
 COMMANDS = {
     "run": ("nicbench.cli.run", "run"),
     "report": ("nicbench.cli.report", "report"),
+    "explain": ("nicbench.cli.explain", "explain"),
     "runs": ("nicbench.cli.runs", "runs"),
     "check": ("nicbench.cli.check", "check"),
     "schema": ("nicbench.cli.schema", "schema"),

@@ -79,6 +79,19 @@ def ok_failed(r: Row) -> str:
     return f"{r.get('repeats_ok', 0)}/{r.get('repeats_failed', 0)}" + (f" (+{partial} partial)" if partial else "")
 
 
+def limit_text(r: Row) -> str | None:
+    """A point's verdict (``row["verdict"]``, analysis/verdict.py) in a cell:
+    ``cpu``, ``mixed: cpu / loss``, ``engine (split)`` when its repeats
+    disagreed; None (a dash) for a point without one."""
+    v = r.get("verdict")
+    if not isinstance(v, Mapping):
+        return None
+    limit = str(v.get("limit"))
+    if limit == "mixed":
+        return f"mixed: {v.get('leading') or '?'} / {v.get('second') or '?'}"
+    return limit + (" (split)" if v.get("confidence") == "split" else "")
+
+
 def per_host(key: str) -> Callable[[Row], str | None]:
     """``c1 0.62 · c2 0.61`` from a {host: value} column, on one line."""
     def get(r: Row) -> str | None:

@@ -26,6 +26,7 @@ from ...analysis.aggregate import (
 from ...analysis.counters import Counters, counter_warnings, counters
 from ...analysis.cpu import CpuUsage, cpu_notes, cpu_usage, cpu_warnings, efficiency
 from ...analysis.trials import ABOVE_CEILING_TOLERANCE, EXPECTED_DIRECTIONS, LinkInfo, TrialHead, by_point, median_of
+from ...analysis.verdict import Evidence, Verdict, decide, point_verdict
 from ...core import linerate
 from ...records import Sample, TrialRecord
 
@@ -47,6 +48,7 @@ class TrialResult(TrialHead):
     # per direction: the receivers' bytes / the TCP payload the server's interface
     # carried, where that is under GOODPUT_OF_CARRIED_FLOOR (see goodput_of_carried)
     below_carried: Mapping[str, float] = field(default_factory=dict)
+    verdict: Verdict | None = None               # what held it below line rate (analysis/verdict.py)
 
     @property
     def gbps(self) -> float | None:
@@ -98,6 +100,7 @@ class PointStats:
     n_partial: int = 0                       # repeats that lost some pairs (their survivors' data kept)
     survivors_only: bool = False             # no repeat was complete: the figures are the survivors'
     min_of_carried: float | None = None      # lowest goodput / payload the interface carried, flagged repeats
+    verdict: Verdict | None = None           # the limit of the point, over its ok repeats
 
     @property
     def of_ceiling(self) -> float | None:
@@ -137,7 +140,20 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
             f"{d}: the receivers counted {v:.0%} of the TCP payload the server's interface carried in the window "
             "(frames less their headers): the engine's sum misses traffic that crossed the wire (a pair that "
             "reported nothing?)" for d, v in below.items()))
-    return r
+    return replace(r, verdict=decide(evidence(r, link)))
+
+
+def evidence(r: TrialResult, link: LinkInfo | None) -> Evidence:
+    """What a TCP trial measured, for the verdict (analysis/verdict.py)."""
+    ceil = link.ceiling(r.clients_used) if link else None
+    c = r.counters
+    drops = {f"{h} {k}": v for h, m in (c.per_host.items() if c else ()) for k, v in m.items()
+             if k.startswith(("if.drops.", "if.errors."))}
+    return Evidence({d: a.gbps * 1e9 for d, a in r.receiver.items()}, ceil.goodput_bps if ceil else None,
+                    {d: w.wire_bps for d, w in r.wire.items()}, link.speed_for(r.clients_used) if link else None,
+                    r.cpu, r.tool_cpus, c.total("tcp.retrans_segs") if c else None,
+                    c.total("tcp.out_segs") if c else None, drops,
+                    sum(w.frames for w in r.wire.values()) if r.wire else None)
 
 
 # Receivers' bytes under this share of the TCP payload the server's interface
@@ -289,7 +305,8 @@ def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None,
             *_cpu_stats([r for r in ok if r.cpu is not None], mhz),
             *_counter_stats([r.counters for r in ok if r.counters is not None])),
             n_partial=len(partial), survivors_only=not complete and bool(partial),
-            min_of_carried=min((v for r in ok for v in r.below_carried.values()), default=None)))
+            min_of_carried=min((v for r in ok for v in r.below_carried.values()), default=None),
+            verdict=point_verdict([r.verdict for r in ok if r.verdict is not None])))
     return out
 
 

@@ -16,7 +16,7 @@ from ...report.facts import facts_section
 from ...report.figures import DIRECTION_TITLES, cpu_axis, new_figure, save, size_axis
 from ...report.numbers import num, whole
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
-from ...report.tables import Col, ok_failed, per_host, spread, table
+from ...report.tables import Col, limit_text, ok_failed, per_host, spread, table
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import PointStats, TrialResult, point_stats, trial_result
 
@@ -142,6 +142,8 @@ def table_rows(points: Sequence[PointStats]) -> list[dict[str, Any]]:
             "repeats_partial": p.n_partial,
             "survivors_only": p.survivors_only,
             "min_of_carried": p.min_of_carried,
+            "limit": p.verdict.limit if p.verdict else None,
+            "verdict": p.verdict.as_dict() if p.verdict else None,
             **gbps,
             **{_bps_key(k): _bps(v) for k, v in gbps.items()},
             "per_host_gbps": dict(p.per_host),
@@ -200,6 +202,8 @@ HEADLINE = (
     Col("cores busy", "cores_busy", title="CPU cores busy over the point's window (the whole machine)"),
     Col("retrans", "retransmits", "count", title="TCP retransmits the tool's sockets counted"),
     Col("ok/failed", ok_failed, "text", title="repeats"),
+    Col("limit", limit_text, "text", title="what held the point below line rate, from its measurements "
+        "(nicbench explain RUN --point KEY: the evidence)"),
 )
 DETAIL = (
     Col("point", "point", "text"),

@@ -1,0 +1,102 @@
+"""Why not line rate (analysis/verdict.py): one limit per point from what was
+measured over its window, the evidence beside it, "none found" with what
+was checked when nothing clears a bar."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_analysed_status import runs  # noqa: F401 - the module's fixture: two fake runs in one archive
+from test_archive_cli import nb
+
+from nicbench.analysis.cpu import CpuUsage
+from nicbench.analysis.verdict import CPU_FULL, WIRE_SHARE, Evidence, Verdict, decide, point_verdict
+
+
+def cpu(busy: dict[str, float], state: str = "softirq", tools: dict[str, float] | None = None) -> CpuUsage:
+    per = {c: {state: b, "idle": 1 - b} for c, b in busy.items()}
+    top = max(busy, key=lambda c: busy[c])
+    return CpuUsage("machine", (0.0, 2.0), len(busy), per, sum(busy.values()), top, busy[top], state,
+                    tools or {})
+
+
+G = 1e9
+
+
+def test_a_full_link_is_wire_whatever_else_ran_hot():
+    v = decide(Evidence({"tx": 0.99 * 1.88 * G}, 1.88 * G, cpu=cpu({"0": 0.99, "1": 0.4})))
+    assert v.limit == "wire" and v.confidence == "high"
+    assert "99.0 % of its 1.88 Gbit/s ceiling" in v.evidence[0]
+    assert any(c.startswith("also: cpu: CPU 0 of machine 99.0 % busy") for c in v.checked)
+    # every direction must be full: bidir with one side short is not the wire's
+    assert decide(Evidence({"tx": 1.87 * G, "rx": 1.5 * G}, 1.88 * G)).limit != "wire"
+    # no ceiling (unshaped) but the interface at the link's speed
+    assert decide(Evidence({"tx": 9e9}, None, {"tx": 9.9e9}, 10e9)).limit == "wire"
+
+
+def test_a_cpu_saturated_in_softirq_names_the_core_and_the_fix():
+    v = decide(Evidence({"tx": 0.4 * G}, 1.88 * G, cpu=cpu({"0": 0.99, "1": 0.5})))
+    assert v.limit == "cpu" and "CPU 0 of machine 99.0 % busy, mostly softirq" in v.evidence[0]
+    assert "RSS" in v.evidence[0]
+    assert any(c.startswith("wire: tx goodput 21.3 % of its ceiling") for c in v.checked)
+
+
+def test_an_engine_at_a_full_core_is_the_limit_not_the_cpu_it_fills():
+    tools = {"engine-client srv c1:5201": 0.99, "engine-server c1 5201": 0.3}
+    v = decide(Evidence({"tx": 0.4 * G}, None, cpu=cpu({"0": 0.99, "1": 0.3}, "user", tools)))
+    assert v.limit == "engine" and "engine-client c1:5201 on srv used 99.0 % of one core" in v.evidence[0]
+    # a core full of softirq beside a full engine: the evidence is split
+    m = decide(Evidence({"tx": 0.4 * G}, None, cpu=cpu({"0": 0.99, "1": 0.3}, "softirq", tools)))
+    assert m.limit == "mixed" and {m.leading, m.second} == {"engine", "cpu"} and m.confidence == "split"
+
+
+def test_loss_is_located_and_weighed():
+    v = decide(Evidence({"tx": 0.5 * G}, 1.88 * G, retrans_segs=300, out_segs=10000,
+                        drops={"srv if.drops.rx": 40}, frames=10000))
+    assert v.limit == "loss" and "retransmitted 300 of 10000 TCP segments (3.0 %)" in v.evidence[0]
+    assert "srv if.drops.rx 40 (0.4 % of the frames carried)" in v.evidence[0]
+
+
+def test_nothing_saturated_is_none_found_with_what_was_checked():
+    v = decide(Evidence({"tx": 0.5 * G}, 1.88 * G, cpu=cpu({"0": 0.5, "1": 0.4}), retrans_segs=1, out_segs=10000))
+    assert v.limit == "none found" and v.evidence == ()
+    checked = " | ".join(v.checked)
+    for what in ("wire: tx goodput 26.6 %", "cpu: busiest CPU 0 of machine at 50.0 %", "loss: 0.0 % of TCP",
+                 "window: not measured"):
+        assert what in checked
+    # and without measurements it says what could not be checked, never a guess
+    bare = decide(Evidence({"tx": 0.5 * G}))
+    assert bare.limit == "none found" and any("CPU not measured" in c for c in bare.checked)
+
+
+@pytest.mark.parametrize(("share", "limit"), [(WIRE_SHARE + 0.001, "wire"), (WIRE_SHARE - 0.001, "none found")])
+def test_the_wire_threshold_is_where_it_says(share, limit):
+    assert decide(Evidence({"tx": share * G}, 1.0 * G)).limit == limit
+    assert CPU_FULL == 0.95
+
+
+def test_a_points_verdict_over_its_repeats():
+    cpu_v, wire_v = Verdict("cpu", ("CPU 0 ...",)), Verdict("wire", ("tx ...",))
+    assert point_verdict([]) is None
+    assert point_verdict([cpu_v, cpu_v]) == cpu_v
+    two_one = point_verdict([cpu_v, wire_v, cpu_v])
+    assert two_one.limit == "cpu" and two_one.confidence == "split" and "2 of 3 repeats" in two_one.evidence[-1]
+    even = point_verdict([cpu_v, wire_v])
+    assert even.limit == "mixed" and (even.leading, even.second) == ("cpu", "wire")
+
+
+def test_explain_a_stored_run(capsys, runs):  # noqa: F811
+    store, good, bad = runs
+    code, out, err = nb(capsys, "explain", good, "--json", "--store", store)
+    assert code == 0, err
+    doc = json.loads(out)
+    [p] = doc["points"]
+    assert p["point"] == "tx/c4/io128K" and p["verdict"]["limit"] in ("wire", "cpu", "engine", "loss", "none found",
+                                                                      "mixed")
+    assert p["verdict"]["evidence"] or p["verdict"]["checked"]
+    code, out, err = nb(capsys, "explain", good, "--point", "tx/c4/io12K", "--store", store)
+    assert code == 2 and "has no point 'tx/c4/io12K'" in err and "did you mean tx/c4/io128K?" in err
+    # a point whose repeats all failed has no verdict, and says so
+    code, out, err = nb(capsys, "explain", bad, "--store", store)
+    assert code == 0 and "tx/c4/io128K: no verdict (no ok repeat to judge)" in out
