@@ -83,6 +83,7 @@ class RunView:
     points: Sequence[Any]
     link: LinkInfo | None = None
     facts: tuple[HostFacts, ...] = field(default_factory=tuple)
+    samples: Mapping[str, list[Sample]] = field(default_factory=dict)   # by trial id, as stored (timelines)
 
     @property
     def failures(self) -> list[TrialHead]:
@@ -189,7 +190,8 @@ def analyse(stored: StoredRun, views: Mapping[str, StudyView]) -> RunView:
         raise StoreError(f"run of an unknown study {stored.info.study!r}", where=str(stored.run_dir),
                          hint=f"this nicbench knows {', '.join(sorted(views))}: a newer nicbench wrote it?")
     a = view.analyse(stored)
-    return RunView(stored.run_dir, stored.info, stored.meta, a.trials, a.points, stored.link, stored.facts)
+    return RunView(stored.run_dir, stored.info, stored.meta, a.trials, a.points, stored.link, stored.facts,
+                   stored.samples)
 
 
 def load_run(run_dir: Path, views: Mapping[str, StudyView], archive: Archive | None = None,

@@ -1,0 +1,47 @@
+"""A point's timeline, drawn from the archive alone: every client's
+throughput per interval on one grid (bytes conserved), the cores busy by
+state, retransmits and drops."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from nicbench.api import load_run
+from nicbench.records import Sample, make_tags
+from nicbench.report.timeline import _binned, cpu_series, point_timelines, throughput_series
+
+RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+
+
+def test_spans_of_several_processes_add_up_on_one_grid():
+    # two processes of one client, read 0.2 s apart: their bytes spread pro rata, none lost
+    spans = [(0.0, 1.0, 100.0), (1.0, 2.0, 100.0), (0.2, 1.2, 50.0), (1.2, 2.0, 40.0)]
+    rates = _binned(spans, 0.0, 0.5, 4)
+    assert sum(r * 0.5 for r in rates) == pytest.approx(290.0)
+    assert rates[0] == pytest.approx((50 + 0.3 * 50) / 0.5)
+
+
+def test_series_per_client_and_state_from_samples():
+    rx = make_tags(host="c1", proc="5201", direction="tx", side="receiver", omitted=0)
+    warm = make_tags(host="c1", proc="5201", direction="tx", side="receiver", omitted=1)
+    snd = make_tags(host="srv", proc="5201", direction="tx", side="sender", omitted=0)
+    s = [Sample("t", "tcp.bytes", 10.0, "bytes", 0, 1, rx), Sample("t", "tcp.bytes", 99.0, "bytes", -1, 0, warm),
+         Sample("t", "tcp.bytes", 12.0, "bytes", 0, 1, snd),
+         Sample("t", "cpu.time", 0.5, "s", 0, 1, make_tags(host="m", cpu="0", state="softirq")),
+         Sample("t", "cpu.time", 0.5, "s", 0, 1, make_tags(host="m", cpu="0", state="idle"))]
+    assert throughput_series(s) == {"c1 tx": [(0, 1, 10.0)]}           # receivers only, warm-up left out
+    assert cpu_series(s) == {("m", "softirq"): [(0, 1, 0.5)]}           # busy states only
+
+
+def test_every_point_of_a_stored_run_gets_its_timeline(tmp_path):
+    run = tmp_path / "tcp"
+    shutil.copytree(RUNS / "tcp", run)
+    view = load_run(run)
+    out = tmp_path / "out"
+    out.mkdir()
+    files = point_timelines(view, out)
+    assert sorted(files) == sorted({t.point for t in view.trials})
+    assert all((out / f).stat().st_size > 5000 for f in files.values())
