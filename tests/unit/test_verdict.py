@@ -100,3 +100,19 @@ def test_explain_a_stored_run(capsys, runs):  # noqa: F811
     # a point whose repeats all failed has no verdict, and says so
     code, out, err = nb(capsys, "explain", bad, "--store", store)
     assert code == 0 and "tx/c4/io128K: no verdict (no ok repeat to judge)" in out
+
+
+def test_a_paced_udp_point_that_got_what_it_asked_for_is_application_limited():
+    v = decide(Evidence({"tx": 0.399 * G}, 0.479 * G, offered_bps=0.4 * G, datagram_loss=0.0, tcp=False,
+                        cpu=cpu({"0": 0.99, "1": 0.5})))
+    assert v.limit == "none found" and v.evidence[0].startswith("application-limited: the senders were paced to 0.4")
+    assert any(c.startswith("also: cpu:") for c in v.checked)
+    assert not any("window" in c for c in v.checked)          # UDP: no TCP window to check
+
+
+def test_udp_loss_is_located():
+    v = decide(Evidence({"tx": 0.3 * G}, 0.479 * G, offered_bps=0.4 * G, datagram_loss=0.25, tcp=False,
+                        loss_where={"c1 socket buffer full": 9000.0, "between the interfaces": 10.0}))
+    assert v.limit == "loss"
+    assert v.evidence[0] == ("25.0 % of the datagrams were lost (c1 socket buffer full 9000, "
+                             "between the interfaces 10)")

@@ -54,6 +54,13 @@ RETRANS_SHARE = 0.01
 # drops per frame the interface carried (rx + tx) that cost a rate: 0.1 %
 # already means a retransmission every thousand frames
 DROP_SHARE = 0.001
+# UDP datagrams lost of those sent that make loss the limit: at 1 % the
+# receivers got measurably less than was sent (the tools' own counts agree to
+# ~0.1 % on a clean path here)
+DATAGRAM_LOSS = 0.01
+# a point that carried this share of what its senders were paced to was held
+# by its pacing (application-limited), not by the path
+OFFERED_SHARE = 0.97
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,10 @@ class Evidence:
     drops: Mapping[str, float] = field(default_factory=dict)       # "host counter" -> count
     frames: float | None = None                      # frames the test interfaces carried, for drop shares
     window_limited: str | None = None                # a study's tcp_info finding, None: not measured
-    unit: str = "Gbit/s"                             # how a reader reads goodput_bps / 1e9
+    offered_bps: float | None = None                 # per direction: the rate the senders were paced to
+    datagram_loss: float | None = None               # UDP: datagrams lost / expected, the receivers' count
+    loss_where: Mapping[str, float] = field(default_factory=dict)  # where datagrams were lost -> count
+    tcp: bool = True                                 # a TCP point (retransmits and tcp_info apply)
 
 
 @dataclass(frozen=True)
@@ -155,7 +165,15 @@ def findings(e: Evidence) -> tuple[list[Finding], list[str]]:
                          f"(under {_pct(CPU_FULL)})")
     # loss
     lossy = []
-    if e.retrans_segs is not None and e.out_segs:
+    if e.datagram_loss is not None:
+        where = ", ".join(f"{k} {v:.0f}" for k, v in sorted(e.loss_where.items(), key=lambda kv: -kv[1]) if v > 0)
+        if e.datagram_loss >= DATAGRAM_LOSS:
+            lossy.append(Finding("loss", f"{_pct(e.datagram_loss)} of the datagrams were lost"
+                                 + (f" ({where})" if where else " (where: not told by the counters)"),
+                                 e.datagram_loss / DATAGRAM_LOSS))
+        else:
+            clear.append(f"loss: {_pct(e.datagram_loss)} of the datagrams lost (under {_pct(DATAGRAM_LOSS)})")
+    if e.tcp and e.retrans_segs is not None and e.out_segs:
         share = e.retrans_segs / e.out_segs
         if share >= RETRANS_SHARE:
             lossy.append(Finding("loss", f"the kernel retransmitted {e.retrans_segs:.0f} of {e.out_segs:.0f} TCP "
@@ -179,16 +197,36 @@ def findings(e: Evidence) -> tuple[list[Finding], list[str]]:
     if lossy:
         found.append(Finding("loss", "; ".join(f.evidence for f in lossy), max(f.margin for f in lossy)))
     # window
-    if e.window_limited:
+    if not e.tcp:
+        pass
+    elif e.window_limited:
         found.append(Finding("window", e.window_limited, 1.0))
-    elif e.window_limited is None:
+    else:
         clear.append("window: not measured (no tcp_info of the connections for this engine)")
     return found, clear
+
+
+def _paced(e: Evidence) -> str | None:
+    """The senders' pacing held the point: it carried what it was offered,
+    below the wire."""
+    if not e.offered_bps or not e.goodput_bps:
+        return None
+    got = min(e.goodput_bps.values())
+    if got < OFFERED_SHARE * e.offered_bps:
+        return None
+    if e.ceiling_bps and e.offered_bps >= WIRE_SHARE * e.ceiling_bps:
+        return None
+    return (f"application-limited: the senders were paced to {e.offered_bps / 1e9:.3g} Gbit/s per direction and "
+            f"the receivers got {_pct(got / e.offered_bps)} of it" + (
+                f"; the link allows {e.ceiling_bps / 1e9:.3g}" if e.ceiling_bps else ""))
 
 
 def decide(e: Evidence) -> Verdict:
     """The limit of one trial."""
     found, clear = findings(e)
+    paced = _paced(e)
+    if paced is not None:       # it got what it asked for: nothing held it, whatever ran hot
+        return Verdict("none found", (paced,), tuple(clear) + tuple(f"also: {f.limit}: {f.evidence}" for f in found))
     if not found:
         return Verdict("none found", (), tuple(clear))
     by = {f.limit: f for f in found if f.limit != "engine"}

@@ -50,6 +50,7 @@ from ...analysis.trials import (
     int_param,
     median_of,
 )
+from ...analysis.verdict import Evidence, Verdict, decide, point_verdict
 from ...core import linerate
 from ...records import Sample, TrialRecord
 from .losssplit import LossSplit, loss_split, tool_count
@@ -96,6 +97,7 @@ class UdpTrial(TrialHead):
     receive_buffer: int | None = None      # bytes the receiving sockets got (iperf3 reports it)
     out_of_order_test: float | None = None  # the test's whole out-of-order count (iperf3 end report)
     warnings: tuple[str, ...] = ()
+    verdict: Verdict | None = None          # what held it below line rate (analysis/verdict.py)
 
     @property
     def gbps(self) -> float | None:
@@ -196,7 +198,33 @@ def udp_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float, link: Li
                               fragments=frags, received=r.received.bytes / size,
                               sent=r.sent_per_s * r.received.seconds if r.sent_per_s is not None else None)
     warns = tuple(base.warnings) + tuple(cpu_notes(samples, window, u)) + tuple(counter_warnings(c) if c else ())
-    return replace(base, directions=dirs, split=split, cpu=u, counters=c, warnings=warns)
+    t = replace(base, directions=dirs, split=split, cpu=u, counters=c, warnings=warns)
+    return replace(t, verdict=decide(evidence(t, link, len(clients) or None)))
+
+
+def evidence(t: UdpTrial, link: LinkInfo | None, clients: int | None) -> Evidence:
+    """What a UDP trial measured, for the verdict (analysis/verdict.py): the
+    offered rate (per client x clients, a searched or unlimited rate offers
+    none), the receivers' loss and where the counters lost it."""
+    rate = t.params.get("rate_bps")
+    offered = float(rate) * clients if isinstance(rate, (int, float)) and clients else None
+    ceil = ceiling_gbps(link, t.size, clients)
+    where: dict[str, float] = {}
+    for host, m in (t.counters.per_host.items() if t.counters else ()):
+        for k, what in (("udp.rcvbuf_errors", "socket buffer full"),
+                        ("udp.sndbuf_errors", "send buffer or queue full")):
+            if m.get(k):
+                where[f"{host} {what}"] = m[k]
+    for sp in t.split.values():
+        for k, what in (("on_wire", "between the interfaces"), ("before_udp", "in the receivers' stack before UDP")):
+            v = getattr(sp, k)
+            if v is not None and v > 0:
+                where[what] = where.get(what, 0.0) + v
+    drops = {f"{h} {k}": v for h, m in (t.counters.per_host.items() if t.counters else ()) for k, v in m.items()
+             if k.startswith(("if.drops.", "if.errors."))}
+    return Evidence({d: r.gbps * 1e9 for d, r in t.directions.items()}, ceil * 1e9 if ceil else None,
+                    cpu=t.cpu, tool_cpus=t.tool_cpus, drops=drops, offered_bps=offered, datagram_loss=t.loss,
+                    loss_where=where, tcp=False, link_bps=link.speed_for(clients) if link else None)
 
 
 def _receive_buffer(meta: Mapping[str, object], direction: str) -> int | None:
@@ -255,6 +283,7 @@ class UdpPoint:
     warnings: tuple[str, ...] = ()
     n_partial: int = 0                    # repeats that lost some pairs (their survivors' data kept)
     survivors_only: bool = False          # no repeat was complete: the figures are the survivors'
+    verdict: Verdict | None = None        # the limit of the point, over its ok repeats
 
     @property
     def of_ceiling(self) -> float | None:
@@ -327,7 +356,8 @@ def udp_points(trials: Iterable[UdpTrial], link: LinkInfo | None = None) -> list
             med(next(iter(t.split.values())).loss if t.split else None for t in ok),
             max(skews) if skews else None,
             tuple(sorted({t.error for t in ts if t.error})), tuple(sorted({w for t in ts for w in t.warnings})),
-            len(partial), not complete and bool(partial)))
+            len(partial), not complete and bool(partial),
+            point_verdict([t.verdict for t in ok if t.verdict is not None])))
     return out
 
 

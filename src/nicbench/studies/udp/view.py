@@ -18,7 +18,8 @@ from ...core.linerate import format_speed
 from ...records import HostFacts, Sample, TrialRecord
 from ...report.facts import facts_section
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
-from ...report.tables import Col, ok_failed
+from ...report.tables import Col, limit_text, ok_failed
+from ...report.timeline import point_timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import SPLIT_STAGES, UdpPoint, UdpTrial, ceiling_gbps, udp_points, udp_trial
 from .figures import cpu_figure, headline_figure, rate_figures
@@ -81,6 +82,7 @@ HEADLINE = (
     Col("jitter ms", lambda r: r["jitter_s"] * 1e3 if r.get("jitter_s") is not None else None),
     Col("cores busy", "cores_busy"),
     Col("ok/failed", ok_failed, "text"),
+    Col("limit", limit_text, "text", title="what held the point, from its measurements (nicbench explain)"),
 )
 
 
@@ -120,7 +122,7 @@ class UdpView:
             buffers=buffer_facts(view.facts, view.info.meta), cpu=cpu_sentence(view),
             facts=facts_section(view.facts), tuning=view.info.meta.get("tuning"), pinned=pinned_tools(view),
             stages=SPLIT_STAGES, has_split=any(r["split_received_per_s"] is not None for r in rows),
-            udp_link=link_sentence(view, sizes))
+            udp_link=link_sentence(view, sizes), timelines=point_timelines(view, out))
 
     def compare_values(self, view: RunView) -> list[CompareValues]:
         gbps: dict[str, list[float]] = {}
@@ -164,6 +166,7 @@ def table_rows(points: Sequence[UdpPoint]) -> list[dict[str, Any]]:
             "rate_per_client_bps": rate, "datagram_size": p.size, "fragments": p.fragments,
             "engine": p.params.get("engine"), "repeats_ok": p.n_ok, "repeats_failed": p.n_failed,
             "repeats_partial": p.n_partial, "survivors_only": p.survivors_only,
+            "limit": p.verdict.limit if p.verdict else None, "verdict": p.verdict.as_dict() if p.verdict else None,
             "received_bps": g(p.gbps), "received_bps_min": g(p.gbps_min), "received_bps_max": g(p.gbps_max),
             "received_bps_stdev": g(p.gbps_stdev), "tx_received_bps": g(p.by_direction.get("tx")),
             "rx_received_bps": g(p.by_direction.get("rx")), "datagrams_per_s": p.datagrams_per_s,
