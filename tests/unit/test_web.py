@@ -136,6 +136,12 @@ def test_runs_compare_and_trend_pages(site):
     run = client.get(f"/run/{good}")
     assert run.status_code == 200 and "/report/throughput-tx.png" in run.text
     assert client.get(f"/run/{good}/report/throughput-tx.png").headers["content-type"] == "image/png"
+    # each point's timeline sits with its verdict, not in the figures' list
+    timelines = run.text[run.text.index('id="timelines"'):]
+    assert "<b>tx/c3/io128K</b>" in timelines and 'limit <b class="limit">wire</b>' in timelines
+    assert "/report/timeline-tx_c3_io128K.png" in timelines
+    assert "timeline-" not in run.text[run.text.index('id="figures"'):run.text.index('id="timelines"')]
+    assert client.get(f"/run/{good}/report/timeline-tx_c3_io128K.png").headers["content-type"] == "image/png"
 
 
 def _events(lines, n: int) -> list[tuple[str, dict]]:

@@ -142,6 +142,11 @@ def _windows(t: TrialHead) -> list[tuple[float, float]]:
     return [w] if isinstance(w, tuple) and len(w) == 2 else []
 
 
+def timeline_stem(point: str) -> str:
+    """The file name (less .png) of a point's timeline: the key made file-safe."""
+    return "timeline-" + "".join(c if c.isalnum() or c in "-." else "_" for c in point)
+
+
 def point_timelines(view: RunView, out: Path) -> dict[str, str]:
     """One timeline per point (its first ok repeat, else its first partial,
     else its first), into ``out``: point -> PNG file name."""
@@ -153,7 +158,7 @@ def point_timelines(view: RunView, out: Path) -> dict[str, str]:
             chosen[t.point] = t
     files = {}
     for point, t in chosen.items():
-        stem = "timeline-" + "".join(c if c.isalnum() or c in "-." else "_" for c in point)
+        stem = timeline_stem(point)
         png = draw(view.samples.get(t.trial_id, []), out, stem,
                    f"{point}, repeat {t.repeat + 1} ({t.status})", _windows(t))
         if png is not None:

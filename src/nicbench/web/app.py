@@ -48,6 +48,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..core.errors import InputError, NicbenchError, StoreError
+from ..report.timeline import timeline_stem
 from ..report.view import StudyView
 from ..store.archive import RunFilter, parse_when
 from ..store.location import StoreLocation, cache_home
@@ -152,8 +153,12 @@ class Dashboard:
                 return self.page("live.html.j2", row=row, live=lv, stale=data.stale_note(row))
             view = self.cache.get(a, row, self.views)
             out = data.report_dir(self.cache_root, row, view, sv)
-            figures = sorted(p.name for p in out.glob("*.png"))
-            return self.page("run.html.j2", figures=figures, **data.run_context(a, row, view, sv))
+            pngs = sorted(p.name for p in out.glob("*.png"))
+            ctx = data.run_context(a, row, view, sv)
+            timelines = {r["point"]: f"{timeline_stem(str(r['point']))}.png" for r in ctx["rows"]
+                         if f"{timeline_stem(str(r['point']))}.png" in pngs}
+            figures = [f for f in pngs if f not in timelines.values()]
+            return self.page("run.html.j2", figures=figures, timelines=timelines, **ctx)
         return await self.guarded(go)
 
     async def report_file(self, request: Request) -> Response:
