@@ -10,6 +10,7 @@ from ..hosts.base import Hosts
 from ..hosts.remote import RemoteHosts
 from ..hosts.spec import DirectLink
 from ..lab import manager
+from ..lab.lease import Lease
 from ..lab.sshd import ssh_lab
 from ..lab.topology import LabSpec, make_spec
 from ..plan.model import Plan
@@ -54,16 +55,29 @@ class OpenedHosts:
     hosts: Hosts
     lab: manager.Lab | None = None      # the embedded lab under them, if any
     owned: bool = False                 # this run built the lab: it removes it
+    lease: Lease | None = None          # the lab is this run's until the lease is released
+
+    def note_run(self, run_id: str) -> None:
+        """The run's id, for the message another run using the same lab gets."""
+        if self.lease is not None:
+            self.lease.note_run(run_id)
 
     def close(self, keep_lab: bool = False) -> None:
         """End every session and process of the run; remove a lab it built."""
-        self.hosts.close()
-        self.remove_lab(keep_lab)
+        try:
+            self.hosts.close()
+        finally:
+            self.remove_lab(keep_lab)
 
     def remove_lab(self, keep_lab: bool = False) -> None:
-        """Remove the lab if this run built it (and was not asked to keep it)."""
-        if self.lab is not None and self.owned and not keep_lab:
-            manager.down(self.lab.spec.name)
+        """Remove the lab if this run built it (and was not asked to keep it);
+        then the lab is free for another run."""
+        try:
+            if self.lab is not None and self.owned and not keep_lab:
+                manager.down(self.lab.spec.name)
+        finally:
+            if self.lease is not None:
+                self.lease.release()
 
 
 def open_hosts(plan: Plan) -> OpenedHosts:
@@ -83,8 +97,16 @@ def open_hosts(plan: Plan) -> OpenedHosts:
                                  hint="fix every item listed, then run again")
         return OpenedHosts(remote)
     manager.require_root()
-    lab, owned = acquire_lab(lab_spec(plan))
-    opened = OpenedHosts(lab, lab, owned)
+    spec = lab_spec(plan)
+    # before the lab is looked at, built or touched: a second run on a lab in
+    # use is refused here, and its clean-up has nothing of the first run's to stop
+    lease = Lease.take(spec.name, plan.name)
+    try:
+        lab, owned = acquire_lab(spec)
+    except BaseException:
+        lease.release()
+        raise
+    opened = OpenedHosts(lab, lab, owned, lease)
     if plan.lab.transport == "ssh":
         try:
             opened.hosts = ssh_lab(lab, max_offset=plan.lab.max_clock_offset)

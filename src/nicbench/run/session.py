@@ -291,6 +291,7 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
             facts, tuning, pin = _facts_and_tuning(r, pre)
             info = _run_info(r, pre, plan_text, facts, tuning)
             r.writer = RunWriter.create(archive, info, total=len(trial_list), tags=tags)
+            r.opened.note_run(info.run_id)
             r.env = _point_env(r, r.writer, facts, pin)
             store_facts(r.writer, facts)
             r.started = True

@@ -1,0 +1,73 @@
+"""Half-done states with the real lab (issue 33): a second run on a lab in use
+is refused without touching the first; a lab left half-built by a killed run
+is seen by 'nicbench recover' and replaced by the next run (root; run under
+the shared lock)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from helpers import namespaces, nicbench, plan_text, procs_in
+
+from nicbench.store.archive import Archive
+
+pytestmark = pytest.mark.lab
+TOOLS = ("iperf3",)                  # none may outlive a test (conftest.py checks)
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "SUDO_UID"}
+    env["NICBENCH_STATE_DIR"] = str(tmp_path / "state")
+    return env
+
+
+def _down(lab: str, env: dict[str, str]) -> None:
+    if namespaces(lab) or (Path(env["NICBENCH_STATE_DIR"]) / "labs" / f"{lab}.json").exists():
+        nicbench("lab", "down", lab, "--force", env=env).communicate(timeout=60)
+
+
+def test_a_second_run_on_a_lab_in_use_is_refused_and_touches_nothing(tmp_path):
+    lab = "e2eas1"
+    env = _env(tmp_path)
+    store = tmp_path / "store"
+    # shaped to 10 Mbit/s: a point that costs little CPU, long enough for a second
+    # nicbench to start (its imports alone take seconds on a loaded 2-core machine)
+    plan = tmp_path / "busy.toml"
+    plan.write_text(plan_text("busy", lab, clients=1, connections=(1,), duration=12, omit=0, trim=0, speed="10M"))
+    first = nicbench("run", plan, "--store", store, "--no-report", env=env)
+    try:
+        # the first run's point is in flight: its client (tx: on the server) is running
+        deadline = time.monotonic() + 60
+        def client() -> list[int]:
+            return procs_in(f"nb-{lab}-srv", lambda argv: b"-c" in argv and argv[0].endswith(b"iperf3"))
+        while not client():
+            assert time.monotonic() < deadline and first.poll() is None, first.communicate()
+            time.sleep(0.05)
+        in_flight = client()
+        with Archive.open(store) as a:
+            [row] = a.runs()
+        assert first.poll() is None
+        second = nicbench("run", plan, "--store", store, "--no-report", env=env)
+        _, err = second.communicate(timeout=60)
+        assert second.returncode == 3, err
+        [line] = err.strip().splitlines()
+        assert f"lab e2eas1: the lab is in use by run {row.run_id} (pid {first.pid}, plan busy" in line, line
+        assert "nothing was started or stopped" in line and "hint:" in line
+        assert first.poll() is None and client() == in_flight      # refused while the point ran, which goes on
+        out, err = first.communicate(timeout=60)
+        assert first.returncode == 0, err
+        with Archive.open(store) as a:
+            [row] = a.runs()              # the refused run left no run behind
+            got = a.db.query("SELECT status, error FROM trials WHERE rid = ?", (row.rid,))
+        assert [tuple(t) for t in got] == [("ok", None)], got
+        assert namespaces(lab) == []      # the first run removed the lab it built
+    finally:
+        if first.poll() is None:
+            first.send_signal(signal.SIGTERM)
+            first.communicate(timeout=60)
+        _down(lab, env)
+
