@@ -5,8 +5,10 @@ the shared lock)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -71,3 +73,45 @@ def test_a_second_run_on_a_lab_in_use_is_refused_and_touches_nothing(tmp_path):
             first.communicate(timeout=60)
         _down(lab, env)
 
+
+def _half_built(lab: str, plan: Path, env: dict[str, str], dead: int) -> None:
+    """What a run killed with kill -9 while building the lab leaves: the state
+    file (written before the first namespace), some of the namespaces, an
+    owner that was a run whose process is gone."""
+    up = nicbench("lab", "up", plan, env=env)
+    assert up.wait(timeout=60) == 0, up.communicate()
+    state = Path(env["NICBENCH_STATE_DIR"]) / "labs" / f"{lab}.json"
+    doc = json.loads(state.read_text())
+    doc["owner"].update(pid=dead, pid_start="1", purpose="run")
+    state.write_text(json.dumps(doc))
+    subprocess.run(["ip", "netns", "del", f"nb-{lab}-c1"], check=True)
+
+
+def test_a_lab_half_built_by_a_killed_run_is_seen_by_recover_and_replaced_by_a_run(tmp_path):
+    lab = "e2eas2"
+    env = _env(tmp_path)
+    store = tmp_path / "store"
+    plan = tmp_path / "half.toml"
+    plan.write_text(plan_text("half", lab, clients=1, connections=(1,), duration=1, omit=0, trim=0))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    try:
+        _half_built(lab, plan, env, dead.pid)
+        p = nicbench("recover", "--store", store, env=env)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        assert f"lab {lab} half-built by a run whose process {dead.pid} is gone" in out, out
+        p = nicbench("recover", "--yes", "--store", store, env=env)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0 and out.strip().endswith("done"), out + err
+        assert namespaces(lab) == []
+
+        _half_built(lab, plan, env, dead.pid)
+        run = nicbench("run", plan, "--store", store, "--no-report", env=env)
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+        assert f"lab {lab} was half-built by a run whose process {dead.pid} is gone" in err + out, err + out
+        assert "removed and built afresh" in err + out
+        assert namespaces(lab) == []          # and the run removed the lab it built
+    finally:
+        _down(lab, env)

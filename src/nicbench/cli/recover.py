@@ -8,7 +8,8 @@ A killed run cannot clean up after itself.  What it can leave:
   temporary directory;
 - tuning in force (restore files in the restore directory): restored with
   ``tuning.apply.restore``, as ``nicbench tune restore`` does;
-- a lab it built: removed with ``lab.manager.down``.
+- a lab it built: removed with ``lab.manager.down``, also one it was
+  still building (it has no run yet: found by the lab's owner record);
 Without ``--yes`` it only says what it found and what it would do.
 """
 
@@ -39,10 +40,11 @@ class Leftovers:
     stray_dirs: list[Path] = field(default_factory=list)      # temporary run directories with no run
     tuning: list[str] = field(default_factory=list)           # restore ids pending, a killed run applied tuning
     labs: list[tuple[str, str]] = field(default_factory=list)  # (lab, run id that built it)
+    dead_labs: list[tuple[str, str]] = field(default_factory=list)  # (lab, why): half-built by a run now gone
     other_tuning: list[str] = field(default_factory=list)     # pending, but no killed run applied tuning
 
     def __bool__(self) -> bool:
-        return bool(self.runs or self.halves or self.stray_dirs or self.tuning or self.labs)
+        return bool(self.runs or self.halves or self.stray_dirs or self.tuning or self.labs or self.dead_labs)
 
     def items(self) -> list[tuple[str, str]]:
         """(what was found, what cleaning it does)."""
@@ -53,6 +55,7 @@ class Leftovers:
         out += [(f"tuning is still in force ({rid}, restore file in {restore_dir()})", "restored")
                 for rid in self.tuning]
         out += [(f"lab {lab} built by run {run} is still up", "removed") for lab, run in self.labs]
+        out += [(f"lab {lab} {why}", "removed") for lab, why in self.dead_labs]
         return out
 
     def lines(self, done: bool) -> list[str]:
@@ -99,12 +102,23 @@ def inspect(archive: Archive) -> Leftovers:
         left.tuning = restore_ids
     else:
         left.other_tuning = restore_ids
-    up = set(manager.all_labs())
+    left.dead_labs = dead_labs()
+    up = set(manager.all_labs()) - {lab for lab, _ in left.dead_labs}
     for r in left.runs:
         lab = _built_lab(archive, r)
         if lab and lab in up:
             left.labs.append((lab, r.run_id))
     return left
+
+
+def dead_labs() -> list[tuple[str, str]]:
+    """Labs a killed run left half-built: it never had a run in any archive to be found by."""
+    out = []
+    for lab in manager.all_labs():
+        why = manager.left_by_dead_run(lab)
+        if why is not None:
+            out.append((lab, why))
+    return out
 
 
 def clean(archive: Archive | None, left: Leftovers) -> list[str]:
@@ -137,7 +151,7 @@ def clean(archive: Archive | None, left: Leftovers) -> list[str]:
                     errors.append(e.one_line().removeprefix("nicbench: "))
         finally:
             lock.release()
-    for lab, _run in left.labs:
+    for lab in [lab for lab, _ in left.labs + left.dead_labs]:
         try:
             manager.down(lab)
         except NicbenchError as e:
@@ -159,7 +173,8 @@ def recover(ctx: click.Context, store: str | None, yes: bool) -> None:
         if e.message != "no archive here yet":
             raise
         archive = None
-    left = inspect(archive) if archive is not None else Leftovers(other_tuning=[rid for rid, _ in pending()])
+    left = inspect(archive) if archive is not None else Leftovers(other_tuning=[rid for rid, _ in pending()],
+                                                                 dead_labs=dead_labs())
     lines = left.lines(done=yes)
     data: dict[str, Any] = {"found": lines, "cleaned": False, "errors": []}
     if not left:

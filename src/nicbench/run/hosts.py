@@ -3,7 +3,7 @@ the lab's SSH mode, or real machines over SSH."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core.errors import LabError, PreflightError
 from ..hosts.base import Hosts
@@ -29,9 +29,18 @@ def lab_spec(plan: Plan) -> LabSpec:
                      plan.link.mtu, plan.lab.subnet, plan.link.speed, plan.link.client_speed, direct)
 
 
-def acquire_lab(spec: LabSpec) -> tuple[manager.Lab, bool]:
-    """An existing matching lab (reused, not ours to remove) or a new one."""
+def acquire_lab(spec: LabSpec, notes: list[str] | None = None) -> tuple[manager.Lab, bool]:
+    """An existing matching lab (reused, not ours to remove) or a new one.
+    A lab half-built by a run killed mid-build is removed and built afresh
+    (said in ``notes``): nobody else will ever finish or remove it.  The
+    caller holds the lab's lease, so no live run is using it."""
     existing = manager.load(spec.name)
+    left = manager.left_by_dead_run(spec.name) if existing is not None else None
+    if left is not None:
+        manager.down(spec.name)
+        existing = None
+        if notes is not None:
+            notes.append(f"lab {spec.name} was {left}: removed and built afresh")
     if existing is None:
         return manager.up(spec, purpose="run"), True
     if existing.spec != spec:
@@ -56,6 +65,7 @@ class OpenedHosts:
     lab: manager.Lab | None = None      # the embedded lab under them, if any
     owned: bool = False                 # this run built the lab: it removes it
     lease: Lease | None = None          # the lab is this run's until the lease is released
+    notes: list[str] = field(default_factory=list)      # what the user should hear of (a lab replaced)
 
     def note_run(self, run_id: str) -> None:
         """The run's id, for the message another run using the same lab gets."""
@@ -101,12 +111,13 @@ def open_hosts(plan: Plan) -> OpenedHosts:
     # before the lab is looked at, built or touched: a second run on a lab in
     # use is refused here, and its clean-up has nothing of the first run's to stop
     lease = Lease.take(spec.name, plan.name)
+    notes: list[str] = []
     try:
-        lab, owned = acquire_lab(spec)
+        lab, owned = acquire_lab(spec, notes)
     except BaseException:
         lease.release()
         raise
-    opened = OpenedHosts(lab, lab, owned, lease)
+    opened = OpenedHosts(lab, lab, owned, lease, notes)
     if plan.lab.transport == "ssh":
         try:
             opened.hosts = ssh_lab(lab, max_offset=plan.lab.max_clock_offset)

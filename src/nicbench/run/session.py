@@ -287,7 +287,7 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
             r.opened = hosts_for(plan)
             r.study = runner(plan, r.opened.hosts)
             pre = r.study.preflight()
-            r.warnings = [*plan.warnings, *pre.warnings]
+            r.warnings = [*plan.warnings, *r.opened.notes, *pre.warnings]
             facts, tuning, pin = _facts_and_tuning(r, pre)
             info = _run_info(r, pre, plan_text, facts, tuning)
             r.writer = RunWriter.create(archive, info, total=len(trial_list), tags=tags)
