@@ -3,7 +3,9 @@ loss) left behind, and, on request, putting it right.
 
 A killed run cannot clean up after itself.  What it can leave:
 - its run, still marked running in the archive (shown as aborted, since its
-  process is gone): marked aborted, its finished points kept;
+  process is gone): marked aborted, its finished points kept -- unless the
+  run went on into its local spool (PostgreSQL went away) and finished
+  there: then it waits for ``nicbench archive sync``, and is left alone;
 - an import or ``archive add`` written half (invisible): removed, with its
   temporary directory;
 - tuning in force (restore files in the restore directory): restored with
@@ -25,6 +27,8 @@ import click
 from ..core.errors import NicbenchError, StoreError, ToolError
 from ..lab import manager
 from ..store.archive import Archive, RunRow, loads
+from ..store.transfer import spooled
+from ..store.writer import SPOOL
 from ..tuning.apply import restore
 from ..tuning.lock import TuningLock
 from ..tuning.restorefile import DAMAGED, forget, pending, restore_dir, transport_from
@@ -42,6 +46,7 @@ class Leftovers:
     labs: list[tuple[str, str]] = field(default_factory=list)  # (lab, run id that built it)
     dead_labs: list[tuple[str, str]] = field(default_factory=list)  # (lab, why): half-built by a run now gone
     other_tuning: list[str] = field(default_factory=list)     # pending, but no killed run applied tuning
+    spooled: list[tuple[RunRow, RunRow]] = field(default_factory=list)  # (archive's row, spool's): finished there
 
     def __bool__(self) -> bool:
         return bool(self.runs or self.halves or self.stray_dirs or self.tuning or self.labs or self.dead_labs)
@@ -61,6 +66,9 @@ class Leftovers:
     def lines(self, done: bool) -> list[str]:
         out = [f"{what}: {how}" if done else f"{what} ({how} by 'nicbench recover --yes')"
                for what, how in self.items()]
+        out += [f"run {a.run_id} finished ({s.status}, {s.trials_done} of {s.trials_total or '?'} points) into "
+                f"its local spool {Path(a.run_dir) / SPOOL} while the archive was unreachable: it is waiting for "
+                "'nicbench archive sync', left alone" for a, s in self.spooled]
         if self.other_tuning:
             out.append(f"tuning in force that no killed run applied ({', '.join(self.other_tuning)}): left alone "
                        "('nicbench tune restore' puts it back)")
@@ -91,6 +99,10 @@ def inspect(archive: Archive) -> Leftovers:
     """What is left, without changing anything."""
     left = Leftovers()
     for r in archive.stale_runs():
+        got = spooled(Path(r.run_dir), r.run_id) if archive.loc.kind == "postgresql" else None
+        if got is not None and got.stored_status != "running":
+            left.spooled.append((r, got))     # not killed: it finished, into the spool
+            continue
         (left.runs if r.visible else left.halves).append(r)
     known = {r[0] for r in archive.db.query("SELECT run_id FROM runs")}
     root = archive.runs_root
