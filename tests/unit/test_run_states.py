@@ -5,12 +5,14 @@ spool, a disk full from the start, an import killed before its figures."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 
 import pytest
 from test_archive import info, samples, trial
 
-from conftest import run_cli
+from conftest import FIXTURES, run_cli
 from nicbench.core.errors import PreflightError
 from nicbench.lab import lease
 from nicbench.store.archive import Archive
@@ -73,3 +75,39 @@ def test_recover_leaves_a_run_finished_into_its_spool_to_archive_sync(pg_server,
         assert sync_spool(w.run_dir, pg) == [run_id]
         row = pg.resolve(run_id)
         assert (row.status, row.trials_done) == ("done", 3)
+
+
+KILLED_AFTER_VISIBLE = """
+import os, signal, sys
+import nicbench.cli.imports as imports
+from nicbench.cli.main import main
+def die(*a, **k):          # the run is finished and visible; its figures were not written yet
+    os.kill(os.getpid(), signal.SIGKILL)
+imports.summarise = die
+main(["import", "--store", sys.argv[1], "--name", "visible", *sys.argv[2:]])
+"""
+
+
+def test_an_import_killed_after_it_became_visible_is_summarised_by_recover(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NICBENCH_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("NICBENCH_RESTORE_DIR", str(tmp_path / "restore"))
+    script = tmp_path / "imp.py"
+    script.write_text(KILLED_AFTER_VISIBLE)
+    v3 = FIXTURES / "iperf3" / "3.12"
+    store = tmp_path / "st"
+    p = subprocess.run([sys.executable, str(script), str(store), str(v3 / "tx_p2.json"), str(v3 / "rx_p2.json")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    with Archive.open(store) as a:
+        [row] = a.runs()
+        assert row.stored_status == "done" and a.points_of(row.run_id) == []
+    code, out, err = run_cli(capsys, "recover", "--store", store)
+    assert code == 0, err
+    assert f"import {row.run_id} (done, 2 points) has no point figures: its process (pid {row.pid}) ended" in out
+    assert "nicbench recover --yes" in out
+    code, out, err = run_cli(capsys, "recover", "--yes", "--store", store)
+    assert code == 0 and out.strip().endswith("done"), out + err
+    with Archive.open(store) as a:
+        assert [p.point for p in a.points_of(row.run_id)] and a.resolve(row.run_id).headline_value
+    code, out, _ = run_cli(capsys, "recover", "--store", store)
+    assert code == 0 and out.startswith("nothing left behind"), out

@@ -10,6 +10,9 @@ A killed run cannot clean up after itself.  What it can leave:
   temporary directory;
 - tuning in force (restore files in the restore directory): restored with
   ``tuning.apply.restore``, as ``nicbench tune restore`` does;
+- a finished run (a run, an import) with no point figures, its process
+  killed between making it visible and summarising it: summarised, as
+  ``nicbench archive summarise`` does;
 - a lab it built: removed with ``lab.manager.down``, also one it was
   still building (it has no run yet: found by the lab's owner record);
 Without ``--yes`` it only says what it found and what it would do.
@@ -26,9 +29,11 @@ import click
 
 from ..core.errors import NicbenchError, StoreError, ToolError
 from ..lab import manager
+from ..report.catalogue import summarise
 from ..store.archive import Archive, RunRow, loads
 from ..store.transfer import spooled
 from ..store.writer import SPOOL
+from ..studies.registry import VIEWS
 from ..tuning.apply import restore
 from ..tuning.lock import TuningLock
 from ..tuning.restorefile import DAMAGED, forget, pending, restore_dir, transport_from
@@ -46,16 +51,21 @@ class Leftovers:
     labs: list[tuple[str, str]] = field(default_factory=list)  # (lab, run id that built it)
     dead_labs: list[tuple[str, str]] = field(default_factory=list)  # (lab, why): half-built by a run now gone
     other_tuning: list[str] = field(default_factory=list)     # pending, but no killed run applied tuning
+    unsummarised: list[RunRow] = field(default_factory=list)  # finished, no point figures, process gone
     spooled: list[tuple[RunRow, RunRow]] = field(default_factory=list)  # (archive's row, spool's): finished there
 
     def __bool__(self) -> bool:
-        return bool(self.runs or self.halves or self.stray_dirs or self.tuning or self.labs or self.dead_labs)
+        return bool(self.runs or self.halves or self.stray_dirs or self.tuning or self.labs or self.dead_labs
+                    or self.unsummarised)
 
     def items(self) -> list[tuple[str, str]]:
         """(what was found, what cleaning it does)."""
         out = [(f"run {r.run_id} (pid {r.pid}) was killed after {r.trials_done} of {r.trials_total or '?'} "
                 "points", "marked aborted; its finished points are kept") for r in self.runs]
         out += [(f"{r.source} {r.run_id} was killed half-way (it is not shown)", "removed") for r in self.halves]
+        out += [(f"{r.source} {r.run_id} ({r.stored_status}, {r.trials_done} points) has no point figures: its "
+                 f"process (pid {r.pid}) ended before writing them", "summarised (as 'nicbench archive summarise' "
+                 "does)") for r in self.unsummarised]
         out += [(f"temporary run directory {d} belongs to no run", "removed") for d in self.stray_dirs]
         out += [(f"tuning is still in force ({rid}, restore file in {restore_dir()})", "restored")
                 for rid in self.tuning]
@@ -104,6 +114,12 @@ def inspect(archive: Archive) -> Leftovers:
             left.spooled.append((r, got))     # not killed: it finished, into the spool
             continue
         (left.runs if r.visible else left.halves).append(r)
+    # a finished run's figures are written after it is made visible: a process killed in
+    # between leaves none (an interrupted or failed run gets none by design: not listed)
+    for run_id in archive.unsummarised():
+        row = archive.row(run_id)
+        if row.stored_status.startswith("done") and row.process_gone():
+            left.unsummarised.append(row)
     known = {r[0] for r in archive.db.query("SELECT run_id FROM runs")}
     root = archive.runs_root
     if root.is_dir():
@@ -142,6 +158,11 @@ def clean(archive: Archive | None, left: Leftovers) -> list[str]:
         for r in left.halves:
             archive.delete_run(r.run_id)
             shutil.rmtree(Path(r.run_dir).with_name(f".tmp-{r.run_id}"), ignore_errors=True)
+        for r in left.unsummarised:
+            try:
+                summarise(archive, r.run_id, VIEWS)
+            except NicbenchError as e:
+                errors.append(f"{r.run_id}: {e.one_line().removeprefix('nicbench: ')}")
     for d in left.stray_dirs:
         shutil.rmtree(d, ignore_errors=True)
     if left.tuning:
