@@ -5,15 +5,17 @@ spool, a disk full from the start, an import killed before its figures."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from test_archive import info, samples, trial
 
 from conftest import FIXTURES, run_cli
-from nicbench.core.errors import PreflightError
+from nicbench.core.errors import PreflightError, StoreError
 from nicbench.lab import lease
 from nicbench.store.archive import Archive
 from nicbench.store.transfer import sync_spool
@@ -111,3 +113,43 @@ def test_an_import_killed_after_it_became_visible_is_summarised_by_recover(tmp_p
         assert [p.point for p in a.points_of(row.run_id)] and a.resolve(row.run_id).headline_value
     code, out, _ = run_cli(capsys, "recover", "--store", store)
     assert code == 0 and out.startswith("nothing left behind"), out
+
+
+def test_a_run_directory_deleted_mid_run_stops_the_run_naming_it(tmp_path, capsys):
+    """The audit's case: the point in flight failed as "killed", later points
+    recreated the directory, the archive listed raw files that no longer
+    existed and nothing said so."""
+    from test_session_fake import PLAN, opener, responder
+
+    from nicbench.hosts.fake import FakeTransport
+    from nicbench.plan import parse_plan
+    from nicbench.run.session import execute
+    from nicbench.studies.tcp.runner import TcpRunner
+
+    class DeletedMidPoint(TcpRunner):
+        def trial(self, env, spec, raw_dir):
+            out = super().trial(env, spec, raw_dir)
+            if spec.index == 1:                  # the second point: someone removes the run directory
+                shutil.rmtree(raw_dir.parent.parent)
+            return out
+
+    plan = PLAN.replace("repeats = 2", "repeats = 3")
+    _, open_fake = opener({h: FakeTransport(h, responder) for h in ("srv", "c1", "c2")})
+    with pytest.raises(StoreError) as e:
+        execute(parse_plan(plan), plan, runner=DeletedMidPoint, store=tmp_path, hosts_for=open_fake)
+    with Archive.open(tmp_path) as a:
+        [row] = a.runs()
+        trials = a.db.query("SELECT trial_id, status FROM trials WHERE rid = ?", (row.rid,))
+        raws = [r[0] for r in a.db.query("SELECT trial_id FROM raw_outputs WHERE rid = ?", (row.rid,))]
+    line = e.value.one_line()
+    assert f"store: {row.run_dir}: the run directory was deleted during the run: the run stops" in line
+    assert e.value.exit_code == 6 and "hint:" in line
+    assert row.stored_status == "aborted" and [tuple(t) for t in trials] == [("t0001", "ok")]
+    assert "t0002" not in raws and "t0003" not in raws       # nothing recorded of the point in flight
+    assert not Path(row.run_dir).exists()                     # and no later point made it again
+
+    # the report says which raw files are gone (its figures come from the archive)
+    code, out, err = run_cli(capsys, "report", row.run_id, "--store", tmp_path, "--out", tmp_path / "rep")
+    assert code == 0, err
+    missing = [r for r in raws if r]
+    assert missing and f"raw files missing from {row.run_dir}: {len(raws)} of {len(raws)}" in err, err

@@ -13,6 +13,10 @@ Two failures are handled here rather than passed up as a lost run:
   run's header there and goes on; ``nicbench archive sync`` pushes it later.
   Every row has a natural key (run id + trial id + sequence), so a commit
   whose acknowledgement was lost and is written again lands once.
+- **Run directory deleted mid-run**: the next write notices (its
+  ``run.json`` is gone), the trial in flight is not recorded (its raw outputs
+  went with the directory: no row points at nothing), the run is marked
+  ``aborted`` and a :class:`StoreError` names the directory.
 - **Disk full**: the trial in flight is rolled back, the finished ones stay
   (SQLite and PostgreSQL commit whole transactions), the run is marked
   ``aborted`` if one more small write still fits (else readers see a run whose
@@ -26,6 +30,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -132,6 +137,8 @@ class RunWriter:
         self._raw_seq = 0
         self._fact_seq = 0
         self._aborted: str | None = None
+        self._dir_gone = False
+        self._scratch: Path | None = None     # where clean-up's last outputs go once the run directory is gone
         self._finished = False
         self._make_args: dict[str, Any] = {}
         self._primary_loc = archive.loc
@@ -227,8 +234,28 @@ class RunWriter:
             except StoreError:
                 pass    # readers then see a run whose process is gone: aborted all the same
 
+    def check_dir(self) -> None:
+        """Raise (once: the run is then aborted) if the run directory was
+        deleted while the run was writing into it; said before a point
+        starts and before anything more is recorded."""
+        if self._dir_gone or (self.run_dir / MARKER).is_file():
+            return
+        self._dir_gone = True
+        self._abort(f"the run directory {self.run_dir} was deleted during the run")
+        raise StoreError("the run directory was deleted during the run: the run stops; the point in flight is not "
+                         "recorded (its raw outputs went with it), the points finished before are kept in the "
+                         "archive without their raw files", where=str(self.run_dir),
+                         hint="leave a run's directory alone until it ends; 'nicbench report' names the missing "
+                              "raw files")
+
     # ---- what the session calls ----
     def raw_dir(self, trial_id: str) -> Path:
+        self.check_dir()
+        if self._dir_gone:           # clean-up (stopping servers) still needs somewhere: not the run's path
+            self._scratch = self._scratch or Path(tempfile.mkdtemp(prefix=f"nicbench-{self.info.run_id}-"))
+            d = self._scratch / trial_id
+            d.mkdir(parents=True, exist_ok=True)
+            return d
         d = self.run_dir / "raw" / trial_id
         d.mkdir(parents=True, exist_ok=True)
         return d
@@ -274,6 +301,9 @@ class RunWriter:
 
     def write_raws(self, raws: Iterable[RawOutput]) -> None:
         """Raw outputs that belong to the run rather than one trial (a server's log)."""
+        self.check_dir()
+        if self._dir_gone:
+            return          # (clean-up after the run directory went) they went with it
         raws = list(raws)
         rows = self._raw_rows(0, raws, self._raw_seq)
         self._raw_seq += len(raws)
@@ -291,6 +321,9 @@ class RunWriter:
 
     def write_trial(self, rec: TrialRecord, samples: Iterable[Sample], raws: Iterable[RawOutput]) -> None:
         """One finished trial, its samples and raw outputs, in one transaction."""
+        self.check_dir()
+        if self._dir_gone:
+            raise StoreError("the run directory was deleted during the run", where=str(self.run_dir))
         samples, raws = list(samples), list(raws)
         raw_rows = self._raw_rows(0, raws, self._raw_seq)
         self._raw_seq += len(raws)
@@ -334,6 +367,8 @@ class RunWriter:
             self._do(op)
         finally:
             self._finished = True
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
             for leftover in (RESERVE,):
                 try:
                     (self.run_dir / leftover).unlink()
