@@ -153,3 +153,73 @@ def test_a_run_directory_deleted_mid_run_stops_the_run_naming_it(tmp_path, capsy
     assert code == 0, err
     missing = [r for r in raws if r]
     assert missing and f"raw files missing from {row.run_dir}: {len(raws)} of {len(raws)}" in err, err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root (CI runs as root)")
+@pytest.mark.parametrize(("runs_apart", "facts"), [(False, False), (False, True), (True, True)],
+                         ids=["archive-full", "facts-file-full", "run-directory-full"])
+def test_a_disk_full_from_the_start_says_disk_full_naming_the_path_and_keeps_no_empty_run(tmp_path, monkeypatch,
+                                                                                        runs_apart, facts):
+    """The audit's case: exit 1 "No space left on device" with no path and an
+    empty aborted run left behind."""
+    from test_session_fake import PLAN, opener, responder
+
+    from nicbench.hosts.fake import FakeTransport, Script
+    from nicbench.plan import parse_plan
+    from nicbench.run.session import execute
+    from nicbench.studies.tcp.runner import TcpRunner
+
+    # the archive on the full disk, or only its run directories (the archive beside them, elsewhere)
+    store = tmp_path / "arch" if runs_apart else tmp_path / "small"
+    mnt = store / "runs" if runs_apart else store
+    mnt.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "nbE-full33", str(mnt)], check=True)
+    try:
+        made = RunWriter.create.__func__            # type: ignore[attr-defined]
+
+        def create_then_fill(cls, *a, **k):         # the run's row is made, then the disk has nothing left
+            w = made(cls, *a, **k)
+            fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+            try:
+                while os.write(fd, b"\0" * 4096):
+                    pass
+            except OSError:
+                pass
+            os.close(fd)
+            return w
+        monkeypatch.setattr(RunWriter, "create", classmethod(create_then_fill))
+        def with_facts(argv):               # the facts script's answer: a file nicbench writes itself
+            text = "@@nicbench-section kernel\n6.1.0\n" * 200
+            return Script(text) if facts and argv[:2] == ["sh", "-c"] else responder(argv)
+        _, open_fake = opener({h: FakeTransport(h, with_facts) for h in ("srv", "c1", "c2")})
+        with pytest.raises(StoreError) as e:
+            execute(parse_plan(PLAN), PLAN, runner=TcpRunner, store=store, hosts_for=open_fake)
+        line = e.value.one_line()
+        assert e.value.exit_code == 6 and "disk full" in line and "nothing of the run is kept" in line, line
+        # the file it could not write: a host's facts in the run directory, or the archive
+        # the file it could not write: a host's facts, or (no facts to write) the archive
+        assert f"store: {mnt}/" in line and ("/raw/facts/" if facts else "archive.sqlite") in line, line
+        with Archive.open(store) as a:
+            assert a.runs(include_hidden=True) == []                      # no empty aborted run
+        assert [p.name for p in (store / "runs").iterdir() if p.name != "filler"] == []
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_sqlites_disk_io_error_on_a_full_disk_is_disk_full(tmp_path, monkeypatch):
+    """SQLite says "disk I/O error" when it cannot grow its WAL or shared memory
+    on a full disk: the audit saw exit 6 "disk I/O error", not "disk full"."""
+    import sqlite3
+
+    from nicbench.store import db
+    a = Archive.open(tmp_path)
+    try:
+        err = sqlite3.OperationalError("disk I/O error")
+        monkeypatch.setattr(db, "free_bytes", lambda where: 4096)
+        got = a.db._map(err, None)
+        assert isinstance(got, db.StoreFull) and "disk full" in got.message and got.where == a.db.where
+        monkeypatch.setattr(db, "free_bytes", lambda where: 10 << 30)     # plenty free: a real I/O error
+        got = a.db._map(err, None)
+        assert not isinstance(got, db.StoreFull) and "disk I/O error" in got.message
+    finally:
+        a.close()

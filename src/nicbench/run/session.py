@@ -189,9 +189,8 @@ def store_facts(writer: RunWriter, collected: list[tuple[HostFacts, str]]) -> No
     d = writer.run_dir / "raw" / "facts"
     d.mkdir(parents=True, exist_ok=True)
     for h, raw in collected:
-        path = d / f"{h.host}.txt"
-        path.write_text(raw)
-        raws.append(RawOutput("facts", h.host, h.role, "facts", "stdout", writer.rel(path)))
+        rel = writer.write_file(d / f"{h.host}.txt", raw)
+        raws.append(RawOutput("facts", h.host, h.role, "facts", "stdout", rel))
     writer.write_facts([h for h, _ in collected], raws)
 
 

@@ -26,6 +26,7 @@ Two failures are handled here rather than passed up as a lost run:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -39,7 +40,7 @@ from typing import Any
 from ..core.errors import StoreError
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord
 from .archive import MARKER, Archive, loads
-from .db import StoreFull, StoreUnavailable
+from .db import StoreFull, StoreUnavailable, full_error
 from .location import StoreLocation, redact
 
 SPOOL = "spool.sqlite"
@@ -138,6 +139,8 @@ class RunWriter:
         self._fact_seq = 0
         self._aborted: str | None = None
         self._dir_gone = False
+        self._full = False                    # aborted for a full disk
+        self._trials = 0                      # trials recorded
         self._scratch: Path | None = None     # where clean-up's last outputs go once the run directory is gone
         self._finished = False
         self._make_args: dict[str, Any] = {}
@@ -190,6 +193,8 @@ class RunWriter:
             if w._spool is not None:
                 w._spool.close()
             shutil.rmtree(where, ignore_errors=True)     # nothing of the run was recorded: leave nothing
+            if isinstance(e, StoreFull) or isinstance(e, OSError) and e.errno == errno.ENOSPC:
+                raise full_error(str(getattr(e, "where", None) or where), None, started=False) from None
             if isinstance(e, OSError):
                 raise StoreError(f"cannot write the run directory: {e.strerror or e}", where=str(where),
                                  hint="free space there or choose another --store") from None
@@ -209,8 +214,11 @@ class RunWriter:
                     raise
                 self._lose_primary(e)
             except StoreFull as e:
+                if not self._trials:          # no point finished: finish() keeps nothing of the run
+                    e = full_error(e.where or self.run_dir.as_posix(), need, started=False)
+                self._full = True
                 self._abort(str(e.message))
-                raise
+                raise e from None
 
     def _lose_primary(self, cause: StoreError) -> None:
         assert self._primary is not None
@@ -259,6 +267,20 @@ class RunWriter:
         d = self.run_dir / "raw" / trial_id
         d.mkdir(parents=True, exist_ok=True)
         return d
+
+    def write_file(self, path: Path, text: str) -> str:
+        """A file nicbench writes into the run itself (a host's facts); its
+        path relative to the run directory.  A full disk is said as one."""
+        try:
+            path.write_text(text)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            err = full_error(str(path), None, started=bool(self._trials))
+            self._full = True
+            self._abort(err.message)
+            raise err from None
+        return self.rel(path)
 
     def rel(self, p: Path) -> str:
         return str(Path(p).resolve().relative_to(self.run_dir.resolve()))
@@ -337,11 +359,14 @@ class RunWriter:
                 self._insert_raws(a, rid, raw_rows)
                 a.refresh_counts(rid)
         self._do(op, need=need)
+        self._trials += 1
 
     def finish(self, status: str, **meta: object) -> None:
         """How the run ended; an invisible run (an import) becomes visible now,
         its directory moved to its final name first."""
         if self._finished:
+            return
+        if self._full and not self._trials and self._discard():
             return
         if self._aborted:
             meta = {**meta, "aborted": self._aborted, "status_asked": status}
@@ -382,6 +407,27 @@ class RunWriter:
                             (self.run_dir / (SPOOL + suffix)).unlink()
                         except OSError:
                             pass
+
+
+    def _discard(self) -> bool:
+        """Remove a run that filled the disk before any point finished: an
+        empty aborted run would only be noise.  False if the archive could
+        not even delete it (it then stays, aborted)."""
+        for a in (self._primary, self._spool):
+            if a is None:
+                continue
+            try:
+                a.delete_run(self.info.run_id)
+            except StoreError:
+                if a is self._primary:
+                    return False
+        self._finished = True
+        if self._spool is not None:
+            self._spool.close()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+        return True
 
 
 def _write_marker(run_dir: Path, loc: StoreLocation, run_id: str, spool: bool = False) -> None:
