@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..core.errors import InputError, LabError
-from ..lab import manager
+from ..lab import lease, manager
 from ..lab.topology import make_spec
 from ..plan.load import load_plan
 from ..run.hosts import lab_spec
@@ -91,6 +91,12 @@ def lab_down(ctx: click.Context, name: str | None, all_: bool, force: bool) -> N
     emit(ctx, {"removed": removed, "skipped": skipped}, "\n".join(lines) or "no labs")
 
 
+def _in_use(name: str) -> str | None:
+    """Which run holds the lab now (its lease), or None."""
+    held = lease.holder(name)
+    return None if held is None else f"in use by {lease.describe(held)}"
+
+
 @lab.command("status")
 @click.argument("name", required=False)
 @json_option
@@ -107,7 +113,8 @@ def lab_status(ctx: click.Context, name: str | None) -> None:
     for s in st:
         click.echo(f"lab {s['name']}: {'healthy' if s['healthy'] else 'NOT healthy'}, "
                    f"{len(s['namespaces'])} namespace(s), {len(s['processes'])} tracked process(es) alive, "
-                   f"built by {manager.ownership(s['name']).who()}")
+                   f"built by {manager.ownership(s['name']).who()}"
+                   + (f", {why}" if (why := _in_use(s['name'])) else ""))
         for h in s["hosts"]:
             click.echo(f"  {h['name']:<8} {h['role']:<7} {h['ip']:<15} {h['netns']:<18} "
                        f"{'up' if h['link_up'] else 'DOWN'} mtu {h['mtu']}")

@@ -3,12 +3,18 @@ loss) left behind, and, on request, putting it right.
 
 A killed run cannot clean up after itself.  What it can leave:
 - its run, still marked running in the archive (shown as aborted, since its
-  process is gone): marked aborted, its finished points kept;
+  process is gone): marked aborted, its finished points kept -- unless the
+  run went on into its local spool (PostgreSQL went away) and finished
+  there: then it waits for ``nicbench archive sync``, and is left alone;
 - an import or ``archive add`` written half (invisible): removed, with its
   temporary directory;
 - tuning in force (restore files in the restore directory): restored with
   ``tuning.apply.restore``, as ``nicbench tune restore`` does;
-- a lab it built: removed with ``lab.manager.down``.
+- a finished run (a run, an import) with no point figures, its process
+  killed between making it visible and summarising it: summarised, as
+  ``nicbench archive summarise`` does;
+- a lab it built: removed with ``lab.manager.down``, also one it was
+  still building (it has no run yet: found by the lab's owner record);
 Without ``--yes`` it only says what it found and what it would do.
 """
 
@@ -23,7 +29,11 @@ import click
 
 from ..core.errors import NicbenchError, StoreError, ToolError
 from ..lab import manager
+from ..report.catalogue import summarise
 from ..store.archive import Archive, RunRow, loads
+from ..store.transfer import spooled
+from ..store.writer import SPOOL
+from ..studies.registry import VIEWS
 from ..tuning.apply import restore
 from ..tuning.lock import TuningLock
 from ..tuning.restorefile import DAMAGED, forget, pending, restore_dir, transport_from
@@ -39,25 +49,36 @@ class Leftovers:
     stray_dirs: list[Path] = field(default_factory=list)      # temporary run directories with no run
     tuning: list[str] = field(default_factory=list)           # restore ids pending, a killed run applied tuning
     labs: list[tuple[str, str]] = field(default_factory=list)  # (lab, run id that built it)
+    dead_labs: list[tuple[str, str]] = field(default_factory=list)  # (lab, why): half-built by a run now gone
     other_tuning: list[str] = field(default_factory=list)     # pending, but no killed run applied tuning
+    unsummarised: list[RunRow] = field(default_factory=list)  # finished, no point figures, process gone
+    spooled: list[tuple[RunRow, RunRow]] = field(default_factory=list)  # (archive's row, spool's): finished there
 
     def __bool__(self) -> bool:
-        return bool(self.runs or self.halves or self.stray_dirs or self.tuning or self.labs)
+        return bool(self.runs or self.halves or self.stray_dirs or self.tuning or self.labs or self.dead_labs
+                    or self.unsummarised)
 
     def items(self) -> list[tuple[str, str]]:
         """(what was found, what cleaning it does)."""
         out = [(f"run {r.run_id} (pid {r.pid}) was killed after {r.trials_done} of {r.trials_total or '?'} "
                 "points", "marked aborted; its finished points are kept") for r in self.runs]
         out += [(f"{r.source} {r.run_id} was killed half-way (it is not shown)", "removed") for r in self.halves]
+        out += [(f"{r.source} {r.run_id} ({r.stored_status}, {r.trials_done} points) has no point figures: its "
+                 f"process (pid {r.pid}) ended before writing them", "summarised (as 'nicbench archive summarise' "
+                 "does)") for r in self.unsummarised]
         out += [(f"temporary run directory {d} belongs to no run", "removed") for d in self.stray_dirs]
         out += [(f"tuning is still in force ({rid}, restore file in {restore_dir()})", "restored")
                 for rid in self.tuning]
         out += [(f"lab {lab} built by run {run} is still up", "removed") for lab, run in self.labs]
+        out += [(f"lab {lab} {why}", "removed") for lab, why in self.dead_labs]
         return out
 
     def lines(self, done: bool) -> list[str]:
         out = [f"{what}: {how}" if done else f"{what} ({how} by 'nicbench recover --yes')"
                for what, how in self.items()]
+        out += [f"run {a.run_id} finished ({s.status}, {s.trials_done} of {s.trials_total or '?'} points) into "
+                f"its local spool {Path(a.run_dir) / SPOOL} while the archive was unreachable: it is waiting for "
+                "'nicbench archive sync', left alone" for a, s in self.spooled]
         if self.other_tuning:
             out.append(f"tuning in force that no killed run applied ({', '.join(self.other_tuning)}): left alone "
                        "('nicbench tune restore' puts it back)")
@@ -88,7 +109,17 @@ def inspect(archive: Archive) -> Leftovers:
     """What is left, without changing anything."""
     left = Leftovers()
     for r in archive.stale_runs():
+        got = spooled(Path(r.run_dir), r.run_id) if archive.loc.kind == "postgresql" else None
+        if got is not None and got.stored_status != "running":
+            left.spooled.append((r, got))     # not killed: it finished, into the spool
+            continue
         (left.runs if r.visible else left.halves).append(r)
+    # a finished run's figures are written after it is made visible: a process killed in
+    # between leaves none (an interrupted or failed run gets none by design: not listed)
+    for run_id in archive.unsummarised():
+        row = archive.row(run_id)
+        if row.stored_status.startswith("done") and row.process_gone():
+            left.unsummarised.append(row)
     known = {r[0] for r in archive.db.query("SELECT run_id FROM runs")}
     root = archive.runs_root
     if root.is_dir():
@@ -99,12 +130,23 @@ def inspect(archive: Archive) -> Leftovers:
         left.tuning = restore_ids
     else:
         left.other_tuning = restore_ids
-    up = set(manager.all_labs())
+    left.dead_labs = dead_labs()
+    up = set(manager.all_labs()) - {lab for lab, _ in left.dead_labs}
     for r in left.runs:
         lab = _built_lab(archive, r)
         if lab and lab in up:
             left.labs.append((lab, r.run_id))
     return left
+
+
+def dead_labs() -> list[tuple[str, str]]:
+    """Labs a killed run left half-built: it never had a run in any archive to be found by."""
+    out = []
+    for lab in manager.all_labs():
+        why = manager.left_by_dead_run(lab)
+        if why is not None:
+            out.append((lab, why))
+    return out
 
 
 def clean(archive: Archive | None, left: Leftovers) -> list[str]:
@@ -116,6 +158,11 @@ def clean(archive: Archive | None, left: Leftovers) -> list[str]:
         for r in left.halves:
             archive.delete_run(r.run_id)
             shutil.rmtree(Path(r.run_dir).with_name(f".tmp-{r.run_id}"), ignore_errors=True)
+        for r in left.unsummarised:
+            try:
+                summarise(archive, r.run_id, VIEWS)
+            except NicbenchError as e:
+                errors.append(f"{r.run_id}: {e.one_line().removeprefix('nicbench: ')}")
     for d in left.stray_dirs:
         shutil.rmtree(d, ignore_errors=True)
     if left.tuning:
@@ -137,7 +184,7 @@ def clean(archive: Archive | None, left: Leftovers) -> list[str]:
                     errors.append(e.one_line().removeprefix("nicbench: "))
         finally:
             lock.release()
-    for lab, _run in left.labs:
+    for lab in [lab for lab, _ in left.labs + left.dead_labs]:
         try:
             manager.down(lab)
         except NicbenchError as e:
@@ -159,7 +206,8 @@ def recover(ctx: click.Context, store: str | None, yes: bool) -> None:
         if e.message != "no archive here yet":
             raise
         archive = None
-    left = inspect(archive) if archive is not None else Leftovers(other_tuning=[rid for rid, _ in pending()])
+    left = inspect(archive) if archive is not None else Leftovers(other_tuning=[rid for rid, _ in pending()],
+                                                                 dead_labs=dead_labs())
     lines = left.lines(done=yes)
     data: dict[str, Any] = {"found": lines, "cleaned": False, "errors": []}
     if not left:

@@ -8,6 +8,7 @@ import click
 
 from ..report.view import RunView, load_run
 from ..store.archive import MARKER
+from ..store.reader import RunReader, open_run_dir
 from ..store.runs import DB as LEGACY_DB
 from ..studies.registry import VIEWS
 from .options import emit, json_option, open_archive, store_option
@@ -41,4 +42,27 @@ def report(ctx: click.Context, run_ref: str, store: str | None, out: Path | None
     out = (out or view.run_dir / "report").absolute()
     out.mkdir(parents=True, exist_ok=True)
     index = sv.render(view, out)
-    emit(ctx, {"run_id": view.info.run_id, "report": str(index), "points": sv.rows(view)}, f"report: {index}")
+    missing, listed = missing_raws(run_ref, store, view)
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        click.echo(f"nicbench: warning: raw files missing from {view.run_dir}: {len(missing)} of {listed} "
+                   f"({shown}); the report's figures come from the archive, these raw outputs are lost", err=True)
+    emit(ctx, {"run_id": view.info.run_id, "report": str(index), "points": sv.rows(view),
+               "missing_raw_files": missing}, f"report: {index}")
+
+
+def missing_raws(run_ref: str, store: str | None, view: RunView) -> tuple[list[str], int]:
+    """The run's raw files its archive lists but its directory lacks, and how
+    many it lists (an older run's own database keeps no such list)."""
+    p = Path(run_ref)
+    if (p / LEGACY_DB).exists():
+        return [], 0
+    if store is None and (p / MARKER).exists():
+        reader = open_run_dir(p)
+    else:
+        a = open_archive(store)
+        reader = RunReader(a, a.resolve(view.info.run_id), owns_archive=True)
+    try:
+        return reader.missing_raw_files(), len(reader.raw_files())
+    finally:
+        reader.close()

@@ -24,6 +24,7 @@ from ..core.errors import LabError, PreflightError, tail
 from ..hosts.sshcheck import HostCheck
 from ..hosts.tracker import ProcessTracker, state_root
 from ..hosts.transport import NetnsTransport, Transport, existing_namespaces
+from .lease import holder
 from .owner import Ownership, record
 from .sshkeys import remove as remove_ssh
 from .topology import LabSpec, build_commands, topology_problems
@@ -260,3 +261,22 @@ def status(name: str) -> dict:
         out["healthy"] = False
         out["problems"] = ["no state file: not a lab nicbench knows (nicbench lab down NAME removes its remains)"]
     return out
+
+
+def left_by_dead_run(name: str) -> str | None:
+    """Why lab ``name`` is a leftover nobody will finish, or None: a run built
+    it (a ``lab up`` lab is the user's), that run's process is gone (a
+    ``kill -9`` mid-build), no run holds it now (its lease), and it is not
+    whole (a lab kept whole with ``--keep-lab`` stays reusable)."""
+    if os.geteuid() != 0:
+        return None          # its namespaces cannot be read, nor removed
+    o = ownership(name)
+    owner = o.owner or {}
+    held = holder(name)
+    if owner.get("purpose") != "run" or owner.get("pid") == os.getpid() or o.in_use \
+            or (held is not None and held.get("pid") != os.getpid()):     # this run's own lease is no other run
+        return None
+    problems = status(name)["problems"]
+    if not problems:
+        return None
+    return f"half-built by a run whose process {owner.get('pid')} is gone ({'; '.join(problems)})"

@@ -3,13 +3,14 @@ the lab's SSH mode, or real machines over SSH."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core.errors import LabError, PreflightError
 from ..hosts.base import Hosts
 from ..hosts.remote import RemoteHosts
 from ..hosts.spec import DirectLink
 from ..lab import manager
+from ..lab.lease import Lease
 from ..lab.sshd import ssh_lab
 from ..lab.topology import LabSpec, make_spec
 from ..plan.model import Plan
@@ -28,9 +29,18 @@ def lab_spec(plan: Plan) -> LabSpec:
                      plan.link.mtu, plan.lab.subnet, plan.link.speed, plan.link.client_speed, direct)
 
 
-def acquire_lab(spec: LabSpec) -> tuple[manager.Lab, bool]:
-    """An existing matching lab (reused, not ours to remove) or a new one."""
+def acquire_lab(spec: LabSpec, notes: list[str] | None = None) -> tuple[manager.Lab, bool]:
+    """An existing matching lab (reused, not ours to remove) or a new one.
+    A lab half-built by a run killed mid-build is removed and built afresh
+    (said in ``notes``): nobody else will ever finish or remove it.  The
+    caller holds the lab's lease, so no live run is using it."""
     existing = manager.load(spec.name)
+    left = manager.left_by_dead_run(spec.name) if existing is not None else None
+    if left is not None:
+        manager.down(spec.name)
+        existing = None
+        if notes is not None:
+            notes.append(f"lab {spec.name} was {left}: removed and built afresh")
     if existing is None:
         return manager.up(spec, purpose="run"), True
     if existing.spec != spec:
@@ -54,16 +64,30 @@ class OpenedHosts:
     hosts: Hosts
     lab: manager.Lab | None = None      # the embedded lab under them, if any
     owned: bool = False                 # this run built the lab: it removes it
+    lease: Lease | None = None          # the lab is this run's until the lease is released
+    notes: list[str] = field(default_factory=list)      # what the user should hear of (a lab replaced)
+
+    def note_run(self, run_id: str) -> None:
+        """The run's id, for the message another run using the same lab gets."""
+        if self.lease is not None:
+            self.lease.note_run(run_id)
 
     def close(self, keep_lab: bool = False) -> None:
         """End every session and process of the run; remove a lab it built."""
-        self.hosts.close()
-        self.remove_lab(keep_lab)
+        try:
+            self.hosts.close()
+        finally:
+            self.remove_lab(keep_lab)
 
     def remove_lab(self, keep_lab: bool = False) -> None:
-        """Remove the lab if this run built it (and was not asked to keep it)."""
-        if self.lab is not None and self.owned and not keep_lab:
-            manager.down(self.lab.spec.name)
+        """Remove the lab if this run built it (and was not asked to keep it);
+        then the lab is free for another run."""
+        try:
+            if self.lab is not None and self.owned and not keep_lab:
+                manager.down(self.lab.spec.name)
+        finally:
+            if self.lease is not None:
+                self.lease.release()
 
 
 def open_hosts(plan: Plan) -> OpenedHosts:
@@ -83,8 +107,17 @@ def open_hosts(plan: Plan) -> OpenedHosts:
                                  hint="fix every item listed, then run again")
         return OpenedHosts(remote)
     manager.require_root()
-    lab, owned = acquire_lab(lab_spec(plan))
-    opened = OpenedHosts(lab, lab, owned)
+    spec = lab_spec(plan)
+    # before the lab is looked at, built or touched: a second run on a lab in
+    # use is refused here, and its clean-up has nothing of the first run's to stop
+    lease = Lease.take(spec.name, plan.name)
+    notes: list[str] = []
+    try:
+        lab, owned = acquire_lab(spec, notes)
+    except BaseException:
+        lease.release()
+        raise
+    opened = OpenedHosts(lab, lab, owned, lease, notes)
     if plan.lab.transport == "ssh":
         try:
             opened.hosts = ssh_lab(lab, max_offset=plan.lab.max_clock_offset)

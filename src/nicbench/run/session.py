@@ -189,9 +189,8 @@ def store_facts(writer: RunWriter, collected: list[tuple[HostFacts, str]]) -> No
     d = writer.run_dir / "raw" / "facts"
     d.mkdir(parents=True, exist_ok=True)
     for h, raw in collected:
-        path = d / f"{h.host}.txt"
-        path.write_text(raw)
-        raws.append(RawOutput("facts", h.host, h.role, "facts", "stdout", writer.rel(path)))
+        rel = writer.write_file(d / f"{h.host}.txt", raw)
+        raws.append(RawOutput("facts", h.host, h.role, "facts", "stdout", rel))
     writer.write_facts([h for h, _ in collected], raws)
 
 
@@ -287,10 +286,11 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
             r.opened = hosts_for(plan)
             r.study = runner(plan, r.opened.hosts)
             pre = r.study.preflight()
-            r.warnings = [*plan.warnings, *pre.warnings]
+            r.warnings = [*plan.warnings, *r.opened.notes, *pre.warnings]
             facts, tuning, pin = _facts_and_tuning(r, pre)
             info = _run_info(r, pre, plan_text, facts, tuning)
             r.writer = RunWriter.create(archive, info, total=len(trial_list), tags=tags)
+            r.opened.note_run(info.run_id)
             r.env = _point_env(r, r.writer, facts, pin)
             store_facts(r.writer, facts)
             r.started = True

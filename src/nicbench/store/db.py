@@ -56,12 +56,21 @@ def free_bytes(path: str | Path) -> int | None:
         return None
 
 
-def full_error(where: str, need: int | None) -> StoreFull:
+def full_error(where: str, need: int | None, started: bool = True) -> StoreFull:
+    """``started``: a point had finished (it is kept, the run marked aborted);
+    else nothing of the run is kept (an empty aborted run would only be noise)."""
     free = free_bytes(where)
     have = f"{free / 1e6:.1f} MB free" if free is not None else "free space unknown"
     want = f", needs about {max(need or 0, 1 << 20) / 1e6:.1f} MB more" if need is not None else ""
-    return StoreFull(f"disk full: {have}{want}; the points finished before are kept and the run is marked aborted",
-                     where=where, hint="free space there (or use --store elsewhere) and run again")
+    kept = ("the points finished before are kept and the run is marked aborted" if started
+            else "no point had finished, so nothing of the run is kept")
+    return StoreFull(f"disk full: {have}{want}; {kept}", where=where,
+                     hint="free space there (or use --store elsewhere) and run again")
+
+
+# SQLite may say "disk I/O error" when it cannot grow a file (its WAL, its
+# shared memory): with less free than this, that error is a full disk
+FULL_BELOW = 1 << 20
 
 
 class Db:
@@ -117,6 +126,9 @@ class Db:
         if isinstance(e, sqlite3.Error):
             code = getattr(e, "sqlite_errorcode", None)
             if code == sqlite3.SQLITE_FULL or "database or disk is full" in msg:
+                return full_error(self.where, need)
+            if (code is not None and code & 0xFF == sqlite3.SQLITE_IOERR or "disk I/O error" in msg) \
+                    and (free := free_bytes(self.where)) is not None and free < FULL_BELOW:
                 return full_error(self.where, need)
             if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "database is locked" in msg:
                 return StoreBusy(f"database stayed locked for {BUSY_TIMEOUT_S:.0f} s: {msg}", where=self.where,

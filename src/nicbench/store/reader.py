@@ -118,6 +118,11 @@ class RunReader:
             "SELECT seq, trial_id, host, role, tool, stream, path, sha256, size FROM raw_outputs WHERE rid = ? "
             "ORDER BY seq", (self.row.rid,))]
 
+    def missing_raw_files(self) -> list[str]:
+        """The raw files the archive lists that are not in the run directory
+        (deleted mid-run, or since), as paths relative to it."""
+        return [r["path"] for r in self.raw_files() if not (self.run_dir / r["path"]).is_file()]
+
     def close(self) -> None:
         """Close the archive if this reader opened it (else it is the caller's)."""
         if self.owns_archive:

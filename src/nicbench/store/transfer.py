@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError, StoreError
-from .archive import POINT_COLS, Archive
+from .archive import POINT_COLS, Archive, RunRow
 from .location import StoreLocation
 from .runs import DB, RunReader
 from .writer import (
@@ -128,6 +128,19 @@ def spools(runs_root: Path) -> list[Path]:
     if not runs_root.is_dir():
         return []
     return sorted(d for d in runs_root.iterdir() if (d / SPOOL).exists())
+
+
+def spooled(run_dir: Path, run_id: str) -> RunRow | None:
+    """The run ``run_id`` as the local spool in ``run_dir`` holds it (it went on
+    there when its archive went away), or None when it has no spool."""
+    path = run_dir / SPOOL
+    if not path.is_file():
+        return None
+    try:
+        with Archive.open(StoreLocation("sqlite", str(path), run_dir.parent), create=False) as spool:
+            return spool.row(run_id, include_hidden=True)
+    except StoreError:
+        return None          # a spool that cannot be read is left to 'archive sync' to say so
 
 
 def _iterate(src: Archive, sql: str, args: Sequence[Any], size: int = 20000) -> Any:

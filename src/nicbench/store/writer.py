@@ -13,6 +13,10 @@ Two failures are handled here rather than passed up as a lost run:
   run's header there and goes on; ``nicbench archive sync`` pushes it later.
   Every row has a natural key (run id + trial id + sequence), so a commit
   whose acknowledgement was lost and is written again lands once.
+- **Run directory deleted mid-run**: the next write notices (its
+  ``run.json`` is gone), the trial in flight is not recorded (its raw outputs
+  went with the directory: no row points at nothing), the run is marked
+  ``aborted`` and a :class:`StoreError` names the directory.
 - **Disk full**: the trial in flight is rolled back, the finished ones stay
   (SQLite and PostgreSQL commit whole transactions), the run is marked
   ``aborted`` if one more small write still fits (else readers see a run whose
@@ -22,10 +26,12 @@ Two failures are handled here rather than passed up as a lost run:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -34,7 +40,7 @@ from typing import Any
 from ..core.errors import StoreError
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord
 from .archive import MARKER, Archive, loads
-from .db import StoreFull, StoreUnavailable
+from .db import StoreFull, StoreUnavailable, full_error
 from .location import StoreLocation, redact
 
 SPOOL = "spool.sqlite"
@@ -132,6 +138,10 @@ class RunWriter:
         self._raw_seq = 0
         self._fact_seq = 0
         self._aborted: str | None = None
+        self._dir_gone = False
+        self._full = False                    # aborted for a full disk
+        self._trials = 0                      # trials recorded
+        self._scratch: Path | None = None     # where clean-up's last outputs go once the run directory is gone
         self._finished = False
         self._make_args: dict[str, Any] = {}
         self._primary_loc = archive.loc
@@ -183,6 +193,8 @@ class RunWriter:
             if w._spool is not None:
                 w._spool.close()
             shutil.rmtree(where, ignore_errors=True)     # nothing of the run was recorded: leave nothing
+            if isinstance(e, StoreFull) or isinstance(e, OSError) and e.errno == errno.ENOSPC:
+                raise full_error(str(getattr(e, "where", None) or where), None, started=False) from None
             if isinstance(e, OSError):
                 raise StoreError(f"cannot write the run directory: {e.strerror or e}", where=str(where),
                                  hint="free space there or choose another --store") from None
@@ -202,8 +214,11 @@ class RunWriter:
                     raise
                 self._lose_primary(e)
             except StoreFull as e:
+                if not self._trials:          # no point finished: finish() keeps nothing of the run
+                    e = full_error(e.where or self.run_dir.as_posix(), need, started=False)
+                self._full = True
                 self._abort(str(e.message))
-                raise
+                raise e from None
 
     def _lose_primary(self, cause: StoreError) -> None:
         assert self._primary is not None
@@ -227,11 +242,45 @@ class RunWriter:
             except StoreError:
                 pass    # readers then see a run whose process is gone: aborted all the same
 
+    def check_dir(self) -> None:
+        """Raise (once: the run is then aborted) if the run directory was
+        deleted while the run was writing into it; said before a point
+        starts and before anything more is recorded."""
+        if self._dir_gone or (self.run_dir / MARKER).is_file():
+            return
+        self._dir_gone = True
+        self._abort(f"the run directory {self.run_dir} was deleted during the run")
+        raise StoreError("the run directory was deleted during the run: the run stops; the point in flight is not "
+                         "recorded (its raw outputs went with it), the points finished before are kept in the "
+                         "archive without their raw files", where=str(self.run_dir),
+                         hint="leave a run's directory alone until it ends; 'nicbench report' names the missing "
+                              "raw files")
+
     # ---- what the session calls ----
     def raw_dir(self, trial_id: str) -> Path:
+        self.check_dir()
+        if self._dir_gone:           # clean-up (stopping servers) still needs somewhere: not the run's path
+            self._scratch = self._scratch or Path(tempfile.mkdtemp(prefix=f"nicbench-{self.info.run_id}-"))
+            d = self._scratch / trial_id
+            d.mkdir(parents=True, exist_ok=True)
+            return d
         d = self.run_dir / "raw" / trial_id
         d.mkdir(parents=True, exist_ok=True)
         return d
+
+    def write_file(self, path: Path, text: str) -> str:
+        """A file nicbench writes into the run itself (a host's facts); its
+        path relative to the run directory.  A full disk is said as one."""
+        try:
+            path.write_text(text)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            err = full_error(str(path), None, started=bool(self._trials))
+            self._full = True
+            self._abort(err.message)
+            raise err from None
+        return self.rel(path)
 
     def rel(self, p: Path) -> str:
         return str(Path(p).resolve().relative_to(self.run_dir.resolve()))
@@ -274,6 +323,9 @@ class RunWriter:
 
     def write_raws(self, raws: Iterable[RawOutput]) -> None:
         """Raw outputs that belong to the run rather than one trial (a server's log)."""
+        self.check_dir()
+        if self._dir_gone:
+            return          # (clean-up after the run directory went) they went with it
         raws = list(raws)
         rows = self._raw_rows(0, raws, self._raw_seq)
         self._raw_seq += len(raws)
@@ -291,6 +343,9 @@ class RunWriter:
 
     def write_trial(self, rec: TrialRecord, samples: Iterable[Sample], raws: Iterable[RawOutput]) -> None:
         """One finished trial, its samples and raw outputs, in one transaction."""
+        self.check_dir()
+        if self._dir_gone:
+            raise StoreError("the run directory was deleted during the run", where=str(self.run_dir))
         samples, raws = list(samples), list(raws)
         raw_rows = self._raw_rows(0, raws, self._raw_seq)
         self._raw_seq += len(raws)
@@ -304,11 +359,14 @@ class RunWriter:
                 self._insert_raws(a, rid, raw_rows)
                 a.refresh_counts(rid)
         self._do(op, need=need)
+        self._trials += 1
 
     def finish(self, status: str, **meta: object) -> None:
         """How the run ended; an invisible run (an import) becomes visible now,
         its directory moved to its final name first."""
         if self._finished:
+            return
+        if self._full and not self._trials and self._discard():
             return
         if self._aborted:
             meta = {**meta, "aborted": self._aborted, "status_asked": status}
@@ -334,6 +392,8 @@ class RunWriter:
             self._do(op)
         finally:
             self._finished = True
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
             for leftover in (RESERVE,):
                 try:
                     (self.run_dir / leftover).unlink()
@@ -347,6 +407,27 @@ class RunWriter:
                             (self.run_dir / (SPOOL + suffix)).unlink()
                         except OSError:
                             pass
+
+
+    def _discard(self) -> bool:
+        """Remove a run that filled the disk before any point finished: an
+        empty aborted run would only be noise.  False if the archive could
+        not even delete it (it then stays, aborted)."""
+        for a in (self._primary, self._spool):
+            if a is None:
+                continue
+            try:
+                a.delete_run(self.info.run_id)
+            except StoreError:
+                if a is self._primary:
+                    return False
+        self._finished = True
+        if self._spool is not None:
+            self._spool.close()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+        return True
 
 
 def _write_marker(run_dir: Path, loc: StoreLocation, run_id: str, spool: bool = False) -> None:
