@@ -11,17 +11,15 @@ import json
 
 import pytest
 from test_archive_cli import nb
-from test_session_fake import PLAN, opener, responder
+from test_archive_partial import run_once
+from test_session_fake import responder
 
 from conftest import fixture_text
-from nicbench.hosts.fake import FakeTransport, Script
-from nicbench.plan import parse_plan
+from nicbench.hosts.fake import Script
 from nicbench.report.catalogue import summarise
-from nicbench.run.session import execute
 from nicbench.store.archive import Archive
 from nicbench.store.reader import RunReader
 from nicbench.studies.registry import VIEWS
-from nicbench.studies.tcp.runner import TcpRunner
 
 
 def short_window(argv: list[str]) -> Script:
@@ -32,12 +30,6 @@ def short_window(argv: list[str]) -> Script:
         doc["server_output_json"]["intervals"] = doc["server_output_json"]["intervals"][:1]
         return Script(stdout=json.dumps(doc), runtime=3.01)
     return responder(argv)
-
-
-def run_once(store, script) -> str:
-    ts = {h: FakeTransport(h, script) for h in ("srv", "c1", "c2")}
-    _, open_fake = opener(ts)
-    return execute(parse_plan(PLAN), PLAN, runner=TcpRunner, store=store, hosts_for=open_fake).run_id
 
 
 @pytest.fixture(scope="module")
