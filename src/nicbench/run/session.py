@@ -36,7 +36,7 @@ from ..plan.model import Plan
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from ..store.archive import Archive
 from ..store.location import StoreLocation
-from ..store.names import new_run_id
+from ..store.names import check_tag, new_run_id
 from ..store.writer import RunWriter
 from ..tuning.apply import apply as tune_apply
 from ..tuning.apply import restore_targets
@@ -277,6 +277,8 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
     from the study registry: the session knows no study) on the hosts
     ``hosts_for`` opens (the lab or real hosts; fakes in unit tests), into
     the archive ``store`` (an open one, or a path/URL; None: the default)."""
+    for t in tags:                     # the CLI checked them already; api callers too, before anything
+        check_tag(t, "tags")
     progress = progress or NoProgress()
     trial_list = plan_trials(plan)
     r = _Run(plan, host_wide)
