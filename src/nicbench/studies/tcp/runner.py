@@ -110,6 +110,8 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
         taken = sorted(ports_wanted & busy_ports(transports[c]))
         if taken:
             problems.append(f"{c}: port(s) {', '.join(map(str, taken))} already in use")
+    problems += iperf.nofile_problems(s.engine, [slot for n in s.connections for slot in layout(
+        n, clients, s.connections_per, stream_cap(s), s.port_base)], server, transports, "bidir" in s.directions)
     skip = False
     if tool is not None and s.engine == "iperf3":
         if s.zerocopy and not tool.has("zerocopy"):
