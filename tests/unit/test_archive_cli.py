@@ -199,10 +199,11 @@ def test_run_tag_is_refused_by_the_rule_archive_tag_uses_before_the_run_starts(c
 
 
 def test_the_session_refuses_a_bad_tag_before_it_opens_any_host(tmp_path):
+    from test_session_fake import PLAN
+
     from nicbench.core.errors import InputError
     from nicbench.plan import parse_plan
     from nicbench.run.session import execute
-    from test_session_fake import PLAN
 
     def hosts_for(_plan):
         raise AssertionError("hosts opened")

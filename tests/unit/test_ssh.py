@@ -129,9 +129,10 @@ def test_a_sudo_host_whose_sudo_asks_for_a_password_is_refused_saying_so(tmp_pat
                          timeout=30).stdout
     c = parse_check("c1", out, (0.0, 0.001), max_offset=0.05, want={}, sudo_set=True)
     # (other nicbench runs on this machine may show up as leftovers: only the sudo line matters)
-    assert [p for p in c.problems if "sudo" in p] == ["c1: sudo = true, but sudo asks for a password (sudo: a password is required): give the "
-                          "login user a NOPASSWD sudo rule for nicbench's commands (e.g. 'USER ALL=(ALL) NOPASSWD: "
-                          "ALL' in /etc/sudoers.d), or log in as root"]
+    assert [p for p in c.problems if "sudo" in p] == [
+        "c1: sudo = true, but sudo asks for a password (sudo: a password is required): give the login user a "
+        "NOPASSWD sudo rule for nicbench's commands (e.g. 'USER ALL=(ALL) NOPASSWD: ALL' in /etc/sudoers.d), "
+        "or log in as root"]
     assert not c.root
     gone = parse_check("c1", "os Linux\nuid 1000\nsudo no sh: 1: sudo: not found\n", (0.0, 0.001),
                        max_offset=0.05, want={}, sudo_set=True)

@@ -236,10 +236,11 @@ def test_preflight_names_each_host_without_the_engine_and_a_busy_port():
 def test_preflight_refuses_an_open_files_limit_too_low_for_the_streams():
     plan = plan_of('rates = ["1G"]\nstreams = [1, 100]\ndirections = ["bidir"]')
     hosts = fake(plan, Script(), Script())
+
+    def limited(respond, n):
+        return lambda argv: Script(f"{n}\n") if argv[:3] == ["sh", "-c", "ulimit -n"] else respond(argv)
     for name, limit in (("srv", 1024), ("c1", 100)):
-        old = hosts.transport(name).responder
-        hosts.transport(name).responder = (lambda old, limit: lambda argv: Script(f"{limit}\n")
-                                           if argv[:3] == ["sh", "-c", "ulimit -n"] else old(argv))(old, limit)
+        hosts.transport(name).responder = limited(hosts.transport(name).responder, limit)
     with pytest.raises(PreflightError) as e:
         udp.UdpRunner(plan, hosts).preflight()
     assert e.value.message.endswith("c1: open-files limit is 100 (ulimit -n), an iperf3 server process needs 416 "
