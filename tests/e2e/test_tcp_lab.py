@@ -193,6 +193,35 @@ def test_lab_cli_up_status_down():
     assert namespaces("e2eh") == []
 
 
+def test_a_switch_side_mtu_change_is_named_by_lab_status_and_the_reuse_check(tmp_path):
+    """The audit's case: p-c1 (the switch's end of c1's veth) set to a smaller
+    MTU was invisible to 'lab status' (healthy, exit 0) and to a run reusing the
+    lab, whose point then stalled as 'path may be stalled'."""
+    import subprocess
+    text = plan_text("mtu", "e2emtu", clients=2, connections=(2,), duration=1, omit=0)
+    spec = lab_spec(parse_plan(text))
+    manager.up(spec)
+    try:
+        sw = spec.switch_ns
+        for dev, where in (("p-c1", "c1: its switch port p-c1 (in nb-e2emtu-sw) has MTU 1400, the plan wants 1500"),
+                           ("br0", "switch: br0 in nb-e2emtu-sw has MTU 1400, the plan wants 1500")):
+            subprocess.run(["ip", "-n", sw, "link", "set", dev, "mtu", "1400"], check=True)
+            st = nicbench("lab", "status", "e2emtu")
+            out, err = st.communicate(timeout=30)
+            assert st.returncode == 4 and f"problem: {where}" in out and "NOT healthy" in out, (out, err)
+            assert "1 lab(s) not healthy: e2emtu" in err and err.count("\n") == 1
+            with pytest.raises(LabError) as e:
+                execute(parse_plan(text), text, store=tmp_path)
+            assert where in e.value.message and "no longer matches this plan" in e.value.message
+            subprocess.run(["ip", "-n", sw, "link", "set", dev, "mtu", "1500"], check=True)
+        st = nicbench("lab", "status", "e2emtu", "--json")
+        out, _ = st.communicate(timeout=30)
+        assert st.returncode == 0 and json.loads(out)[0]["healthy"]
+    finally:
+        manager.down("e2emtu")
+    assert namespaces("e2emtu") == []
+
+
 def test_a_client_lost_mid_point_leaves_a_partial_point_with_the_survivors_data(tmp_path):
     """The audit's case: one client's engine server killed mid-point; the other
     client's complete results stayed only in raw files and the point had 0
