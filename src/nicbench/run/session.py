@@ -443,6 +443,9 @@ def _after_point(r: _Run, out: TrialOutcome) -> TrialOutcome:
     else:
         warnings = [*(rec.meta.get("warnings") or []), f"tuning drifted during the point: {what}"]
         rec = replace(rec, meta={**rec.meta, "warnings": warnings, "tuning_drift": [x.to_dict() for x in moved]})
+        # kept, so said where the run's outcome is read (the summary's warnings), not only in its meta
+        r.warnings.append(f"tuning drifted during {rec.spec.point} (repeat {rec.spec.repeat + 1}), "
+                          f"the point is kept as the plan says (on_tuning_drift = \"flag\"): {what}")
     return replace(out, record=rec)
 
 
