@@ -199,3 +199,33 @@ def test_a_flagged_tuning_drift_is_said_in_the_summary_on_the_progress_line_and_
     page = render(view).read_text()
     assert "tuning drifted during tx/c4/io128K (repeat 2, trial t0002): srv sysctl net.ipv4.tcp_fin_timeout: " \
            "reads &#39;44&#39;" in page
+
+
+def test_sigterm_is_said_as_sigterm_not_as_the_user(tmp_path):
+    """A service manager's SIGTERM was reported as 'interrupted by the user'
+    for the point in flight and 'stopped by the user' for the run."""
+    import os
+    import signal
+
+    from nicbench.core.errors import Stopped
+    from nicbench.run.kit import PointGuard
+
+    class Terminating(Recorder):
+        def trial_start(self, spec):
+            super().trial_start(spec)
+            if spec.trial_id == "t0002":
+                os.kill(os.getpid(), signal.SIGTERM)      # the run's handler raises in this thread
+    ts = {h: FakeTransport(h, responder) for h in ("srv", "c1", "c2")}
+    hosts, open_fake = opener(ts)
+    with pytest.raises(Interrupted) as e:
+        execute(parse_plan(PLAN), PLAN, runner=TcpRunner, store=tmp_path, progress=Terminating(), hosts_for=open_fake)
+    assert e.value.message.startswith("run terminated by SIGTERM after 1 of 2 points")
+    assert hosts.closed
+    # the point in flight: its guard says which signal
+    for sig, words in ((signal.SIGTERM, "terminated by SIGTERM"), (signal.SIGINT, "interrupted by the user")):
+        with PointGuard({}, list) as guard:
+            raise Stopped(sig)
+        assert (guard.status, guard.error) == ("interrupted", words)
+    with PointGuard({}, list) as guard:
+        raise KeyboardInterrupt                              # Python's own Ctrl-C
+    assert guard.error == "interrupted by the user"

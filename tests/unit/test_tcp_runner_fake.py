@@ -361,3 +361,14 @@ def test_an_open_files_limit_too_low_for_the_streams_is_refused_at_preflight_nam
     assert "c2:" not in msg and "ulimit -n, systemd LimitNOFILE" in msg
     ok = {h: FakeTransport(h, limited(1024)) for h in ("srv", "c1", "c2")}
     preflight(plan.study, "srv", plan.clients, ok, {"c1": "198.18.0.2", "c2": "198.18.0.3"})
+
+
+def test_a_stopped_engine_process_is_named_not_the_path(tmp_path):
+    """The audit's case: a SIGSTOPped engine client was reported as 'the path
+    may be stalled'; /proc/PID/stat says it is stopped (state T)."""
+    plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(hang=True, stopped=True))
+    rec, _, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
+    assert rec.status == "failed" and "path may be stalled" not in rec.error
+    pids = [p.pid for p in srv.spawned]
+    assert f"srv: iperf3 (pid {pids[0]}) is stopped, not the path: /proc/{pids[0]}/stat says state T" in rec.error
+    assert "SIGCONT resumes it" in rec.error

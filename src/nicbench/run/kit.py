@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from ..core.errors import NicbenchError, ToolError, tail
+from ..core.errors import NicbenchError, ToolError, stopped_by, tail
 from ..hosts.transport import Process, Transport, read_output
 from ..records import RawOutput, Sample
 from ..sampling.remote import HostPlan, HostSamplers, samples_on_host
@@ -217,7 +217,7 @@ class PointGuard:
                  tb: TracebackType | None) -> bool:
         try:
             if et is not None and issubclass(et, KeyboardInterrupt):
-                self.status, self.error = "interrupted", "interrupted by the user"
+                self.status, self.error = "interrupted", stopped_by(ev)
             elif isinstance(ev, NicbenchError):
                 self.status, self.error = "failed", ev.one_line().removeprefix("nicbench: ")
         finally:
@@ -228,12 +228,14 @@ class PointGuard:
         return et is None or issubclass(et, (KeyboardInterrupt, NicbenchError))
 
 
-def stall_causes(transports: Mapping[str, Transport], ifnames: Mapping[str, str]) -> list[str]:
-    """What is known to be wrong when a point's tools do not finish: a host no
-    longer reachable (its SSH connection lost, its namespace gone), a test
-    interface down.  Empty when nothing is known: then the path is only slow
-    or stalled."""
-    out: list[str] = []
+def stall_causes(transports: Mapping[str, Transport], ifnames: Mapping[str, str],
+                 procs: Sequence[Process] = ()) -> list[str]:
+    """What is known to be wrong when a point's tools do not finish: one of
+    ``procs`` (the point's engine processes that did not finish) stopped
+    (SIGSTOP, a debugger), a host no longer reachable (its SSH connection
+    lost, its namespace gone), a test interface down.  Empty when nothing is
+    known: then the path is only slow or stalled."""
+    out: list[str] = [why for p in procs if (why := _stopped(p, transports)) is not None]
     for host, t in transports.items():
         try:
             if not t.alive():
@@ -247,6 +249,25 @@ def stall_causes(transports: Mapping[str, Transport], ifnames: Mapping[str, str]
         except (OSError, NicbenchError):
             continue
     return out
+
+
+def _stopped(p: Process, transports: Mapping[str, Transport]) -> str | None:
+    """``p`` said as stopped when its host's /proc says so (state T: stopped
+    by a signal, t: by a debugger); None when it runs, is gone, or its host
+    has no /proc (FreeBSD) or cannot be read."""
+    t = transports.get(p.host)
+    if t is None or p.poll() is not None:
+        return None
+    try:
+        stat = t.read_text(f"/proc/{int(p.pid)}/stat")
+    except (OSError, NicbenchError):
+        return None
+    fields = stat.rpartition(")")[2].split()
+    if not fields or fields[0] not in ("T", "t"):
+        return None
+    by = "a debugger (tracing stop)" if fields[0] == "t" else "a signal (SIGSTOP, SIGTSTP): SIGCONT resumes it"
+    return (f"{p.host}: {Path(p.argv[0]).name if p.argv else 'the process'} (pid {p.pid}) is stopped, "
+            f"not the path: /proc/{p.pid}/stat says state {fields[0]}, stopped by {by}")
 
 
 def stalled(what: str, limit: float, where: str, causes: list[str], hint: str) -> ToolError:

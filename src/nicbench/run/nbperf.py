@@ -506,9 +506,10 @@ def drive(h: NbperfHosts, env: PointEnv, spec: TrialSpec, raw_dir: Path, ps: Seq
         limit = (start - time.time()) + seconds + grace + timeout_margin
         end_by = time.monotonic() + limit
         hung = [(pair, proc) for pair, proc in clis if proc.wait(end_by - time.monotonic()) is None]
-        for pair, _ in hung:
+        for pair, proc in hung:
             hosts = {x: h.transports[x] for x in (h.server, pair.client)}
-            why = stalled(f"nbperf client to {pair.key}", limit, h.server, stall_causes(hosts, env.ifnames),
+            ends = [proc, *(p for pr, p in servers if pr.client == pair.client)]
+            why = stalled(f"nbperf client to {pair.key}", limit, h.server, stall_causes(hosts, env.ifnames, ends),
                           "the path may be stalled; raise study.timeout_margin if the host is slow")
             if len(hung) == len(clis):
                 raise why

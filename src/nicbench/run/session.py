@@ -27,7 +27,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 from .. import __version__
-from ..core.errors import Interrupted, NicbenchError, PreflightError
+from ..core.errors import Interrupted, NicbenchError, PreflightError, Stopped, stopped_by
 from ..hosts.base import Hosts
 from ..hosts.facts import collect_quietly
 from ..hosts.transport import LocalTransport, Transport, each_host
@@ -154,7 +154,7 @@ class StopSignals:
         self.got.append(signum)
         if not self.shielded:
             self.shielded = True
-            raise KeyboardInterrupt
+            raise Stopped(signum)
         if len(self.got) <= 2:
             print(f"nicbench: {signal.Signals(signum).name} during clean-up: finishing it first "
                   "(tuning, processes, lab)", file=sys.stderr)
@@ -310,9 +310,11 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
                 if out.record.status == "interrupted":
                     raise KeyboardInterrupt
             r.status = "done-with-failures" if r.failed else "done-with-partial-points" if r.partial else "done"
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             r.status = "interrupted"
-            raise Interrupted(f"run stopped by the user after {r.ok + r.failed} of {len(trial_list)} points; "
+            # the point in flight re-raises a bare one: the signal noted says what it was
+            what = stopped_by(Stopped(r.signals.got[0]) if r.signals.got else e)
+            raise Interrupted(f"run {what} after {r.ok + r.failed} of {len(trial_list)} points; "
                               "finished points are stored", where=str(r.writer.run_dir) if r.writer else None,
                               hint="nicbench report latest renders what was finished") from None
         finally:

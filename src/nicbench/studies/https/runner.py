@@ -337,7 +337,7 @@ def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec,
             if p.wait(end_by - time.monotonic()) is None:
                 hosts = {h: ctx.transports[h] for h in (ctx.server, client)}
                 raise stalled(f"wrk on {client}", s.duration + s.timeout_margin, client,
-                              stall_causes(hosts, env.ifnames),
+                              stall_causes(hosts, env.ifnames, [p]),
                               "the server stopped answering; raise study.timeout_margin if the host is only slow")
         samplers.last_read()
     status, error, counters = guard.status, guard.error, guard.counters
