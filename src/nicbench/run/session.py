@@ -277,8 +277,8 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
     from the study registry: the session knows no study) on the hosts
     ``hosts_for`` opens (the lab or real hosts; fakes in unit tests), into
     the archive ``store`` (an open one, or a path/URL; None: the default)."""
-    for t in tags:                     # the CLI checked them already; api callers too, before anything
-        check_tag(t, "tags")
+    for tag in tags:                   # the CLI checked them already; api callers too, before anything
+        check_tag(tag, "tags")
     progress = progress or NoProgress()
     trial_list = plan_trials(plan)
     r = _Run(plan, host_wide)
