@@ -18,7 +18,7 @@ from ..core.errors import NicbenchError, ToolError, stopped_by, tail
 from ..hosts.transport import Process, Transport, read_output
 from ..records import RawOutput, Sample
 from ..sampling.remote import HostPlan, HostSamplers, samples_on_host
-from ..sampling.sampler import CpuSampler, NetSampler, NetTarget
+from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, tool_pid
 
 
 @dataclass(frozen=True)
@@ -253,21 +253,25 @@ def stall_causes(transports: Mapping[str, Transport], ifnames: Mapping[str, str]
 
 def _stopped(p: Process, transports: Mapping[str, Transport]) -> str | None:
     """``p`` said as stopped when its host's /proc says so (state T: stopped
-    by a signal, t: by a debugger); None when it runs, is gone, or its host
-    has no /proc (FreeBSD) or cannot be read."""
+    by a signal, t: by a debugger), or the tool below it when ``p`` is a gate
+    shim (the shim waits for its child, the tool, which is what a user stops);
+    None when neither is stopped, ``p`` has ended, or its host has no /proc
+    (FreeBSD) or cannot be read."""
     t = transports.get(p.host)
     if t is None or p.poll() is not None:
         return None
-    try:
-        stat = t.read_text(f"/proc/{int(p.pid)}/stat")
-    except (OSError, NicbenchError):
-        return None
-    fields = stat.rpartition(")")[2].split()
-    if not fields or fields[0] not in ("T", "t"):
-        return None
-    by = "a debugger (tracing stop)" if fields[0] == "t" else "a signal (SIGSTOP, SIGTSTP): SIGCONT resumes it"
-    return (f"{p.host}: {Path(p.argv[0]).name if p.argv else 'the process'} (pid {p.pid}) is stopped, "
-            f"not the path: /proc/{p.pid}/stat says state {fields[0]}, stopped by {by}")
+    for pid in dict.fromkeys(x for x in (int(p.pid), tool_pid(t, int(p.pid))) if x is not None):
+        try:
+            stat = t.read_text(f"/proc/{pid}/stat")
+        except (OSError, NicbenchError):
+            continue
+        comm, _, rest = stat.partition("(")[2].rpartition(")")
+        state = rest.split()[:1]
+        if state in (["T"], ["t"]):
+            by = "a debugger (tracing stop)" if state == ["t"] else "a signal (SIGSTOP, SIGTSTP): SIGCONT resumes it"
+            return (f"{p.host}: {comm or 'the process'} (pid {pid}) is stopped, not the path: "
+                    f"/proc/{pid}/stat says state {state[0]}, stopped by {by}")
+    return None
 
 
 def stalled(what: str, limit: float, where: str, causes: list[str], hint: str) -> ToolError:
