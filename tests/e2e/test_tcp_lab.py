@@ -193,6 +193,84 @@ def test_lab_cli_up_status_down():
     assert namespaces("e2eh") == []
 
 
+def test_a_switch_side_mtu_change_is_named_by_lab_status_and_the_reuse_check(tmp_path):
+    """The audit's case: p-c1 (the switch's end of c1's veth) set to a smaller
+    MTU was invisible to 'lab status' (healthy, exit 0) and to a run reusing the
+    lab, whose point then stalled as 'path may be stalled'."""
+    import subprocess
+    text = plan_text("mtu", "e2emtu", clients=2, connections=(2,), duration=1, omit=0)
+    spec = lab_spec(parse_plan(text))
+    manager.up(spec)
+    try:
+        sw = spec.switch_ns
+        for dev, where in (("p-c1", "c1: its switch port p-c1 (in nb-e2emtu-sw) has MTU 1400, the plan wants 1500"),
+                           ("br0", "switch: br0 in nb-e2emtu-sw has MTU 1400, the plan wants 1500")):
+            subprocess.run(["ip", "-n", sw, "link", "set", dev, "mtu", "1400"], check=True)
+            st = nicbench("lab", "status", "e2emtu")
+            out, err = st.communicate(timeout=30)
+            assert st.returncode == 4 and f"problem: {where}" in out and "NOT healthy" in out, (out, err)
+            assert "1 lab(s) not healthy: e2emtu" in err and err.count("\n") == 1
+            with pytest.raises(LabError) as e:
+                execute(parse_plan(text), text, store=tmp_path)
+            assert where in e.value.message and "no longer matches this plan" in e.value.message
+            subprocess.run(["ip", "-n", sw, "link", "set", dev, "mtu", "1500"], check=True)
+        st = nicbench("lab", "status", "e2emtu", "--json")
+        out, _ = st.communicate(timeout=30)
+        assert st.returncode == 0 and json.loads(out)[0]["healthy"]
+    finally:
+        manager.down("e2emtu")
+    assert namespaces("e2emtu") == []
+
+
+def test_a_sigstopped_engine_client_is_named_not_the_path(tmp_path):
+    """The audit's case: an engine client stopped with SIGSTOP was reported as
+    'the path may be stalled'.  Now the point fails naming the stopped
+    process by host and PID (its /proc/PID/stat says T), and the run still
+    ends it (SIGKILL reaches a stopped process) and removes its lab."""
+    import os
+    import threading
+
+    from helpers import procs_in
+    text = plan_text("stop", "e2estop", clients=1, connections=(1,), duration=2, omit=0,
+                     extra="timeout_margin = 1")
+    stopped: list[int] = []
+
+    def stop_the_client() -> None:
+        deadline = time.time() + 30
+        while time.time() < deadline and not stopped:
+            mine = procs_in("nb-e2estop-srv", lambda argv: Path(argv[0].decode(errors="replace")).name == "iperf3"
+                            and b"-c" in argv)       # released: the gate has exec'd iperf3
+            if mine:
+                time.sleep(0.5)
+                try:
+                    os.kill(mine[0], signal.SIGSTOP)
+                    stopped.append(mine[0])
+                except ProcessLookupError:
+                    pass
+                return
+            time.sleep(0.02)
+    k = threading.Thread(target=stop_the_client, daemon=True)
+    k.start()
+    try:
+        out = execute(parse_plan(text), text, store=tmp_path)
+        k.join(5)
+        assert stopped, f"no iperf3 client seen in nb-e2estop-srv (run {out.status})"
+        view = load_run(out.run_dir)
+        [t] = view.trials
+        assert t.status == "failed", (t.status, t.error)
+        assert f"srv: iperf3 (pid {stopped[0]}) is stopped, not the path" in t.error, t.error
+        assert "path may be stalled" not in t.error
+        assert not alive(stopped[0])
+    finally:
+        for pid in stopped:                       # by PID, whatever happened above
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        manager.down("e2estop")
+    assert namespaces("e2estop") == []
+
+
 def test_a_client_lost_mid_point_leaves_a_partial_point_with_the_survivors_data(tmp_path):
     """The audit's case: one client's engine server killed mid-point; the other
     client's complete results stayed only in raw files and the point had 0

@@ -14,6 +14,7 @@ import sqlite3
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from test_archive import write_run
 
 from archive_synth import seed
@@ -180,3 +181,32 @@ def test_archive_add_brings_an_older_store_in(capsys, tmp_path):
     assert code == 0 and out.startswith("present: ")
     code, out, _ = nb(capsys, "report", "latest", "--store", tmp_path / "arch", "--out", tmp_path / "rep")
     assert code == 0 and (tmp_path / "rep" / "index.html").exists()
+
+
+BAD_TAGS = ("two\nlines", "a;b", "$(id)", "<b>x</b>", "")
+
+
+def test_run_tag_is_refused_by_the_rule_archive_tag_uses_before_the_run_starts(capsys, tmp_path):
+    # the plan path does not exist: a tag checked only once the run started would say that instead
+    for bad in BAD_TAGS:
+        code, out, err = nb(capsys, "run", tmp_path / "no-plan.toml", "--store", tmp_path / "arch",
+                            "--tag", "ok-1", "--tag", bad)
+        assert code == 2 and "--tag: tag " in err and "not allowed" in err and "not found" not in err, err
+        assert "\n" not in err.strip()
+        code2, _, err2 = nb(capsys, "archive", "tag", "latest", bad, "--store", tmp_path / "arch")
+        assert code2 == 2 and "not allowed" in err2, err2
+    assert not (tmp_path / "arch").exists()
+
+
+def test_the_session_refuses_a_bad_tag_before_it_opens_any_host(tmp_path):
+    from test_session_fake import PLAN
+
+    from nicbench.core.errors import InputError
+    from nicbench.plan import parse_plan
+    from nicbench.run.session import execute
+
+    def hosts_for(_plan):
+        raise AssertionError("hosts opened")
+
+    with pytest.raises(InputError, match=r"tag 'a\\nb' is not allowed"):
+        execute(parse_plan(PLAN), PLAN, runner=object, store=tmp_path, tags=("a\nb",), hosts_for=hosts_for)

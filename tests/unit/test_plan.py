@@ -1,4 +1,6 @@
 import glob
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -194,3 +196,38 @@ def test_the_lab_holds_64_hosts_and_says_what_a_too_small_subnet_holds():
     # a /26 has 62 host addresses, one kept for the switch (the SSH mode's controller): 61 hosts
     msg = err(big.replace('name = "t"', 'name = "t"\n[lab]\nsubnet = "198.18.0.0/26"'))
     assert "198.18.0.0/26 holds 61 hosts" in msg and "has 64" in msg and "shorter prefix" in msg
+
+
+def test_plan_path_not_a_regular_file_is_refused_before_reading(tmp_path):
+    # a FIFO with no writer blocked the read forever; /dev/zero never ends (/dev/null stands
+    # for it here: the same kind of file, finite if the check is missing)
+    fifo = tmp_path / "plan.toml"
+    os.mkfifo(fifo)
+    result: list = []
+
+    def load() -> None:
+        try:
+            load_plan(fifo)
+        except InputError as e:
+            result.append(e)
+
+    t = threading.Thread(target=load, daemon=True)
+    t.start()
+    t.join(5)
+    if t.is_alive():                   # unblock the reader so the suite goes on
+        with open(fifo, "w"):
+            pass
+        t.join(5)
+        pytest.fail("load_plan blocked on a FIFO")
+    assert "FIFO" in result[0].message and result[0].where == str(fifo)
+    with pytest.raises(InputError, match="not a plan file: it is a character device"):
+        load_plan("/dev/null")
+    with pytest.raises(InputError, match="not a plan file: it is a directory"):
+        load_plan(tmp_path)
+
+
+def test_plan_size_is_checked_in_bytes_before_reading(tmp_path):
+    big = tmp_path / "big.toml"
+    big.write_text("# " + "\u00e9" * 600_000 + "\n")   # 1.2 MB in 600,002 characters
+    with pytest.raises(InputError, match=r"1200003 bytes: more than any plan"):
+        load_plan(big)

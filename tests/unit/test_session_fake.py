@@ -154,3 +154,78 @@ def test_a_bug_in_one_point_fails_that_point_and_the_run_goes_on(tmp_path):
     assert "Traceback" in first.meta["internal_error"]
     assert [x.path for x in r.raw_outputs() if x.trial_id == "t0001"] == ["raw/t0001/c1-client-5201.out"]
     assert second.status == "ok"
+
+
+def test_a_flagged_tuning_drift_is_said_in_the_summary_on_the_progress_line_and_in_the_report(tmp_path, monkeypatch):
+    """on_tuning_drift = "flag" kept the point and said so only in its trial's
+    meta: now the run's warnings (the summary), the progress line and the
+    report's warnings name the point and the setting."""
+    import io
+
+    from rich.console import Console
+
+    from nicbench.cli.progress import TerminalProgress
+    from nicbench.run import session
+    from nicbench.studies.tcp.view import TcpView
+    from nicbench.tuning.types import Row
+    applied = Row("srv", "sysctl net.ipv4.tcp_fin_timeout", "sysctl:net.ipv4.tcp_fin_timeout", "33", "33", "applied")
+    moved = Row("srv", "sysctl net.ipv4.tcp_fin_timeout", "sysctl:net.ipv4.tcp_fin_timeout", "44", "33", "drifted",
+                note="reads '44', the profile set '33': changed during the run")
+    facts_and_tuning = session._facts_and_tuning
+
+    def applying(r, pre):
+        out = facts_and_tuning(r, pre)
+        r.applied = [applied]
+        return out
+    reads = iter([[], [moved]])                       # found moved after the second repeat only
+    monkeypatch.setattr(session, "_facts_and_tuning", applying)
+    monkeypatch.setattr(session, "tuning_drift", lambda rows, targets: next(reads))
+    ts = {h: FakeTransport(h, responder) for h in ("srv", "c1", "c2")}
+    _, open_fake = opener(ts)
+    text = 'on_tuning_drift = "flag"\n' + PLAN
+    log = io.StringIO()
+    prog = TerminalProgress(TcpView(), Console(file=log, force_terminal=False, width=400))
+    out = execute(parse_plan(text), text, runner=TcpRunner, store=tmp_path, progress=prog, hosts_for=open_fake)
+    assert out.status == "done" and out.ok == 2                                   # flagged, not failed
+    said = "srv sysctl net.ipv4.tcp_fin_timeout: reads '44', the profile set '33': changed during the run"
+    assert [w for w in out.warnings if "drifted" in w] == [
+        "tuning drifted during tx/c4/io128K (repeat 2), the point is kept as the plan says "
+        f"(on_tuning_drift = \"flag\"): {said}"]
+    lines = log.getvalue().splitlines()
+    assert lines[1].startswith("[1/2] ") and "drifted" not in lines[1]
+    assert lines[2].startswith("[2/2] ") and lines[2].endswith(f" -- WARNING: tuning drifted: {said}")
+    view = load_run(out.run_dir)
+    assert [t.tuning_drift for t in view.trials] == [(), (said,)]
+    page = render(view).read_text()
+    assert "tuning drifted during tx/c4/io128K (repeat 2, trial t0002): srv sysctl net.ipv4.tcp_fin_timeout: " \
+           "reads &#39;44&#39;" in page
+
+
+def test_sigterm_is_said_as_sigterm_not_as_the_user(tmp_path):
+    """A service manager's SIGTERM was reported as 'interrupted by the user'
+    for the point in flight and 'stopped by the user' for the run."""
+    import os
+    import signal
+
+    from nicbench.core.errors import Stopped
+    from nicbench.run.kit import PointGuard
+
+    class Terminating(Recorder):
+        def trial_start(self, spec):
+            super().trial_start(spec)
+            if spec.trial_id == "t0002":
+                os.kill(os.getpid(), signal.SIGTERM)      # the run's handler raises in this thread
+    ts = {h: FakeTransport(h, responder) for h in ("srv", "c1", "c2")}
+    hosts, open_fake = opener(ts)
+    with pytest.raises(Interrupted) as e:
+        execute(parse_plan(PLAN), PLAN, runner=TcpRunner, store=tmp_path, progress=Terminating(), hosts_for=open_fake)
+    assert e.value.message.startswith("run terminated by SIGTERM after 1 of 2 points")
+    assert hosts.closed
+    # the point in flight: its guard says which signal
+    for sig, words in ((signal.SIGTERM, "terminated by SIGTERM"), (signal.SIGINT, "interrupted by the user")):
+        with PointGuard({}, list) as guard:
+            raise Stopped(sig)
+        assert (guard.status, guard.error) == ("interrupted", words)
+    with PointGuard({}, list) as guard:
+        raise KeyboardInterrupt                              # Python's own Ctrl-C
+    assert guard.error == "interrupted by the user"

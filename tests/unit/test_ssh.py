@@ -106,3 +106,60 @@ def test_what_a_login_shell_prints_is_not_taken_for_output(tmp_path):
     assert t._answer(fake, "ab12", time.monotonic() + 5) == ("hi\n", "", 0)
     fake.wait()
     t.close()
+
+
+def _fake_bin(d: Path, uid: str = "1000") -> dict[str, str]:
+    """PATH with an ``id`` saying a non-root user and a ``sudo`` with no rule for it
+    (what sudo 1.9 says to ``-n`` then), in front of the real tools."""
+    import os
+    d.mkdir()
+    (d / "id").write_text(f"#!/bin/sh\necho {uid}\n")
+    (d / "sudo").write_text("#!/bin/sh\necho 'sudo: a password is required' >&2\nexit 1\n")
+    for f in d.iterdir():
+        f.chmod(0o755)
+    return {**os.environ, "PATH": f"{d}:{os.environ['PATH']}"}
+
+
+def test_a_sudo_host_whose_sudo_asks_for_a_password_is_refused_saying_so(tmp_path):
+    import subprocess
+
+    from nicbench.hosts.sshcheck import _CHECK
+    env = _fake_bin(tmp_path / "bin")
+    out = subprocess.run(["sh", "-c", _CHECK, "nicbench-check"], env=env, capture_output=True, text=True,
+                         timeout=30).stdout
+    c = parse_check("c1", out, (0.0, 0.001), max_offset=0.05, want={}, sudo_set=True)
+    # (other nicbench runs on this machine may show up as leftovers: only the sudo line matters)
+    assert [p for p in c.problems if "sudo" in p] == [
+        "c1: sudo = true, but sudo asks for a password (sudo: a password is required): give the login user a "
+        "NOPASSWD sudo rule for nicbench's commands (e.g. 'USER ALL=(ALL) NOPASSWD: ALL' in /etc/sudoers.d), "
+        "or log in as root"]
+    assert not c.root
+    gone = parse_check("c1", "os Linux\nuid 1000\nsudo no sh: 1: sudo: not found\n", (0.0, 0.001),
+                       max_offset=0.05, want={}, sudo_set=True)
+    assert gone.problems == ("c1: sudo = true, but 'sudo -n true' fails (sh: 1: sudo: not found): is sudo "
+                             "installed, and may the login user use it?",)
+
+
+def test_a_command_sudo_refuses_says_sudo_asks_for_a_password(tmp_path):
+    """Through the real command shell (run here, not over SSH): a command on a
+    sudo host whose sudo needs a password is one line saying so, not whatever
+    the command's caller makes of its empty output."""
+    import subprocess
+
+    from nicbench.core.errors import PreflightError
+    from nicbench.hosts.ssh import _SHELL, SshTransport
+    env = _fake_bin(tmp_path / "bin")
+    t = SshTransport("c1", SshTarget("c1", sudo=True))
+    t._shell = subprocess.Popen(["sh", "-c", _SHELL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env)
+    try:
+        with pytest.raises(PreflightError) as e:
+            t.run(["date", "+%s.%N"], timeout=10)
+        assert e.value.where == "c1" and e.value.message == \
+            "date: sudo asks for a password (sudo: a password is required)"
+        assert "NOPASSWD" in (e.value.hint or "")
+        assert t.run(["echo", "hi"], timeout=10, sudo=False).stdout == "hi\n"    # as the login user: no sudo
+    finally:
+        t._shell.stdin.close()
+        t._shell.wait(5)
+        t.close()

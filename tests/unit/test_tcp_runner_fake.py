@@ -335,3 +335,45 @@ def test_a_pair_whose_output_cannot_be_parsed_is_lost_with_why_never_the_run():
     assert lost["c3:5201"] == "iperf2 to c3:5201: tool output not understood: KeyError: 'sum'"
     assert parsed_or_lost("c4:5201", lost, "iperf2", parser_bug, label="the iperf2 server on c4:5201") is None
     assert lost["c4:5201"].startswith("the iperf2 server on c4:5201: tool output not understood: KeyError")
+
+
+def test_an_open_files_limit_too_low_for_the_streams_is_refused_at_preflight_naming_host_and_limit():
+    """The audit's case: a low ulimit -n on the engine host let the TCP point
+    start and fail mid-way with 'Too many open files', blamed on another client."""
+    from nicbench.studies.tcp.runner import preflight
+
+    def limited(n):
+        def respond(argv):
+            if argv[:2] == ["sh", "-c"] and argv[2] == "ulimit -n":
+                return Script(f"{n}\n")
+            if argv[:2] == ["iperf3", "--version"]:
+                return Script("iperf 3.12 (cJSON 1.7.15)\n")
+            if argv[:2] == ["iperf3", "--help"]:
+                return Script("--zerocopy --bidir --get-server-output\n")
+            return Script("1 received\n")
+        return respond
+    # 200 connections over 2 clients, at most 128 streams a process: 100 per client host in one
+    # process each; the study server runs both engine clients, 100 streams each (a socket and a buffer file
+    # per stream and direction with --bidir)
+    plan = parse_plan(PLAN.replace("connections = [4]", 'connections = [4, 200]\ndirections = ["tx", "bidir"]'))
+    ts = {"srv": FakeTransport("srv", limited(300)), "c1": FakeTransport("c1", limited(64)),
+          "c2": FakeTransport("c2", limited(1024))}
+    with pytest.raises(PreflightError) as e:
+        preflight(plan.study, "srv", plan.clients, ts, {"c1": "198.18.0.2", "c2": "198.18.0.3"})
+    msg = e.value.message
+    assert "srv: open-files limit is 300 (ulimit -n), an iperf3 client process needs 416 for 100 streams" in msg
+    assert "c1: open-files limit is 64 (ulimit -n), an iperf3 server process needs 416 for 100 streams" in msg
+    assert "c2:" not in msg and "ulimit -n, systemd LimitNOFILE" in msg
+    ok = {h: FakeTransport(h, limited(1024)) for h in ("srv", "c1", "c2")}
+    preflight(plan.study, "srv", plan.clients, ok, {"c1": "198.18.0.2", "c2": "198.18.0.3"})
+
+
+def test_a_stopped_engine_process_is_named_not_the_path(tmp_path):
+    """The audit's case: a SIGSTOPped engine client was reported as 'the path
+    may be stalled'; /proc/PID/stat says it is stopped (state T)."""
+    plan, ctx, srv, servers = make_ctx(tmp_path, lambda argv: Script(hang=True, stopped=True))
+    rec, _, _ = run_trial(ctx, env(tmp_path), trials(plan)[0], tmp_path / "t")
+    assert rec.status == "failed" and "path may be stalled" not in rec.error
+    pids = [p.pid for p in srv.spawned]
+    assert f"srv: iperf3 (pid {pids[0]}) is stopped, not the path: /proc/{pids[0]}/stat says state T" in rec.error
+    assert "SIGCONT resumes it" in rec.error

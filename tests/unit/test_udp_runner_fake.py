@@ -233,6 +233,22 @@ def test_preflight_names_each_host_without_the_engine_and_a_busy_port():
     assert e.value.message.count("\n") == 0
 
 
+def test_preflight_refuses_an_open_files_limit_too_low_for_the_streams():
+    plan = plan_of('rates = ["1G"]\nstreams = [1, 100]\ndirections = ["bidir"]')
+    hosts = fake(plan, Script(), Script())
+
+    def limited(respond, n):
+        return lambda argv: Script(f"{n}\n") if argv[:3] == ["sh", "-c", "ulimit -n"] else respond(argv)
+    for name, limit in (("srv", 1024), ("c1", 100)):
+        hosts.transport(name).responder = limited(hosts.transport(name).responder, limit)
+    with pytest.raises(PreflightError) as e:
+        udp.UdpRunner(plan, hosts).preflight()
+    assert e.value.message.endswith("c1: open-files limit is 100 (ulimit -n), an iperf3 server process needs 416 "
+                                    "for 100 streams (raise the open-files limit where the tools start (ulimit -n, "
+                                    "systemd LimitNOFILE, /etc/security/limits.conf), or fewer streams per process)")
+    assert "srv:" not in e.value.message and "c2:" not in e.value.message
+
+
 def test_search_bisects_the_rate_per_client_under_the_link_ceiling(monkeypatch, tmp_path):
     """A path that carries 400 Mbit/s of payload: unpaced loses, the 2-client
     share of a 1G link's UDP ceiling is tried next, loses, and the bisection

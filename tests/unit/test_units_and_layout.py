@@ -74,3 +74,18 @@ def test_a_live_lab_is_compared_with_its_plan_mtu_addresses_and_shaping():
     assert any(p.startswith("c1: eth0 does not have 198.18.0.2/24") for p in problems)
     assert any(p.startswith("srv: eth0 is not shaped, the plan wants a tbf of 1969 Mbit/s") for p in problems)
     assert topology_problems(spec, {"srv": good["srv"]}) == ["c1: its namespace nb-t-c1 is gone"]
+
+
+def test_every_mtu_on_the_lab_path_is_compared_with_the_plan():
+    """Both ends of each host's veth and the bridge: a switch port set lower
+    than the hosts drops their full-size frames and the point stalls."""
+    from nicbench.lab.topology import make_spec, topology_problems
+    spec = make_spec("t", [("srv", "server"), ("c1", "client")], 1500)
+    host = {"mtu": 1500, "up": True, "tbf_bps": None, "port_tbf_bps": None, "direct": {}, "port_mtu": 1500}
+    good = {"srv": {**host, "addrs": ["198.18.0.1/24"]}, "c1": {**host, "addrs": ["198.18.0.2/24"]}}
+    assert topology_problems(spec, good, {"mtu": 1500}) == []
+    bad = {**good, "c1": {**good["c1"], "port_mtu": 1400}, "srv": {**good["srv"], "port_mtu": None}}
+    assert topology_problems(spec, bad, {"mtu": 9000}) == [
+        "switch: br0 in nb-t-sw has MTU 9000, the plan wants 1500",
+        "srv: its switch port p-srv (in nb-t-sw) is gone",
+        "c1: its switch port p-c1 (in nb-t-sw) has MTU 1400, the plan wants 1500"]

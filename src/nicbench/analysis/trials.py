@@ -76,13 +76,23 @@ class TrialHead:
     tool_cpus: Mapping[str, object] = field(default_factory=dict, kw_only=True)
     # why the analysis rejected a trial whose tools reported success (empty: it did not)
     problems: tuple[str, ...] = field(default=(), kw_only=True)
+    # the profile's settings that moved during the point (on_tuning_drift = "flag"), one line each
+    tuning_drift: tuple[str, ...] = field(default=(), kw_only=True)
 
 
 def head(rec: TrialRecord) -> dict[str, Any]:
     """A TrialHead's fields from the stored record (status and error are the
     analysis' to set)."""
     return dict(trial_id=rec.spec.trial_id, point=rec.spec.point, repeat=rec.spec.repeat,
-                params=dict(rec.spec.params), tool_cpus=dict(rec.meta.get("tool_cpus") or {}))
+                params=dict(rec.spec.params), tool_cpus=dict(rec.meta.get("tool_cpus") or {}),
+                tuning_drift=drift_lines(rec.meta))
+
+
+def drift_lines(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """The tuning settings a point's record says moved while it ran (the
+    session's ``tuning_drift``: host, setting, note), one line each."""
+    return tuple(f"{d.get('host')} {d.get('setting')}: {d.get('note')}"
+                 for d in meta.get("tuning_drift") or () if isinstance(d, Mapping))
 
 
 def median_of(values: Iterable[float | None]) -> float | None:

@@ -9,10 +9,9 @@ import click
 
 from ..core.errors import InputError, StoreError
 from ..report.catalogue import SUMMARY_VERSION, summarise
-from ..store.names import check_name
 from ..store.transfer import add_legacy, legacy_dirs, spools, sync_spool
 from ..studies.registry import VIEWS
-from .options import emit, json_option, open_archive, store_option
+from .options import check_tags, emit, json_option, open_archive, store_option
 
 
 @click.group("archive")
@@ -22,7 +21,7 @@ def archive() -> None:
 
 @archive.command("add")
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--tag", "tags", multiple=True, help="Tag every added run (repeatable).")
+@click.option("--tag", "tags", multiple=True, callback=check_tags, help="Tag every added run (repeatable).")
 @store_option
 @json_option
 @click.pass_context
@@ -31,8 +30,6 @@ def add(ctx: click.Context, dirs: tuple[Path, ...], tags: tuple[str, ...], store
     or a folder of them such as ./nicbench-runs) into the archive.  Each run
     goes in whole or not at all; its files stay where they are, recorded by
     path and sha256.  Adding a run twice adds it once."""
-    for t in tags:
-        check_name(t, "--tag")
     found = legacy_dirs(list(dirs))
     if not found:
         raise InputError("no run directories found", where=" ".join(map(str, dirs)),
@@ -91,14 +88,12 @@ def summarise_cmd(ctx: click.Context, runs: tuple[str, ...], stale: bool, store:
 
 @archive.command("tag")
 @click.argument("run_ref", metavar="RUN")
-@click.argument("tags", nargs=-1, required=True)
+@click.argument("tags", nargs=-1, required=True, callback=check_tags)
 @store_option
 @json_option
 @click.pass_context
 def tag(ctx: click.Context, run_ref: str, tags: tuple[str, ...], store: str | None) -> None:
     """Tag RUN (e.g. with the driver build it tested)."""
-    for t in tags:
-        check_name(t, "TAG")
     with open_archive(store) as a:
         row = a.resolve(run_ref)
         a.add_tags(row.run_id, tags)

@@ -102,21 +102,26 @@ def _in_use(name: str) -> str | None:
 @json_option
 @click.pass_context
 def lab_status(ctx: click.Context, name: str | None) -> None:
-    """Show what exists of lab NAME, or of every lab."""
+    """Show what exists of lab NAME, or of every lab; exit 4 if one is not healthy."""
     names = [name] if name else manager.all_labs()
     st = [manager.status(n) for n in names]
     if ctx.obj.get("json"):
         emit(ctx, st)
-        return
-    if not st:
+    elif not st:
         click.echo("no labs")
-    for s in st:
+    for s in [] if ctx.obj.get("json") else st:
         click.echo(f"lab {s['name']}: {'healthy' if s['healthy'] else 'NOT healthy'}, "
                    f"{len(s['namespaces'])} namespace(s), {len(s['processes'])} tracked process(es) alive, "
                    f"built by {manager.ownership(s['name']).who()}"
                    + (f", {why}" if (why := _in_use(s['name'])) else ""))
         for h in s["hosts"]:
             click.echo(f"  {h['name']:<8} {h['role']:<7} {h['ip']:<15} {h['netns']:<18} "
-                       f"{'up' if h['link_up'] else 'DOWN'} mtu {h['mtu']}")
+                       f"{'up' if h['link_up'] else 'DOWN'} mtu {h['mtu']} (switch port {h.get('switch_port_mtu')})")
         for p in s.get("problems", []):
             click.echo(f"  problem: {p}")
+    sick = [s for s in st if not s["healthy"]]
+    if sick:
+        first = sick[0]
+        raise LabError(f"{len(sick)} lab(s) not healthy: " + ", ".join(s["name"] for s in sick)
+                       + (f" (first problem: {first['problems'][0]})" if first.get("problems") else ""),
+                       where="lab status", hint=f"nicbench lab down {first['name']} (a run then builds it afresh)")

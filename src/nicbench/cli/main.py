@@ -22,7 +22,7 @@ import traceback
 import click
 
 from .. import __version__
-from ..core.errors import NicbenchError, StoreError
+from ..core.errors import NicbenchError, StoreError, visible
 from .options import json_option
 
 # command -> (module, attribute): the one table of commands
@@ -159,14 +159,14 @@ def main(argv: list[str] | None = None) -> None:
         if debug:
             traceback.print_exc()
         where = getattr(e, "filename", None)
-        click.echo(f"nicbench: error: {where + ': ' if where else ''}{e.strerror or e} "
-                   "(hint: check the path and its permissions; --debug shows more)", err=True)
+        click.echo(visible(f"nicbench: error: {where + ': ' if where else ''}{e.strerror or e} "
+                           "(hint: check the path and its permissions; --debug shows more)"), err=True)
         code = 1
     except Exception as e:  # noqa: BLE001 - a bug must still not print a bare traceback
         if debug:
             traceback.print_exc()
-        click.echo(f"nicbench: internal error: {type(e).__name__}: {e} "
-                   "(hint: rerun with --debug and report it)", err=True)
+        click.echo(visible(f"nicbench: internal error: {type(e).__name__}: {e} "
+                           "(hint: rerun with --debug and report it)"), err=True)
         code = 1
     if code == 130:
         # interrupted, and its clean-up is done: more Ctrl-C/SIGTERM while the

@@ -16,6 +16,7 @@ from click.core import ParameterSource
 from ..core.errors import InputError
 from ..store.archive import Archive, RunFilter, parse_when
 from ..store.location import StoreLocation, parse_store
+from ..store.names import check_tag
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,6 +40,14 @@ def json_option(f: F) -> F:
         return value
     return click.option("--json", "json_", is_flag=True, expose_value=False, callback=cb,
                         help="Machine-readable output on stdout.")(f)
+
+
+def check_tags(_ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """A ``--tag``/``TAG`` callback: every tag checked by the one rule
+    (``store.names.check_tag``) as the command line is parsed, before the
+    command does anything."""
+    where = param.opts[0] if isinstance(param, click.Option) else "TAG"
+    return tuple(check_tag(t, where) for t in value)
 
 
 def store_option(f: F) -> F:

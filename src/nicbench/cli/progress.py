@@ -21,6 +21,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ..analysis.trials import drift_lines
 from ..hosts.sshconfig import summary_of
 from ..records import Sample, TrialRecord, TrialSpec
 from ..report.view import StudyView
@@ -71,19 +72,25 @@ class TerminalProgress:
 
     def trial_end(self, rec: TrialRecord, samples: list[Sample]) -> None:
         self._done += 1
+        # (on_tuning_drift = "fail": the point's error says it already)
+        drift = drift_lines(rec.meta) if "tuning drifted" not in (rec.error or "") else ()
+        drifted = f" -- WARNING: tuning drifted: {'; '.join(drift)}" if drift else ""
         if not self.enabled:
             again = f" (repeat {rec.spec.repeat + 1})" if rec.spec.repeat else ""
             what = (self.view.progress_line(rec, samples, self._meta) if rec.status == "ok"
                     else f"{rec.spec.point} {rec.status.upper()}: {rec.error}")
-            self._line(f"[{self._done}/{self._total}] {what}{again}")
+            self._line(f"[{self._done}/{self._total}] {what}{again}{drifted}")
             return
         if self._p is None or self._task is None:
             return
         if rec.status == "ok":
-            last = "last: " + self.view.progress_line(rec, samples, self._meta)
+            last = "last: " + self.view.progress_line(rec, samples, self._meta) + (" (tuning drifted)" if drift else "")
         else:
             last = f"last: {rec.spec.point} {rec.status.upper()}"
             self.console.print(f"[red]{rec.spec.point}: {rec.error}[/red]")
+        if drift:
+            self.console.print(f"{rec.spec.point}: WARNING: tuning drifted during the point: {'; '.join(drift)}",
+                               style="yellow", markup=False, highlight=False)
         self._p.update(self._task, advance=1, last=last)
 
     def _line(self, text: str) -> None:

@@ -12,7 +12,7 @@ from ..report.catalogue import summarise
 from ..run.session import execute
 from ..store.archive import Archive
 from ..studies.registry import VIEWS, study
-from .options import emit, json_option, plan_store, quoted, report_dir, store_option
+from .options import check_tags, emit, json_option, plan_store, quoted, report_dir, store_option
 from .progress import TerminalProgress
 from .recover import clean, inspect
 from .tables import echo_table, flagged_points, points_table
@@ -25,7 +25,8 @@ from .tables import echo_table, flagged_points, points_table
 @click.option("--no-report", is_flag=True, help="Store results but do not render the report.")
 @click.option("--host-wide", is_flag=True, help="With a plan's tuning: also apply host-wide settings "
               "(governor, services, IRQs, init-namespace sysctls) to this machine; restored afterwards.")
-@click.option("--tag", "tags", multiple=True, help="Tag the run (repeatable); 'nicbench runs --tag' finds it.")
+@click.option("--tag", "tags", multiple=True, callback=check_tags,
+              help="Tag the run (repeatable); 'nicbench runs --tag' finds it.")
 @click.option("--recover", "do_recover", is_flag=True,
               help="First clean up what a killed nicbench left (as 'nicbench recover --yes').")
 @json_option

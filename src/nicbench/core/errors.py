@@ -8,6 +8,9 @@ traceback only appears with ``--debug``.
 
 from __future__ import annotations
 
+import signal
+import unicodedata
+
 
 class NicbenchError(Exception):
     """Base class.  ``where`` names the file/key path, host or command."""
@@ -26,7 +29,7 @@ class NicbenchError(Exception):
         where = f"{self.where}: " if self.where and self.where != self.kind else ""
         hint = f" (hint: {self.hint})" if self.hint else ""
         text = f"nicbench: {self.kind}: {where}{self.message}{hint}"
-        return " ".join(text.split())  # tool stderr tails may carry newlines
+        return visible(" ".join(text.split()))  # tool stderr tails may carry newlines
 
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "where": self.where, "message": self.message,
@@ -87,6 +90,41 @@ class Interrupted(NicbenchError):
 
     exit_code = 130
     kind = "interrupted"
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop signal (SIGINT, SIGTERM, SIGHUP) sent down the Ctrl-C path;
+    ``signum`` says which, so what stopped a run is said as it was."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_STOPPED_BY = {signal.SIGINT: "interrupted by the user", signal.SIGTERM: "terminated by SIGTERM",
+               signal.SIGHUP: "stopped by SIGHUP (its terminal or session closed)"}
+
+
+def stopped_by(e: BaseException | None) -> str:
+    """What stopped the run, in words, from the KeyboardInterrupt that did
+    (a bare one is Ctrl-C)."""
+    signum = e.signum if isinstance(e, Stopped) else signal.SIGINT
+    return _STOPPED_BY.get(signal.Signals(signum), f"stopped by {signal.Signals(signum).name}")
+
+
+def visible(text: str) -> str:
+    """``text`` with what a terminal would act on instead of show made
+    visible as escapes: control characters (ESC sequences, BEL, CR, NUL),
+    Unicode format characters (bidi overrides such as U+202E, which reorder
+    the rest of the line; zero-width ones) and unpaired surrogates.  Errors
+    echo file names, plan values and tools' output that nicbench does not
+    control; what is printed must be what is there."""
+    return "".join(_escaped(ch) if unicodedata.category(ch) in ("Cc", "Cf", "Cs") else ch for ch in text)
+
+
+def _escaped(ch: str) -> str:
+    o = ord(ch)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
 
 
 def tail(text: str | bytes | None, lines: int = 3, width: int = 300) -> str:

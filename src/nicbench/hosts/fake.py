@@ -37,6 +37,7 @@ class Script:
     runtime: float = 0.0                # seconds from release to the exit stamp (gated)
     render: Callable[[float], str] | None = None   # stdout made from the release time (tools that print times)
     launcher: bool = False              # a wrapper (coreutils timeout) whose one child, the tool, holds the sockets
+    stopped: bool = False               # SIGSTOPped: its /proc/PID/stat says state T while it runs
 
 
 def _exec_of(argv: Sequence[str]) -> list[str]:
@@ -199,6 +200,11 @@ class FakeTransport:
             if p.script.launcher and path == f"/proc/{p.pid + CHILD}/comm":
                 return "tool\n"
             tool = p.pid + CHILD if p.script.launcher else p.pid
+            if p.script.stopped and path == f"/proc/{tool}/stat" and p.poll() is None:
+                # as Linux writes it: pid (comm) state, then the other 49 fields
+                rest = ["1", str(tool), str(tool), "0", "-1", "4194560", "100", "0", "0", "0", "5", "3", "0", "0",
+                        "20", "0", "1", "0", "12345", "10000000", "500"] + ["0"] * 29
+                return f"{tool} ({Path(p.argv[0]).name[:15]}) T {' '.join(rest)}\n"
             if path in (f"/proc/{tool}/net/udp", f"/proc/{tool}/net/udp6"):
                 return _udp_table(p) if path.endswith("6") else _UDP_HEADER
             if path in (f"/proc/{tool}/net/tcp", f"/proc/{tool}/net/tcp6"):

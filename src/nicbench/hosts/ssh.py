@@ -125,6 +125,19 @@ _SSH_ERRORS = (
 )
 
 
+# what ``sudo -n`` says when it would have to ask for a password (sudo 1.8/1.9;
+# "no tty present" from older ones): the host's sudo rule does not cover the command
+_SUDO_ASKS = re.compile(r"^sudo: (a password is required|a terminal is required|no tty present)[^\n]*", re.M)
+SUDO_HINT = ("give the login user a NOPASSWD sudo rule for nicbench's commands "
+             "(e.g. 'USER ALL=(ALL) NOPASSWD: ALL' in /etc/sudoers.d), or log in as root")
+
+
+def sudo_refusal(stderr: str) -> str | None:
+    """sudo's own line when ``sudo -n`` refused because it needs a password, else None."""
+    m = _SUDO_ASKS.search(stderr)
+    return m.group(0).strip() if m else None
+
+
 def explain(stderr: str) -> tuple[str, str | None]:
     """ssh's own failure as (message, hint)."""
     for rx, msg, hint in _SSH_ERRORS:
@@ -207,6 +220,10 @@ class SshProcess(PopenWaiter):
             self._pid = _pid_in(self.stderr_path)
             if self._pid is None:
                 if self._popen.poll() is not None or time.monotonic() > by:
+                    why = sudo_refusal(_read(self.stderr_path, 4096)) if self.t.target.sudo else None
+                    if why:
+                        raise PreflightError(f"{self.argv[0]} did not start: sudo asks for a password ({why})",
+                                             where=self.host, hint=SUDO_HINT)
                     raise ToolError(
                         f"{self.argv[0]} did not start over SSH: {tail(_read(self.stderr_path))}", where=self.host
                     )
@@ -424,6 +441,10 @@ class SshTransport:
                         f"SSH connection lost while running {argv[0]}", where=self.host, hint="is the host still up?"
                     ) from None
                 raise ToolError(f"{argv[0]}: the command shell failed: {e}", where=self.host) from None
+        if rc != 0 and (self.target.sudo if sudo is None else sudo):
+            why = sudo_refusal(err)
+            if why:
+                raise PreflightError(f"{argv[0]}: sudo asks for a password ({why})", where=self.host, hint=SUDO_HINT)
         if rc == 127 and f"{argv[0]}: not found" in err:
             raise PreflightError(
                 f"command not found: {argv[0]}",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.errors import NicbenchError, ToolError, tail
-from .ssh import SshTransport
+from .ssh import SUDO_HINT, SshTransport, sudo_refusal
 from .sshconfig import SshSettings, resolve
 from .transport import each_host
 
@@ -59,7 +59,9 @@ def applied_offset(offset: float, uncertainty: float) -> float:
 _CHECK = r'''
 printf 'os %s\n' "$(uname -s)"
 printf 'uid %s\n' "$(id -u)"
-if sudo -n true 2>/dev/null; then echo 'sudo yes'; else echo 'sudo no'; fi
+# sudo's own words when it refuses (its first line: "a password is required")
+if e=$(sudo -n true 2>&1 </dev/null); then echo 'sudo yes'
+else printf 'sudo no %.200s\n' "$(printf '%s\n' "$e" | head -n 1)"; fi
 # what nicbench's own shell code needs on the host: bash >= 5 for the start
 # gate's $EPOCHREALTIME, and the wrapper's setsid, mkfifo, mktemp, base64
 if [ -n "$(bash -c 'printf %s "$EPOCHREALTIME"' 2>/dev/null)" ]; then echo 'bash ok'; else echo 'bash old'; fi
@@ -113,6 +115,7 @@ def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
     MTU) the plan expects; ``clock``: (offset, uncertainty) measured beside it."""
     problems: list[str] = []
     root = sudo = None
+    sudo_said = ""
     os_name: str | None = None
     offset, unc = clock if clock else (None, None)
     left: list[int] = []
@@ -125,7 +128,8 @@ def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
         elif kind == "uid":
             root = rest.strip() == "0"
         elif kind == "sudo":
-            sudo = rest.strip() == "yes"
+            answer, _, sudo_said = rest.strip().partition(" ")
+            sudo = answer == "yes"
         elif kind == "left":
             left.append(int(rest.split()[0]))
         elif kind == "if":
@@ -152,6 +156,13 @@ def parse_check(host: str, text: str, clock: tuple[float, float] | None, *,
     elif root is False and not sudo_set:
         problems.append(f"{host}: not root, and the plan does not say sudo = true: the tools need root"
                         + ("" if sudo else " (and 'sudo -n' asks for a password)"))
+    elif root is False and not sudo:
+        # sudo = true but no rule lets it run without a password: every command
+        # would fail, each in its own words ("could not read its clock", ...)
+        asks = sudo_refusal(sudo_said)
+        problems.append(f"{host}: sudo = true, but sudo asks for a password ({asks}): {SUDO_HINT}" if asks else
+                        f"{host}: sudo = true, but 'sudo -n true' fails ({sudo_said.strip() or 'no message'}): "
+                        "is sudo installed, and may the login user use it?")
     if offset is None:
         problems.append(f"{host}: could not read its clock")
     elif abs(offset) > max_offset + (unc or 0):
@@ -200,11 +211,13 @@ def preflight(transports: dict[str, SshTransport], want: dict[str, dict[str, tup
             return HostCheck(t.host, (f"{t.host}: the host check failed: {why}"
                                       + (" (sudo -n needs a password?)" if t.target.sudo else ""),),
                              ssh=settings, seconds=time.monotonic() - t0)
-        # the clock on the open command shell (no login in the round trip), best of 5
+        # the clock on the open command shell (no login in the round trip), best of 5;
+        # as the login user: reading it needs no root, and sudo would only add its start-up
+        # to the round trip (or fail, on a host whose sudo asks for a password)
         samples = []
         for _ in range(5):
             a = time.time()
-            c = t.run(["date", "+%s.%N"], timeout=min(10.0, left()))
+            c = t.run(["date", "+%s.%N"], timeout=min(10.0, left()), sudo=False)
             b = time.time()
             try:
                 samples.append((a, float(c.stdout), b))
@@ -213,7 +226,7 @@ def preflight(transports: dict[str, SshTransport], want: dict[str, dict[str, tup
         if not samples:
             for _ in range(3):
                 a = time.time()
-                c = t.run(["date", "+%s"], timeout=min(10.0, left()))
+                c = t.run(["date", "+%s"], timeout=min(10.0, left()), sudo=False)
                 b = time.time()
                 try:
                     samples.append((a, float(c.stdout) + 0.5, b))   # whole seconds: the middle of the second

@@ -234,7 +234,19 @@ def live_topology(spec: LabSpec, present: set[str]) -> dict[str, dict[str, Any]]
             "port_tbf_bps": _tbf_bps(spec.switch_ns, f"p-{h.name}") if spec.switch_ns in present else None,
             "direct": {d.ifname: (_json(["ip", "-n", h.netns, "-j", "link", "show", "dev", d.ifname]) or [{}])[0]
                        .get("mtu") for d in spec.direct if h.name in (d.a, d.b)}}
+        if spec.switch_ns in present:      # the other end of its veth
+            out[h.name]["port_mtu"] = _link_mtu(spec.switch_ns, f"p-{h.name}")
     return out
+
+
+def _link_mtu(ns: str, dev: str) -> int | None:
+    """The MTU of ``dev`` in namespace ``ns``; None if it is not there."""
+    return (_json(["ip", "-n", ns, "-j", "link", "show", "dev", dev]) or [{}])[0].get("mtu")
+
+
+def live_bridge(spec: LabSpec, present: set[str]) -> dict[str, Any] | None:
+    """The switch's bridge as it is now (``mtu``), or None when its namespace is gone."""
+    return {"mtu": _link_mtu(spec.switch_ns, "br0")} if spec.switch_ns in present else None
 
 
 def status(name: str) -> dict:
@@ -251,11 +263,11 @@ def status(name: str) -> dict:
             got = live.get(h.name, {})
             out["hosts"].append({"name": h.name, "role": h.role, "netns": h.netns, "ip": h.ip,
                                  "present": h.netns in present, "link_up": bool(got.get("up")),
-                                 "mtu": got.get("mtu")})
+                                 "mtu": got.get("mtu"), "switch_port_mtu": got.get("port_mtu")})
         out["processes"] = [{"host": host, "pid": pid} for host, pid in lab.tracker.alive()]
         missing = [ns for ns in lab.spec.namespaces if ns not in present]
         out["problems"] = [f"namespace {ns} is gone" for ns in missing if ns == lab.spec.switch_ns] \
-            + topology_problems(lab.spec, live)
+            + topology_problems(lab.spec, live, live_bridge(lab.spec, present))
         out["healthy"] = not out["problems"]
     else:
         out["healthy"] = False

@@ -137,12 +137,21 @@ def build_commands(spec: LabSpec) -> list[list[str]]:
     return cmds + shaping_commands(spec)
 
 
-def topology_problems(spec: LabSpec, live: dict[str, dict[str, Any]]) -> list[str]:
+def topology_problems(spec: LabSpec, live: dict[str, dict[str, Any]],
+                      bridge: dict[str, Any] | None = None) -> list[str]:
     """How the live lab departs from ``spec`` (pure).  ``live[host]`` holds its
     test interface's ``mtu``, ``addrs`` ("ip/prefix"), ``up``, the tbf rate on
     it and on its switch port in bit/s (``tbf_bps``, ``port_tbf_bps``; None: no
-    tbf) and its back-to-back ports' MTUs (``direct``: ifname -> mtu)."""
+    tbf), its back-to-back ports' MTUs (``direct``: ifname -> mtu; each host
+    reads its own end) and, when the switch was read, its switch port's MTU
+    (``port_mtu``; None: the port is gone).  ``bridge``: the switch's bridge
+    (``mtu``; None: not read).  Every MTU on the path counts: a switch port
+    set lower than the hosts' drops their full-size frames without a word,
+    and a point then stalls."""
     out: list[str] = []
+    if bridge is not None and bridge.get("mtu") != spec.mtu:
+        out.append(f"switch: br0 in {spec.switch_ns} " + ("is gone" if bridge.get("mtu") is None else
+                                                            f"has MTU {bridge['mtu']}, the plan wants {spec.mtu}"))
     for h in spec.hosts:
         got = live.get(h.name)
         if got is None:
@@ -150,6 +159,10 @@ def topology_problems(spec: LabSpec, live: dict[str, dict[str, Any]]) -> list[st
             continue
         if got.get("mtu") != spec.mtu:
             out.append(f"{h.name}: {h.ifname} has MTU {got.get('mtu')}, the plan wants {spec.mtu}")
+        if "port_mtu" in got and got["port_mtu"] != spec.mtu:
+            out.append(f"{h.name}: its switch port p-{h.name} (in {spec.switch_ns}) "
+                       + ("is gone" if got["port_mtu"] is None else
+                          f"has MTU {got['port_mtu']}, the plan wants {spec.mtu}"))
         if f"{h.ip}/{h.prefix}" not in got.get("addrs", []):
             out.append(f"{h.name}: {h.ifname} does not have {h.ip}/{h.prefix} "
                        f"(it has {', '.join(got.get('addrs', [])) or 'no address'})")

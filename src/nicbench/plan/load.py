@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import os
+import stat
 import tomllib
 from pathlib import Path
 
@@ -80,10 +83,48 @@ def load_plan(path: str | Path) -> tuple[Plan, str]:
     """Read and validate a plan file; returns the plan and its exact text."""
     p = Path(path)
     try:
-        text = p.read_text()
+        text = read_plan_text(p)
     except FileNotFoundError:
         raise InputError("plan file not found", where=str(p),
                          hint="give a path to a .toml plan; 'nicbench init' writes one") from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read plan: {e}", where=str(p)) from None
     return parse_plan(text, str(p)), text
+
+
+def read_plan_text(p: Path) -> str:
+    """The text of the regular file ``p``, refused before it is read when it is
+    not one (a FIFO would block the read forever, /dev/zero never ends) or is
+    larger than any plan.  Opened non-blocking and checked on the open file, so
+    the file checked is the file read; the read stops one byte past the limit
+    in case it grew since."""
+    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"not a plan file: it is {_file_kind(st.st_mode)}", where=str(p),
+                             hint="give the path of a .toml file")
+        if st.st_size > MAX_PLAN_BYTES:
+            raise InputError(f"the plan is {st.st_size} bytes: more than any plan needs ({MAX_PLAN_BYTES})",
+                             where=str(p), hint="is this the right file?")
+        chunks, size = [], 0
+        while size <= MAX_PLAN_BYTES and (chunk := os.read(fd, MAX_PLAN_BYTES + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > MAX_PLAN_BYTES:
+        raise InputError(f"the plan grew past {MAX_PLAN_BYTES} bytes while it was read", where=str(p),
+                         hint="is this the right file?")
+    # universal newlines, as Path.read_text gave before
+    return io.TextIOWrapper(io.BytesIO(b"".join(chunks)), encoding="utf-8").read()
+
+
+def _file_kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, word in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return word
+    return "not a regular file"

@@ -48,9 +48,19 @@ def write_page(out: Path, template: Path, view: RunView, **context: Any) -> Path
     env.globals["table"] = table
     index = out / "index.html"
     index.write_text(env.get_template(template.name).render(
-        info=view.info, meta=view.meta, link=link_sentence(view), warnings=view.info.meta.get("warnings") or [],
+        info=view.info, meta=view.meta, link=link_sentence(view),
+        warnings=[*(view.info.meta.get("warnings") or []), *drift_warnings(view)],
         created=dt.datetime.fromtimestamp(view.info.created).isoformat(timespec="seconds"), **context))
     return index
+
+
+def drift_warnings(view: RunView) -> list[str]:
+    """A line per point that ran with the tuning drifted (on_tuning_drift =
+    "flag": the point is kept, so its figure is what the changed setting
+    gave): in every study's warnings, naming the point, its repeat and what moved."""
+    return [f"tuning drifted during {t.point} (repeat {t.repeat + 1}, trial {t.trial_id}): "
+            + "; ".join(t.tuning_drift) for t in view.trials
+            if t.tuning_drift and "tuning drifted" not in (t.error or "")]   # "fail": its error says it
 
 
 def link_sentence(view: RunView) -> str:

@@ -28,6 +28,7 @@ from ..sampling.sampler import NetTarget, tool_pid, tool_procs
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, MinVersion, ToolInfo
 from .kit import PointEnv, even_shares
+from .preflight import NOFILE_HINT, nofile_limit
 from .procnet import bound_udp, connected_udp, established_peers, listening, socket_inodes
 
 T = TypeVar("T")
@@ -64,6 +65,41 @@ def layout(connections: int, clients: Sequence[str], per: str, cap: int,
         for k, streams in enumerate(even_shares(c, procs)):
             slots.append(ProcSlot(client, port_base + k, streams))
     return slots
+
+
+# An engine process's descriptors, counted in /proc/PID/fd on this machine:
+# iperf3 3.12 holds a socket and its (deleted) buffer file per stream, both per
+# direction with --bidir, and 8 others (stdio, the control connection, the
+# listening socket, /dev/urandom); iperf 2.1.8 a socket per stream and 6 others.
+# ENGINE_FDS is the others, with room to spare.
+ENGINE_FDS = 16
+FDS_PER_STREAM = {"iperf3": 2, "iperf2": 1}
+
+
+def nofile_problems(engine: str, slots: Sequence[ProcSlot], server: str, transports: dict[str, Transport],
+                    bidir: bool) -> list[str]:
+    """Open-files limits too low for the engine processes of ``slots`` (every
+    point's, or the largest's), caught at preflight rather than as 'Too many
+    open files' mid-point, blamed on whichever pair hit it first.  The limit is
+    per process and iperf does not raise it: each engine process (a client on
+    the study server, a server per port on each client host) holds
+    ``FDS_PER_STREAM`` descriptors per stream (twice that with iperf3's
+    --bidir) under the soft limit a process started on its host gets
+    (``ulimit -n``).  A line per host, naming it, its limit and what needs more."""
+    per_stream = FDS_PER_STREAM.get(engine, 1) * (2 if bidir and engine == "iperf3" else 1)
+    most: dict[str, int] = {}
+    for slot in slots:
+        for host in (server, slot.client):
+            most[host] = max(most.get(host, 0), slot.streams)
+    out = []
+    for host, streams in most.items():
+        need = streams * per_stream + ENGINE_FDS
+        have = nofile_limit(transports[host], "-n")
+        if have is not None and have < need:
+            role = "client" if host == server else "server"
+            out.append(f"{host}: open-files limit is {have} (ulimit -n), an {engine} {role} process needs {need} for "
+                       f"{streams} streams ({NOFILE_HINT}, or fewer streams per process)")
+    return out
 
 
 def stream_cap(engine: str, streams_per_process: int | None) -> int:

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from ..core.errors import NicbenchError, ToolError, tail
+from ..core.errors import NicbenchError, ToolError, stopped_by, tail
 from ..hosts.transport import Process, Transport, read_output
 from ..records import RawOutput, Sample
 from ..sampling.remote import HostPlan, HostSamplers, samples_on_host
-from ..sampling.sampler import CpuSampler, NetSampler, NetTarget
+from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, tool_pid
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,7 @@ class PointGuard:
                  tb: TracebackType | None) -> bool:
         try:
             if et is not None and issubclass(et, KeyboardInterrupt):
-                self.status, self.error = "interrupted", "interrupted by the user"
+                self.status, self.error = "interrupted", stopped_by(ev)
             elif isinstance(ev, NicbenchError):
                 self.status, self.error = "failed", ev.one_line().removeprefix("nicbench: ")
         finally:
@@ -228,12 +228,14 @@ class PointGuard:
         return et is None or issubclass(et, (KeyboardInterrupt, NicbenchError))
 
 
-def stall_causes(transports: Mapping[str, Transport], ifnames: Mapping[str, str]) -> list[str]:
-    """What is known to be wrong when a point's tools do not finish: a host no
-    longer reachable (its SSH connection lost, its namespace gone), a test
-    interface down.  Empty when nothing is known: then the path is only slow
-    or stalled."""
-    out: list[str] = []
+def stall_causes(transports: Mapping[str, Transport], ifnames: Mapping[str, str],
+                 procs: Sequence[Process] = ()) -> list[str]:
+    """What is known to be wrong when a point's tools do not finish: one of
+    ``procs`` (the point's engine processes that did not finish) stopped
+    (SIGSTOP, a debugger), a host no longer reachable (its SSH connection
+    lost, its namespace gone), a test interface down.  Empty when nothing is
+    known: then the path is only slow or stalled."""
+    out: list[str] = [why for p in procs if (why := _stopped(p, transports)) is not None]
     for host, t in transports.items():
         try:
             if not t.alive():
@@ -247,6 +249,29 @@ def stall_causes(transports: Mapping[str, Transport], ifnames: Mapping[str, str]
         except (OSError, NicbenchError):
             continue
     return out
+
+
+def _stopped(p: Process, transports: Mapping[str, Transport]) -> str | None:
+    """``p`` said as stopped when its host's /proc says so (state T: stopped
+    by a signal, t: by a debugger), or the tool below it when ``p`` is a gate
+    shim (the shim waits for its child, the tool, which is what a user stops);
+    None when neither is stopped, ``p`` has ended, or its host has no /proc
+    (FreeBSD) or cannot be read."""
+    t = transports.get(p.host)
+    if t is None or p.poll() is not None:
+        return None
+    for pid in dict.fromkeys(x for x in (int(p.pid), tool_pid(t, int(p.pid))) if x is not None):
+        try:
+            stat = t.read_text(f"/proc/{pid}/stat")
+        except (OSError, NicbenchError):
+            continue
+        comm, _, rest = stat.partition("(")[2].rpartition(")")
+        state = rest.split()[:1]
+        if state in (["T"], ["t"]):
+            by = "a debugger (tracing stop)" if state == ["t"] else "a signal (SIGSTOP, SIGTSTP): SIGCONT resumes it"
+            return (f"{p.host}: {comm or 'the process'} (pid {pid}) is stopped, not the path: "
+                    f"/proc/{pid}/stat says state {state[0]}, stopped by {by}")
+    return None
 
 
 def stalled(what: str, limit: float, where: str, causes: list[str], hint: str) -> ToolError:

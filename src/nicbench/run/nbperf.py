@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import NicbenchError, PreflightError, ToolError, tail
+from ..core.errors import PreflightError, ToolError, tail
 from ..hosts.transport import Process, Transport, host_clock_offset, read_output
 from ..plan.studies.tcp import TcpStudy
 from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
@@ -36,7 +36,7 @@ from ..tools import nbperf
 from ..tools.base import FlowInterval, MinVersion, ToolInfo, parse_version
 from .iperf import pair_fate, parsed_or_lost, silent_pairs
 from .kit import PointEnv, PointGuard, PointSamplers, RawFiles, even_shares, stall_causes, stalled
-from .preflight import busy_ports, reach_problems
+from .preflight import busy_ports, nofile_limit, reach_problems
 from .study import Preflight, TrialOutcome
 
 INSTALL = ("run 'nicbench setup' (it builds nbperf for this user); on a host that does not share this machine's "
@@ -119,15 +119,6 @@ def _exe_on(t: Transport, local: str | None) -> str:
     return lines[-1] if lines else "nbperf"
 
 
-def _nofile(t: Transport) -> int | None:
-    """The hard open-files limit on the host (nbperf raises its soft limit to it)."""
-    try:
-        out = t.run(["sh", "-c", "ulimit -Hn"], timeout=10).stdout.strip()
-    except NicbenchError:
-        return None
-    return int(out) if out.isdigit() else None
-
-
 def find_engines(hosts: Sequence[str], transports: dict[str, Transport],
                  problems: list[str]) -> tuple[dict[str, str], ToolInfo | None]:
     """nbperf's path and version on every host (the first host's version is
@@ -166,12 +157,12 @@ def port_and_fd_problems(server: str, transports: dict[str, Transport], port: in
         if port in busy_ports(transports[c]):
             problems.append(f"{c}: port {port} already in use (study.port_base)")
         need = n * fds_per_conn + SERVER_FDS
-        have = _nofile(transports[c])
+        have = nofile_limit(transports[c], "-Hn")   # nbperf raises its soft limit to it
         if have is not None and have < need:
             problems.append(f"{c}: open-files limit is {have}, the nbperf server needs {need} for "
                             f"{n} connections (raise ulimit -Hn)")
     need = most_per_client * fds_per_conn + CLIENT_FDS
-    have = _nofile(transports[server])
+    have = nofile_limit(transports[server], "-Hn")
     if have is not None and have < need:
         problems.append(f"{server}: open-files limit is {have}, an nbperf client needs {need} for "
                         f"{most_per_client} connections (raise ulimit -Hn)")
@@ -515,9 +506,10 @@ def drive(h: NbperfHosts, env: PointEnv, spec: TrialSpec, raw_dir: Path, ps: Seq
         limit = (start - time.time()) + seconds + grace + timeout_margin
         end_by = time.monotonic() + limit
         hung = [(pair, proc) for pair, proc in clis if proc.wait(end_by - time.monotonic()) is None]
-        for pair, _ in hung:
+        for pair, proc in hung:
             hosts = {x: h.transports[x] for x in (h.server, pair.client)}
-            why = stalled(f"nbperf client to {pair.key}", limit, h.server, stall_causes(hosts, env.ifnames),
+            ends = [proc, *(p for pr, p in servers if pr.client == pair.client)]
+            why = stalled(f"nbperf client to {pair.key}", limit, h.server, stall_causes(hosts, env.ifnames, ends),
                           "the path may be stalled; raise study.timeout_margin if the host is slow")
             if len(hung) == len(clis):
                 raise why

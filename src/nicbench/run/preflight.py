@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from ..core.errors import PreflightError, tail
+from ..core.errors import NicbenchError, PreflightError, tail
 from ..hosts.transport import Transport, host_os
 from ..plan.model import Plan
 from ..tools.base import parse_version
@@ -38,6 +38,20 @@ def busy_ports(t: Transport) -> set[int]:
         except OSError:
             pass
     return busy
+
+
+def nofile_limit(t: Transport, flag: str = "-n") -> int | None:
+    """The open-files limit a process started on the host gets (``-n`` soft,
+    ``-Hn`` hard); None when it is unlimited or cannot be read."""
+    try:
+        out = t.run(["sh", "-c", f"ulimit {flag}"], timeout=10).stdout.strip()
+    except NicbenchError:
+        return None
+    return int(out) if out.isdigit() else None
+
+
+NOFILE_HINT = ("raise the open-files limit where the tools start (ulimit -n, systemd LimitNOFILE, "
+               "/etc/security/limits.conf)")
 
 
 def reach_problems(t: Transport, peers: dict[str, str]) -> list[str]:

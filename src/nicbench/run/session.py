@@ -27,7 +27,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 from .. import __version__
-from ..core.errors import Interrupted, NicbenchError, PreflightError
+from ..core.errors import Interrupted, NicbenchError, PreflightError, Stopped, stopped_by
 from ..hosts.base import Hosts
 from ..hosts.facts import collect_quietly
 from ..hosts.transport import LocalTransport, Transport, each_host
@@ -36,7 +36,7 @@ from ..plan.model import Plan
 from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord, TrialSpec
 from ..store.archive import Archive
 from ..store.location import StoreLocation
-from ..store.names import new_run_id
+from ..store.names import check_tag, new_run_id
 from ..store.writer import RunWriter
 from ..tuning.apply import apply as tune_apply
 from ..tuning.apply import restore_targets
@@ -154,7 +154,7 @@ class StopSignals:
         self.got.append(signum)
         if not self.shielded:
             self.shielded = True
-            raise KeyboardInterrupt
+            raise Stopped(signum)
         if len(self.got) <= 2:
             print(f"nicbench: {signal.Signals(signum).name} during clean-up: finishing it first "
                   "(tuning, processes, lab)", file=sys.stderr)
@@ -276,6 +276,8 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
     from the study registry: the session knows no study) on the hosts
     ``hosts_for`` opens (the lab or real hosts; fakes in unit tests), into
     the archive ``store`` (an open one, or a path/URL; None: the default)."""
+    for tag in tags:                   # the CLI checked them already; api callers too, before anything
+        check_tag(tag, "tags")
     progress = progress or NoProgress()
     trial_list = plan_trials(plan)
     r = _Run(plan, host_wide)
@@ -308,9 +310,11 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
                 if out.record.status == "interrupted":
                     raise KeyboardInterrupt
             r.status = "done-with-failures" if r.failed else "done-with-partial-points" if r.partial else "done"
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             r.status = "interrupted"
-            raise Interrupted(f"run stopped by the user after {r.ok + r.failed} of {len(trial_list)} points; "
+            # the point in flight re-raises a bare one: the signal noted says what it was
+            what = stopped_by(Stopped(r.signals.got[0]) if r.signals.got else e)
+            raise Interrupted(f"run {what} after {r.ok + r.failed} of {len(trial_list)} points; "
                               "finished points are stored", where=str(r.writer.run_dir) if r.writer else None,
                               hint="nicbench report latest renders what was finished") from None
         finally:
@@ -441,6 +445,9 @@ def _after_point(r: _Run, out: TrialOutcome) -> TrialOutcome:
     else:
         warnings = [*(rec.meta.get("warnings") or []), f"tuning drifted during the point: {what}"]
         rec = replace(rec, meta={**rec.meta, "warnings": warnings, "tuning_drift": [x.to_dict() for x in moved]})
+        # kept, so said where the run's outcome is read (the summary's warnings), not only in its meta
+        r.warnings.append(f"tuning drifted during {rec.spec.point} (repeat {rec.spec.repeat + 1}), "
+                          f"the point is kept as the plan says (on_tuning_drift = \"flag\"): {what}")
     return replace(out, record=rec)
 
 

@@ -30,6 +30,19 @@ def check_name(name: str, where: str = "--name") -> str:
     return name
 
 
+def check_tag(tag: str, where: str = "--tag") -> str:
+    """``tag`` if it is a safe run tag, else an :class:`InputError`.  One rule
+    for every way a tag comes in (``run --tag``, ``archive add --tag``,
+    ``archive tag``): a tag is printed in tables and reports and pasted into
+    ``runs --tag`` commands, so it is a name: no newline, ``;``, ``$(...)`` or
+    markup."""
+    if not NAME.match(tag):
+        shown = tag.encode("unicode_escape").decode("ascii")[:80]
+        raise InputError(f"tag '{shown}' is not allowed", where=where,
+                         hint="use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+    return tag
+
+
 def slug(text: str, limit: int = 40) -> str:
     """``text`` reduced to the safe set (other runs of characters become one ``-``)."""
     s = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip(".-_")

@@ -29,7 +29,7 @@ from ...plan.model import Plan
 from ...plan.studies.https import HttpsStudy
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together, stall_causes, stalled
-from ...run.preflight import busy_ports, problems_found, reach_problems, tool_version
+from ...run.preflight import NOFILE_HINT, busy_ports, nofile_limit, problems_found, reach_problems, tool_version
 from ...run.sockstat import tcp_listening_of
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, child_pids, tool_procs
@@ -132,8 +132,7 @@ def preflight(plan: Plan, transports: dict[str, Transport],
     problems = _nofile_problems(s, plan.server, list(plan.clients), transports)
     if problems:
         raise PreflightError("; ".join(problems),
-                             hint="raise the open-files limit where the tools start (ulimit -n, systemd "
-                                  "LimitNOFILE, /etc/security/limits.conf), or use fewer connections")
+                             hint=f"{NOFILE_HINT}, or use fewer connections")
     return HttpsContext(s, plan.server, list(plan.clients), dict(transports), addresses, versions, has_tls,
                         ktls_why=why), warnings
 
@@ -175,15 +174,6 @@ def _raise_nofile(connections: int) -> None:
 WRK_FDS = 64          # wrk's own descriptors besides one per connection (threads' epoll, stdio, the script)
 
 
-def _nofile(t: Transport, flag: str) -> int | None:
-    """The open-files limit a process started on the host gets (``-n`` soft, ``-Hn`` hard)."""
-    try:
-        out = t.run(["sh", "-c", f"ulimit {flag}"], timeout=10).stdout.strip()
-    except NicbenchError:
-        return None
-    return None if out in ("", "unlimited") or not out.isdigit() else int(out)
-
-
 def _nofile_problems(s: HttpsStudy, server: str, clients: list[str], transports: dict[str, Transport]) -> list[str]:
     """Open-files limits too low for the sweep's largest point, caught before
     it runs rather than as wrk's socket errors or nginx's 'Too many open
@@ -193,11 +183,11 @@ def _nofile_problems(s: HttpsStudy, server: str, clients: list[str], transports:
     most = max(s.connections)
     per_client = -(-most // max(1, len(clients)))
     for c in clients:
-        have = _nofile(transports[c], "-n")
+        have = nofile_limit(transports[c], "-n")
         if have is not None and have < per_client + WRK_FDS:
             out.append(f"{c}: open-files limit is {have}, wrk needs {per_client + WRK_FDS} for {per_client} "
                        "connections")
-    have = _nofile(transports[server], "-Hn")
+    have = nofile_limit(transports[server], "-Hn")
     if have is not None and have < 2 * most + WRK_FDS:
         out.append(f"{server}: open-files limit is {have}, nginx needs {2 * most + WRK_FDS} for {most} connections "
                    "(a socket and a file each)")
@@ -347,7 +337,7 @@ def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec,
             if p.wait(end_by - time.monotonic()) is None:
                 hosts = {h: ctx.transports[h] for h in (ctx.server, client)}
                 raise stalled(f"wrk on {client}", s.duration + s.timeout_margin, client,
-                              stall_causes(hosts, env.ifnames),
+                              stall_causes(hosts, env.ifnames, [p]),
                               "the server stopped answering; raise study.timeout_margin if the host is only slow")
         samplers.last_read()
     status, error, counters = guard.status, guard.error, guard.counters

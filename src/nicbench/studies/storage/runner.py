@@ -292,7 +292,7 @@ def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
             if p.wait(end_by - time.monotonic()) is None:
                 tool = "iscsi-perf" if s.target == "iscsi" else "fio"
                 hosts = {h: ctx.transports[h] for h in (ctx.server, client)}
-                raise stalled(f"{tool} on {client}", limit, client, stall_causes(hosts, env.ifnames),
+                raise stalled(f"{tool} on {client}", limit, client, stall_causes(hosts, env.ifnames, [p]),
                               "the target stopped answering (ramp + duration + timeout_margin passed); check the "
                               "target, or raise study.timeout_margin if it is only slow")
         samplers.last_read()

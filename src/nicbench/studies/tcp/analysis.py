@@ -25,7 +25,15 @@ from ...analysis.aggregate import (
 )
 from ...analysis.counters import Counters, counter_warnings, counters
 from ...analysis.cpu import CpuUsage, cpu_notes, cpu_usage, cpu_warnings, efficiency
-from ...analysis.trials import ABOVE_CEILING_TOLERANCE, EXPECTED_DIRECTIONS, LinkInfo, TrialHead, by_point, median_of
+from ...analysis.trials import (
+    ABOVE_CEILING_TOLERANCE,
+    EXPECTED_DIRECTIONS,
+    LinkInfo,
+    TrialHead,
+    by_point,
+    drift_lines,
+    median_of,
+)
 from ...analysis.verdict import Evidence, Verdict, decide, point_verdict
 from ...core import linerate
 from ...records import Sample, TrialRecord
@@ -250,7 +258,8 @@ def _trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
                        meta.get("start_skew_s"), meta.get("overhead_s"), retr,
                        tuple(meta.get("warnings") or ()), wire,
                        len({x["client"] for x in layout}) or None,
-                       tool_cpus=dict(meta.get("tool_cpus") or {}), problems=tuple(problems))
+                       tool_cpus=dict(meta.get("tool_cpus") or {}), problems=tuple(problems),
+                       tuning_drift=drift_lines(meta))
 
 
 def _stats(values: list[float]) -> tuple[float | None, float | None, float | None, float | None]:

@@ -110,6 +110,8 @@ def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str
         taken = sorted(ports_wanted & busy_ports(transports[c]))
         if taken:
             problems.append(f"{c}: port(s) {', '.join(map(str, taken))} already in use")
+    problems += iperf.nofile_problems(s.engine, [slot for n in s.connections for slot in layout(
+        n, clients, s.connections_per, stream_cap(s), s.port_base)], server, transports, "bidir" in s.directions)
     skip = False
     if tool is not None and s.engine == "iperf3":
         if s.zerocopy and not tool.has("zerocopy"):
@@ -198,12 +200,13 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
         #    (stopped with the point), the others are kept
         end_by = time.monotonic() + limit
         hung = [(slot, proc) for slot, proc in clis if proc.wait(end_by - time.monotonic()) is None]
-        for slot, _ in hung:
+        for slot, proc in hung:
             hosts = {h: ctx.transports[h] for h in (ctx.server, slot.client)}
             held = iperf.held_by_others(ctx.addresses.get(ctx.server), ctx.transports,
                                         [x for x in servers if x[0] == slot])
+            pair = [proc, *(p for sl, p in servers if sl == slot)]
             why = stalled(f"engine client to {slot.client}:{slot.port}", limit, ctx.server,
-                          held + stall_causes(hosts, env.ifnames),
+                          held + stall_causes(hosts, env.ifnames, pair),
                           "the path may be stalled; raise study.timeout_margin if the host is slow")
             if len(hung) == len(clis):
                 raise why

@@ -197,6 +197,8 @@ def preflight(plan: Plan, transports: dict[str, Transport], addresses: dict[str,
                                                               if s.engine == "iperf3" else set())))
         if taken:
             problems.append(f"{c}: port(s) {', '.join(map(str, taken))} already in use")
+    problems += iperf.nofile_problems(s.engine, [slot for n in s.streams for slot in layout(
+        n, clients, "client", cap, s.port_base)], server, transports, "bidir" in s.directions)
     if tool is not None and s.engine == "iperf3":
         if not tool.has("server_output"):
             problems.append(f"{server}: iperf3 {tool.version_str} has no --get-server-output, so the receiver's "
