@@ -13,6 +13,7 @@ beside it.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -82,17 +83,39 @@ def aggregate(samples: Iterable[Sample], *, direction: str, side: str = "receive
         per_host[host] += b
         total += b
     seconds = w1 - w0
-    series = []
+    return DirectionAggregate(direction, side, (w0, w1), total, gbps(total, seconds),
+                              {h: gbps(b, seconds) for h, b in per_host.items()}, tuple(shares),
+                              _series(procs.values(), w0, w1, bin_s))
+
+
+def _series(procs: Iterable[list[Sample]], w0: float, w1: float, bin_s: float) -> tuple[tuple[float, float], ...]:
+    """(bin start, Gbps) per ``bin_s`` bin of [w0, w1], each sample's bytes pro
+    rata to its overlap with the bin.
+
+    Linear in samples + bins: each sample is added only to the bins it
+    overlaps (found by bisection), in the same order as summing every sample
+    for every bin would add them (processes, then samples), so each bin's
+    float sum is the same to the last bit -- the old all-samples-per-bin sum
+    took 16 million overlap tests for 2,000 intervals.
+    """
+    starts: list[float] = []
+    ends: list[float] = []
     t = w0
     while t < w1 - 1e-9:
         t_next = min(t + bin_s, w1)
-        bb = sum(x.value * _overlap(x.t_start, x.t_end, t, t_next) / (x.t_end - x.t_start)
-                 for v in procs.values() for x in v)
-        series.append((t, gbps(bb, t_next - t)))
+        starts.append(t)
+        ends.append(t_next)
         t = t_next
-    return DirectionAggregate(direction, side, (w0, w1), total, gbps(total, seconds),
-                              {h: gbps(b, seconds) for h, b in per_host.items()}, tuple(shares),
-                              tuple(series))
+    acc = [0.0] * len(starts)
+    for v in procs:
+        for x in v:
+            k = bisect_right(ends, x.t_start)        # the first bin ending after the sample starts
+            while k < len(starts) and starts[k] < x.t_end:
+                ov = _overlap(x.t_start, x.t_end, starts[k], ends[k])
+                if ov > 0:
+                    acc[k] += x.value * ov / (x.t_end - x.t_start)
+                k += 1
+    return tuple((a, gbps(bb, b - a)) for a, b, bb in zip(starts, ends, acc, strict=True))
 
 
 def timeline_problems(samples: Iterable[Sample], *, direction: str, side: str = "receiver",
