@@ -10,6 +10,7 @@ import json
 import pytest
 
 from conftest import FIXTURES
+from conftest import run_cli as nb
 from nicbench.core.errors import InputError
 from nicbench.importers import parse_file
 
@@ -60,6 +61,41 @@ def _all_bytes(d: dict, value: float) -> None:
                     st[side]["bytes"] = value
 
 
+def test_byte_counts_no_nic_carries_are_refused_naming_the_field():
+    d = _tx_p2()
+    _all_bytes(d, 1e23)                # the audit's file: 1.6e15 Gbit/s imported as ok
+    with pytest.raises(InputError, match=r"bytes is 2e\+23 bytes over .* more than any NIC carries "
+                                         r"\(bound 10 Tbit/s\)") as e:
+        parse_file(json.dumps(d), "huge.json")
+    assert e.value.where == "huge.json" and "summary's tx.receiver.bytes" in e.value.message
+    one = _tx_p2()                     # one interval alone, the summary intact
+    one["server_output_json"]["intervals"][1]["streams"][0]["bytes"] = 1e23
+    with pytest.raises(InputError, match=r"tcp.bytes intervals \(tx receiver, 4 of them\) sum to 1e\+23 bytes "
+                                         r"over .*more than any NIC carries"):
+        parse_file(json.dumps(one), "one.json")
+
+
+def test_negative_byte_counts_are_refused():
+    d = _tx_p2()                        # an interval's count (the summary's were refused before)
+    d["server_output_json"]["intervals"][1]["streams"][0]["bytes"] = -5e9
+    with pytest.raises(InputError, match=r"an interval's tcp.bytes \(tx receiver, .*\) is negative") as e:
+        parse_file(json.dumps(d), "neg.json")
+    assert e.value.where == "neg.json"
+
+
+def test_intervals_that_disagree_with_their_own_summary_are_refused_saying_by_how_much():
+    d = _tx_p2()
+    for st in d["end"]["streams"]:      # the summary shrunk 166 times, the intervals as measured
+        for side in ("sender", "receiver"):
+            st[side]["bytes"] = round(st[side]["bytes"] / 166)
+    with pytest.raises(InputError, match=r"tx receiver: its intervals sum to .* own summary says .*: 166x apart") \
+            as e:
+        parse_file(json.dumps(d), "edited.json")
+    assert e.value.where == "edited.json"
+    # real files differ by much less: iperf3 3.12's --bidir with a server clock half a second late (0.83x)
+    parse_file((V3 / "bidir_busy_server_clock_late.json").read_text(), "late.json")
+
+
 def test_an_iperf3_report_without_its_end_object_is_refused():
     # recorded: the UDP server killed mid-test; iperf3 wrote intervals, an empty end and its error
     with pytest.raises(InputError, match=r"no end summary.*did not finish \(iperf3 reported: control socket has "
@@ -69,3 +105,14 @@ def test_an_iperf3_report_without_its_end_object_is_refused():
     del d["end"]
     with pytest.raises(InputError, match="no end summary"):
         parse_file(json.dumps(d), "no_end.json")
+
+
+def test_a_refused_import_is_one_line_and_writes_nothing(capsys, tmp_path):
+    d = _tx_p2()
+    _all_bytes(d, 1e23)
+    f = tmp_path / "huge.json"
+    f.write_text(json.dumps(d))
+    code, _, err = nb(capsys, "import", "--store", tmp_path / "s", f)
+    assert code == 2 and "huge.json" in err and "more than any NIC carries" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "s").exists() or not any((tmp_path / "s").iterdir())
