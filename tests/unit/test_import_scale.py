@@ -1,0 +1,65 @@
+"""A long import stays linear and lean (issue 33 item 6: 115,000 intervals
+never finished).  Operation counts and shared objects, never timings; the
+times and peak memory of a 200 MB import are bench/import_scale.py's."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import FIXTURES
+from nicbench.tools import iperf3
+
+V3 = FIXTURES / "iperf3" / "3.12"
+
+
+def long_report(n: int) -> str:
+    """tests/fixtures/iperf3/3.12/tx_p2.json with its second interval repeated
+    ``n`` times, one second on each time, client and server (as the bench)."""
+    d = json.loads((V3 / "tx_p2.json").read_text())
+    srv = d["server_output_json"]
+    for doc in (d, srv):
+        iv = doc["intervals"][1]
+        c0 = iv["sum"]["start"]
+        ivs = []
+        for k in range(n):
+            x = json.loads(json.dumps(iv))
+            for st in [*x["streams"], x["sum"]]:
+                st["start"] += k - c0
+                st["end"] += k - c0
+            ivs.append(x)
+        doc["intervals"] = ivs
+        for i, st in enumerate(doc["end"]["streams"]):
+            total = sum(x["streams"][i]["bytes"] for x in ivs)
+            for side in ("sender", "receiver"):
+                st[side].update(start=0, end=float(n), seconds=float(n), bytes=total)
+    d["start"]["test_start"]["duration"] = n
+    return json.dumps(d, indent="\t")
+
+
+class _Counting:
+    """A compiled pattern that counts the calls of each method."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern, self.calls = pattern, {}
+
+    def __getattr__(self, name: str):
+        real = getattr(self.pattern, name)
+
+        def counted(*a, **k):
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return real(*a, **k)
+        return counted
+
+
+def test_a_clean_report_is_not_searched_whole_for_c_nan_tokens(monkeypatch):
+    # the repair's regex took 3 s per 27 MB; a report that reads as plain JSON needs none
+    counting = _Counting(iperf3._NON_NUMBER)
+    monkeypatch.setattr(iperf3, "_NON_NUMBER", counting)
+    text = (V3 / "tx_p2.json").read_text()
+    d, damage = iperf3.load_json(text)
+    assert damage == () and d["start"]["version"] == "iperf 3.12"
+    assert "subn" not in counting.calls and "finditer" not in counting.calls
+    # a damaged one still takes the repair and names it
+    d, damage = iperf3.load_json(re.sub(r'"retransmits":\s*\d+', '"retransmits":\t-nan', text, count=1))
+    assert counting.calls.get("subn") == 1 and "nan" in damage[0]
