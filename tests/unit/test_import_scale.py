@@ -8,6 +8,12 @@ import json
 import re
 
 from conftest import FIXTURES
+from nicbench.importers import parse_file
+from nicbench.importers.adapt import retag, retagger
+from nicbench.importers.flows import flow_point
+from nicbench.importers.group import group
+from nicbench.records import Sample, make_tags
+from nicbench.store import writer
 from nicbench.tools import iperf3
 
 V3 = FIXTURES / "iperf3" / "3.12"
@@ -63,3 +69,35 @@ def test_a_clean_report_is_not_searched_whole_for_c_nan_tokens(monkeypatch):
     # a damaged one still takes the repair and names it
     d, damage = iperf3.load_json(re.sub(r'"retransmits":\s*\d+', '"retransmits":\t-nan', text, count=1))
     assert counting.calls.get("subn") == 1 and "nan" in damage[0]
+
+
+def test_a_long_files_samples_share_their_tag_sets():
+    # one tags tuple per sample was most of a 200 MB import's memory and much of its time
+    p = parse_file(long_report(300), "long.json")
+    assert len(p.samples) >= 900
+    assert len({id(s.tags) for s in p.samples}) <= 8
+    fp = flow_point(group([p])[0], "tcp")          # retagged per process: still shared
+    assert len({id(s.tags) for s in fp.samples}) <= 8
+    assert {s.tags for s in fp.samples} == {make_tags(**dict(s.tags)) for s in fp.samples}
+
+
+def test_tags_that_compare_equal_but_read_differently_stay_apart():
+    # 1, 1.0 and True are one dict key but three tags: the shared tag sets are keyed by type too
+    s = Sample("", "tcp.bytes", 1.0, "bytes", 0, 1, make_tags(host="a"))
+    assert [retagger(streams=v)(s).tag("streams") for v in (1, 1.0, True)] == ["1", "1.0", "True"]
+    assert [retag(s, streams=v).tag("streams") for v in (1, 1.0, True)] == ["1", "1.0", "True"]
+
+
+def test_sample_rows_write_each_tag_set_as_json_once(monkeypatch):
+    calls = 0
+    real = writer.json.dumps
+
+    def counted(*a, **k):
+        nonlocal calls
+        calls += 1
+        return real(*a, **k)
+    monkeypatch.setattr(writer.json, "dumps", counted)
+    tags = make_tags(host="c1", proc=0, direction="tx", side="receiver")
+    rows = writer.sample_rows(1, [Sample("t0001", "tcp.bytes", 1.0, "bytes", i, i + 1, tags) for i in range(500)])
+    assert len(rows) == 500 and calls == 1
+    assert json.loads(rows[-1][-1]) == dict(tags) and rows[-1][2] == 499
