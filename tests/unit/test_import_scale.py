@@ -8,6 +8,7 @@ import json
 import re
 
 from conftest import FIXTURES
+from nicbench.analysis import aggregate as agg
 from nicbench.importers import parse_file
 from nicbench.importers.adapt import retag, retagger
 from nicbench.importers.flows import flow_point
@@ -86,6 +87,24 @@ def test_tags_that_compare_equal_but_read_differently_stay_apart():
     s = Sample("", "tcp.bytes", 1.0, "bytes", 0, 1, make_tags(host="a"))
     assert [retagger(streams=v)(s).tag("streams") for v in (1, 1.0, True)] == ["1", "1.0", "True"]
     assert [retag(s, streams=v).tag("streams") for v in (1, 1.0, True)] == ["1", "1.0", "True"]
+
+
+def test_the_analysis_reads_each_tag_set_once_not_each_sample(monkeypatch):
+    p = parse_file(long_report(200), "long.json")
+    reads = 0
+    real = Sample.tag
+
+    def counted(self, name, default=None):
+        nonlocal reads
+        reads += 1
+        return real(self, name, default)
+    monkeypatch.setattr(Sample, "tag", counted)
+    samples = [s for s in p.samples if s.metric == "tcp.bytes"]
+    agg.aggregate(samples, direction="tx")
+    agg.timeline_problems(samples, direction="tx")
+    agg.processes_with_data(samples, direction="tx")
+    assert agg.directions_in(samples) == ["tx"]
+    assert reads < 100, f"{reads} tag reads for {len(samples)} samples"
 
 
 def test_sample_rows_write_each_tag_set_as_json_once(monkeypatch):
