@@ -8,7 +8,9 @@ import json
 import re
 
 from conftest import FIXTURES
+from conftest import run_cli as nb
 from nicbench.analysis import aggregate as agg
+from nicbench.cli import imports as cli_imports
 from nicbench.importers import parse_file
 from nicbench.importers.adapt import retag, retagger
 from nicbench.importers.flows import flow_point
@@ -120,3 +122,16 @@ def test_sample_rows_write_each_tag_set_as_json_once(monkeypatch):
     rows = writer.sample_rows(1, [Sample("t0001", "tcp.bytes", 1.0, "bytes", i, i + 1, tags) for i in range(500)])
     assert len(rows) == 500 and calls == 1
     assert json.loads(rows[-1][-1]) == dict(tags) and rows[-1][2] == 499
+
+
+def test_a_large_import_says_its_stages_on_a_terminal_only(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(cli_imports, "LARGE", 0)
+    monkeypatch.setattr(cli_imports, "_tty", lambda: True)
+    code, out, err = nb(capsys, "import", "--store", tmp_path / "a", V3 / "tx_p2.json")
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert [x.split("): ", 1)[1].split(" ")[0] for x in lines] == ["parsing", "making", "writing", "storing", "done"]
+    assert all(x.startswith("nicbench import (1 file(s), 0 MB): ") for x in lines)
+    monkeypatch.setattr(cli_imports, "_tty", lambda: False)            # a pipe, a log: nothing
+    code, out, err = nb(capsys, "import", "--store", tmp_path / "b", V3 / "tx_p2.json")
+    assert code == 0 and err == ""
