@@ -83,6 +83,14 @@ def test_negative_byte_counts_are_refused():
     assert e.value.where == "neg.json"
 
 
+def test_a_negative_summary_count_is_refused_with_a_hint():
+    d = _tx_p2()                        # refused before, but with no hint (the style's one line has one)
+    d["end"]["streams"][0]["receiver"]["bytes"] = -5
+    with pytest.raises(InputError, match=r"end.streams\[\].bytes is negative \(-5\)") as e:
+        parse_file(json.dumps(d), "neg.json")
+    assert e.value.where == "neg.json" and "damaged" in (e.value.hint or "")
+
+
 def test_intervals_that_disagree_with_their_own_summary_are_refused_saying_by_how_much():
     d = _tx_p2()
     for st in d["end"]["streams"]:      # the summary shrunk 166 times, the intervals as measured
