@@ -118,8 +118,8 @@ def retagger(**tags: object) -> Callable[[Sample], Sample]:
 
 @lru_cache(maxsize=4096)
 def _merged(old: Tags, new: tuple[tuple[str, type, object], ...]) -> Tags:
-    """Tags ``old`` with ``new`` replacing theirs, once per distinct pair (see
-    importers.model._tags: samples share a few tag sets)."""
+    """Tags ``old`` with ``new`` replacing theirs, once per distinct pair
+    (samples share a few tag sets: see :func:`retagger`)."""
     merged: dict[str, object] = dict(old)
     merged.update({k: v for k, _, v in new})
     return make_tags(**merged)
