@@ -114,3 +114,47 @@ def test_the_longest_lull_is_the_longest_run_of_near_silent_counter_intervals():
     # counters with a gap tell nothing
     gap = [x for i, x in enumerate(s) if i != 3]
     assert longest_lull(gap, direction="tx", window=(100.0, 104.0), host="srv") is None
+
+
+def _old_series(samples, w0, w1, bin_s):
+    """The per-bin sum over every sample that aggregate() used before issue 33
+    (quadratic): the reference the linear one must equal to the last bit."""
+    from nicbench.analysis.aggregate import _overlap
+    from nicbench.core.units import gbps
+    out, t = [], w0
+    while t < w1 - 1e-9:
+        t_next = min(t + bin_s, w1)
+        bb = sum(x.value * _overlap(x.t_start, x.t_end, t, t_next) / (x.t_end - x.t_start) for x in samples)
+        out.append((t, gbps(bb, t_next - t)))
+        t = t_next
+    return tuple(out)
+
+
+def test_the_time_series_is_linear_in_intervals_and_equals_the_all_pairs_sum(monkeypatch):
+    # issue 33: 2,000 intervals took 16 million overlap tests (25 s), 115,000 never finished
+    import random
+
+    from nicbench.analysis import aggregate as agg
+    rnd = random.Random(33)
+    s, t = [], 100.0
+    for _ in range(400):               # uneven intervals (0.2-1.7 s) against 1 s bins, fractional bytes
+        d = rnd.uniform(0.2, 1.7)
+        s.append(iv("c1", t, t + d, rnd.uniform(1e8, 3e9)))
+        t += d
+    s += series("c2", 100.3, int(t - 101), 1.25e9)
+    calls = 0
+    real = agg._overlap
+
+    def counted(*a):
+        nonlocal calls
+        calls += 1
+        return real(*a)
+    monkeypatch.setattr(agg, "_overlap", counted)
+    a = aggregate(s, direction="tx", bin_s=1.0)
+    n = len(s)
+    # the window sum takes one test per sample; the series about two per sample and bin edge
+    assert calls < 6 * n, f"{calls} overlap tests for {n} samples: not linear"
+    monkeypatch.setattr(agg, "_overlap", real)
+    by_proc = [x for x in s if x.tag("host") == "c1"] + [x for x in s if x.tag("host") == "c2"]
+    assert a.series == _old_series(by_proc, *a.window, 1.0)      # identical floats, not approximately
+    assert len(a.series) == len(_old_series(by_proc, *a.window, 1.0)) > 300

@@ -13,13 +13,14 @@ beside it.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 
 from ..core.units import gbps
-from ..records import Sample
+from ..records import Sample, Tags
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,29 @@ class NoSharedWindow(ValueError):
     """The processes' measured spans do not overlap (after trimming)."""
 
 
+def _measured(samples: Iterable[Sample], metric: str, along: str, value: str,
+              side: str) -> Iterator[tuple[Sample, tuple[str, str]]]:
+    """The samples of ``metric`` whose ``along`` tag is ``value``, on ``side``,
+    not warm-up, each with its (host, proc).
+
+    The tags are read once per distinct tag set, not per sample: a point's
+    samples share a handful of tag sets, and reading five tags of each of
+    340,000 samples (a 200 MB import) was most of its analysis' time.
+    """
+    seen: dict[Tags, tuple[str, str] | None] = {}
+    for s in samples:
+        if s.metric != metric:
+            continue
+        try:
+            key = seen[s.tags]
+        except KeyError:
+            key = seen[s.tags] = ((s.tag("host") or "?", s.tag("proc") or "?")
+                                  if s.tag(along) == value and s.tag("side") == side
+                                  and s.tag("omitted", "0") != "1" else None)
+        if key is not None:
+            yield s, key
+
+
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
     return max(0.0, min(a1, b1) - max(a0, b0))
 
@@ -60,10 +84,9 @@ def aggregate(samples: Iterable[Sample], *, direction: str, side: str = "receive
     """``direction`` is matched against the samples' ``along`` tag (the
     storage study's ``op``)."""
     procs: dict[tuple[str, str], list[Sample]] = defaultdict(list)
-    for s in samples:
-        if (s.metric == metric and s.tag(along) == direction and s.tag("side") == side
-                and s.tag("omitted", "0") != "1" and s.t_end > s.t_start):
-            procs[(s.tag("host") or "?", s.tag("proc") or "?")].append(s)
+    for s, key in _measured(samples, metric, along, direction, side):
+        if s.t_end > s.t_start:
+            procs[key].append(s)
     if not procs:
         raise NoSharedWindow(f"no {side}-side samples for direction {direction}")
     spans = {k: (min(x.t_start for x in v), max(x.t_end for x in v)) for k, v in procs.items()}
@@ -82,17 +105,39 @@ def aggregate(samples: Iterable[Sample], *, direction: str, side: str = "receive
         per_host[host] += b
         total += b
     seconds = w1 - w0
-    series = []
+    return DirectionAggregate(direction, side, (w0, w1), total, gbps(total, seconds),
+                              {h: gbps(b, seconds) for h, b in per_host.items()}, tuple(shares),
+                              _series(procs.values(), w0, w1, bin_s))
+
+
+def _series(procs: Iterable[list[Sample]], w0: float, w1: float, bin_s: float) -> tuple[tuple[float, float], ...]:
+    """(bin start, Gbps) per ``bin_s`` bin of [w0, w1], each sample's bytes pro
+    rata to its overlap with the bin.
+
+    Linear in samples + bins: each sample is added only to the bins it
+    overlaps (found by bisection), in the same order as summing every sample
+    for every bin would add them (processes, then samples), so each bin's
+    float sum is the same to the last bit -- the old all-samples-per-bin sum
+    took 16 million overlap tests for 2,000 intervals.
+    """
+    starts: list[float] = []
+    ends: list[float] = []
     t = w0
     while t < w1 - 1e-9:
         t_next = min(t + bin_s, w1)
-        bb = sum(x.value * _overlap(x.t_start, x.t_end, t, t_next) / (x.t_end - x.t_start)
-                 for v in procs.values() for x in v)
-        series.append((t, gbps(bb, t_next - t)))
+        starts.append(t)
+        ends.append(t_next)
         t = t_next
-    return DirectionAggregate(direction, side, (w0, w1), total, gbps(total, seconds),
-                              {h: gbps(b, seconds) for h, b in per_host.items()}, tuple(shares),
-                              tuple(series))
+    acc = [0.0] * len(starts)
+    for v in procs:
+        for x in v:
+            k = bisect_right(ends, x.t_start)        # the first bin ending after the sample starts
+            while k < len(starts) and starts[k] < x.t_end:
+                ov = min(x.t_end, ends[k]) - max(x.t_start, starts[k])    # _overlap, inline: > 0 or skipped
+                if ov > 0:
+                    acc[k] += x.value * ov / (x.t_end - x.t_start)
+                k += 1
+    return tuple((a, gbps(bb, b - a)) for a, b, bb in zip(starts, ends, acc, strict=True))
 
 
 def timeline_problems(samples: Iterable[Sample], *, direction: str, side: str = "receiver",
@@ -104,10 +149,8 @@ def timeline_problems(samples: Iterable[Sample], *, direction: str, side: str = 
     parser or clock problem) and its bytes cannot be placed in the window.
     """
     procs: dict[tuple[str, str], list[Sample]] = defaultdict(list)
-    for s in samples:
-        if (s.metric == metric and s.tag("direction") == direction and s.tag("side") == side
-                and s.tag("omitted", "0") != "1"):
-            procs[(s.tag("host") or "?", s.tag("proc") or "?")].append(s)
+    for s, key in _measured(samples, metric, "direction", direction, side):
+        procs[key].append(s)
     out = []
     for (host, proc), v in sorted(procs.items()):
         v.sort(key=lambda x: x.t_start)
@@ -125,9 +168,7 @@ def timeline_problems(samples: Iterable[Sample], *, direction: str, side: str = 
 
 def processes_with_data(samples: Iterable[Sample], *, direction: str, side: str = "receiver",
                         metric: str = "tcp.bytes") -> set[tuple[str, str]]:
-    return {(s.tag("host") or "?", s.tag("proc") or "?") for s in samples
-            if s.metric == metric and s.tag("direction") == direction and s.tag("side") == side
-            and s.tag("omitted", "0") != "1"}
+    return {key for _, key in _measured(samples, metric, "direction", direction, side)}
 
 
 @dataclass(frozen=True)
@@ -213,5 +254,6 @@ def longest_lull(samples: Iterable[Sample], *, direction: str, window: tuple[flo
 
 
 def directions_in(samples: Iterable[Sample]) -> list[str]:
-    seen = {s.tag("direction") for s in samples if s.metric == "tcp.bytes"}
+    tag_sets = {s.tags for s in samples if s.metric == "tcp.bytes"}     # a few, however many samples
+    seen = {next((v for k, v in t if k == "direction"), None) for t in tag_sets}
     return [d for d in ("tx", "rx") if d in seen]

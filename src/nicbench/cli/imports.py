@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import statistics
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -37,6 +38,29 @@ from ..store.archive import Archive
 from ..store.names import check_name, new_run_id
 from ..studies.registry import STUDIES, VIEWS, importer_for
 from .options import emit, json_option, quoted, store_location, store_option
+
+# inputs from this size on are a "large import": parsing and writing them takes
+# seconds (a 200 MB iperf3 report: its JSON alone), so each stage is said on a terminal
+LARGE = 10_000_000       # bytes
+
+
+class _Stages:
+    """Which stage a large import is in, on stderr when it is a terminal
+    (never in a pipe or a log: ``--json`` and scripts read clean streams)."""
+
+    def __init__(self, sources: Sequence[SourceFile]) -> None:
+        size = sum(s.size for s in sources)
+        self.on = size >= LARGE and _tty()
+        self.t0 = time.monotonic()
+        self.what = f"{len(sources)} file(s), {size / 1e6:.0f} MB"
+
+    def __call__(self, stage: str) -> None:
+        if self.on:
+            click.echo(f"nicbench import ({self.what}): {stage} ({time.monotonic() - self.t0:.1f} s)", err=True)
+
+
+def _tty() -> bool:
+    return sys.stderr.isatty()
 
 
 @dataclass(frozen=True)
@@ -192,18 +216,24 @@ def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: s
         except UnitError as e:
             raise InputError(str(e), where="--io-size") from None
     sources = _read(args)
-    parsed = [(src, parse_file(src.text, src.given, force=force, role=role)) for src in sources]  # type: ignore[arg-type]
+    stage = _Stages(sources)
+    parsed = []
+    for src in sources:
+        stage(f"parsing {src.given}")
+        parsed.append((src, parse_file(src.text, src.given, force=force, role=role)))  # type: ignore[arg-type]
     by_kind: dict[str, list[tuple[SourceFile, ParsedFile, ParsedFile]]] = defaultdict(list)
     for src, p in parsed:
         for q in points(p):
             by_kind[q.kind].append((src, p, q))
     now = time.time()
+    stage("making and checking the points (the study's analysis)")
     runs = [_prepare(kind, items, together=together, options=options, name=name, several=len(by_kind) > 1,
                      now=now, forced=force is not None) for kind, items in by_kind.items()]
     written: list[Path] = []
     with Archive.open(store_location(store)) as archive:
         try:
             for r in runs:
+                stage(f"writing run {r.info.run_id} ({sum(len(x) for _, x in r.trials)} samples)")
                 written.append(write_run(archive, r.info, r.trials, r.files))
         except BaseException:
             # all or nothing: a later run failing to write takes the earlier ones back
@@ -212,8 +242,10 @@ def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: s
                 archive.delete_run(r.info.run_id)
                 shutil.rmtree(d, ignore_errors=True)
             raise
+        stage("storing the per-point figures")
         for r in runs:
             summarise(archive, r.info.run_id, VIEWS)    # the per-point figures trends and the dashboard read
+        stage("done")
     emit(ctx, _json(parsed, runs, written, force), _text(parsed, runs, force, store))
 
 

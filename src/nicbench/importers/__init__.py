@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from ..core.errors import InputError, NicbenchError
 from . import fio_json, iperf2_csv, iperf2_text, iperf3_json, iperf3_text, netperf_text, pktgen, trafgen_text, wrk_text
+from .bounds import check as check_bounds
 from .detect import detect
 from .model import ParsedFile, Role
 
@@ -31,13 +32,18 @@ HINTS: dict[str, str] = {
 def parse_file(text: str, name: str, force: str | None = None, role: Role | None = None) -> ParsedFile:
     """Detect and parse one file.  Raises only NicbenchError subclasses: a
     parser tripping over a damaged file (a missing key, a wrong type) becomes
-    an InputError naming the file, never a traceback."""
+    an InputError naming the file, never a traceback; so does a figure
+    outside :mod:`.bounds`."""
     fmt = detect(text, name, force)
     try:
         if role is not None and fmt in ("iperf2-csv", "iperf2-text", "iperf3-text"):
-            return {"iperf2-csv": iperf2_csv.parse, "iperf2-text": iperf2_text.parse,
-                    "iperf3-text": iperf3_text.parse}[fmt](text, name, role=role)
-        return PARSERS[fmt](text, name)
+            p = {"iperf2-csv": iperf2_csv.parse, "iperf2-text": iperf2_text.parse,
+                 "iperf3-text": iperf3_text.parse}[fmt](text, name, role=role)
+        else:
+            p = PARSERS[fmt](text, name)
+        for q in points(p):
+            check_bounds(q)         # a figure no NIC carries, or intervals against the file's own summary
+        return p
     except NicbenchError as e:
         if isinstance(e, InputError):
             raise

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.errors import InputError
-from ..records import Sample
-from .adapt import common, file_notes, label, retag, shifted
+from ..records import Sample, Tags
+from .adapt import common, file_notes, label, retag, retagger, shifted
 from .group import Group, engine_direction
 from .model import ParsedFile
 
@@ -65,7 +65,36 @@ def _engine_frame(p: ParsedFile) -> list[Sample]:
     """A server's samples with the engine client's directions."""
     if p.role != "server":
         return list(p.samples)
-    return [retag(s, direction=_flip(s.tag("direction"))) for s in p.samples]
+    done: dict[Tags, Tags] = {}          # per tag set, not per sample (a long file has 100,000s)
+    out = []
+    for s in p.samples:
+        t = done.get(s.tags)
+        if t is None:
+            t = done[s.tags] = retag(s, direction=_flip(s.tag("direction"))).tags
+        out.append(Sample(s.trial_id, s.metric, s.value, s.unit, s.t_start, s.t_end, t))
+    return out
+
+
+def _tag(tags: Tags, name: str) -> str | None:
+    """Sample.tag of a tag set."""
+    return next((v for k, v in tags if k == name), None)
+
+
+def _by_side(samples: list[Sample]) -> dict[tuple[str | None, str | None], list[Sample]]:
+    """Samples by (direction, side) tag, each list in the samples' order; the
+    tags read once per tag set."""
+    key_of: dict[Tags, tuple[str | None, str | None]] = {}
+    out: dict[tuple[str | None, str | None], list[Sample]] = defaultdict(list)
+    for s in samples:
+        k = key_of.get(s.tags)
+        if k is None:
+            k = key_of[s.tags] = (_tag(s.tags, "direction"), _tag(s.tags, "side"))
+        out[k].append(s)
+    return out
+
+
+def _all_whole(ss: list[Sample]) -> bool:
+    return all(_tag(t, "whole") == "1" for t in {s.tags for s in ss})
 
 
 def _processes(files: Sequence[ParsedFile]) -> list[list[int]]:
@@ -89,7 +118,7 @@ def _processes(files: Sequence[ParsedFile]) -> list[list[int]]:
 
 def _rank(p: ParsedFile, ss: list[Sample], d: str, side: str) -> int:
     """Lower is better: measured by this file's own process, with intervals."""
-    whole = all(s.tag("whole") == "1" for s in ss)
+    whole = _all_whole(ss)
     own = (p.role or "client", d, side) in _OWN_SIDE
     return (2 if whole else 0) + (0 if own else 1)
 
@@ -115,21 +144,21 @@ def flow_point(group: Group, kind: str) -> FlowPoint:
     have: dict[tuple[str, str], set[int]] = defaultdict(set)       # (direction, side) -> processes
     used: set[str] = set()
     whole: set[str] = set()
+    split = [_by_side(f) for f in frames]
     for n, members in enumerate(procs):
         base = label(files[next((i for i in members if files[i].role != "server"), members[0])])
         plabel = base if base not in used else f"{base}#{n + 1}"
         used.add(plabel)
         names[plabel] = [files[i].name for i in members]
-        keys = sorted({(s.tag("direction") or "", s.tag("side") or "") for i in members for s in frames[i]
-                       if s.metric == metric})
+        keys = sorted({(dd or "", sd or "") for i in members for (dd, sd), ss in split[i].items()
+                       if any(s.metric == metric for s in ss)})
         for d, side in keys:
-            cands = [(i, [s for s in frames[i] if s.tag("direction") == d and s.tag("side") == side])
-                     for i in members]
+            cands = [(i, split[i].get((d, side), [])) for i in members]
             cands = [(i, ss) for i, ss in cands if any(s.metric == metric for s in ss)]
             i, ss = min(cands, key=lambda c: _rank(files[c[0]], [s for s in c[1] if s.metric == metric], d, side))
-            out += [retag(s, host=plabel, proc=str(n)) for s in ss]
+            out += map(retagger(host=plabel, proc=str(n)), ss)
             have[(d, side)].add(n)
-            if side == "receiver" and all(s.tag("whole") == "1" for s in ss if s.metric == metric):
+            if side == "receiver" and _all_whole([s for s in ss if s.metric == metric]):
                 whole.add(d)
                 secs = max(s.t_end for s in ss) - min(s.t_start for s in ss)
                 notes.append(f"{d}: {plabel}: no receiver intervals in the file(s); the figure is the receiver's "

@@ -20,6 +20,8 @@ from . import iperf3_text, traffic
 from .model import ParsedFile, Role, finite
 
 FORMAT = "iperf3-json"
+# what a complete report's end object holds (TCP: streams, sum_sent/sum_received; UDP: sum too)
+_END_KEYS = ("streams", "sum", "sum_sent", "sum_received")
 HINT = "run the client with -J --get-server-output (and the server with -J) for a complete report"
 
 
@@ -118,6 +120,12 @@ def parse(text: str, name: str) -> ParsedFile:
                                               duration=duration, default_sender=own_sends)
     end = d.get("end") if isinstance(d.get("end"), dict) else {}
     assert isinstance(end, dict)
+    if not any(end.get(k) for k in _END_KEYS):
+        # iperf3 writes its end object when the test completes: without it the intervals
+        # are what ran before the process stopped, and no summary can check them
+        raise InputError("the report has no end summary (end.streams, end.sum*), which iperf3 writes when the "
+                         "test completes: the test did not finish" + (f" (iperf3 reported: {err})" if err else ""),
+                         where=name, hint=HINT)
     totals = (_udp_totals(end, own_sends, streams, name, notes) if kind == "udp"
               else _tcp_totals(end, is_server, own_sends, role, name))
     server = d.get("server_output_json")
@@ -146,6 +154,11 @@ def parse(text: str, name: str) -> ParsedFile:
                          "rounded to 3 significant digits")
     bidir = "sum_sent_bidir_reverse" in end or any(isinstance(iv, dict) and "sum_bidir_reverse" in iv
                                                    for iv in d.get("intervals") or [])
+    # the intervals are flow intervals now: let their JSON go before the samples are made
+    # (a 200 MB report's tree is ~400 MB)
+    d["intervals"] = None
+    if isinstance(server, dict):
+        server["intervals"] = None
     if err:
         dropped.append(f"iperf3 reported an error: {err} (the test ended early; totals cover what ran)")
     tstamp = (start.get("timestamp") or {}).get("timesecs") if isinstance(start.get("timestamp"), dict) else None

@@ -57,18 +57,22 @@ class ParsedFile:
         return bool(self.dropped)
 
 
+# the hint of a field that cannot be what the tool wrote
+DAMAGED = "the file is damaged or edited; import the tool's own output (re-run the tool if it is lost)"
+
+
 def finite(value: object, what: str, name: str, *, allow_negative: bool = False) -> float:
     """A finite number from a parsed field, or an InputError naming the field."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise InputError(f"{what} is {value!r}, not a number", where=name)
+        raise InputError(f"{what} is {value!r}, not a number", where=name, hint=DAMAGED)
     try:
         x = float(value)
     except (ValueError, OverflowError):
-        raise InputError(f"{what} is {value!r}, not a number", where=name) from None
+        raise InputError(f"{what} is {value!r}, not a number", where=name, hint=DAMAGED) from None
     if not math.isfinite(x):
         raise InputError(f"{what} is {value!r}", where=name, hint="the tool printed a non-number; the file is damaged")
     if x < 0 and not allow_negative:
-        raise InputError(f"{what} is negative ({value!r})", where=name)
+        raise InputError(f"{what} is negative ({value!r}): a count or a time cannot be", where=name, hint=DAMAGED)
     return x
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import Sample
+from ..records import Sample, Tags, make_tags
 from ..tools.base import FlowInterval
 from .model import Kind, ParsedFile, Role, no_point, sample
 
@@ -62,23 +62,30 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
     ivs = list(intervals)
     base = start if start is not None else 0.0
     samples: list[Sample] = []
+    tag_sets: dict[tuple[object, ...], Tags] = {}
+    bytes_metric = f"{kind}.bytes"
     have_rcv_iv: set[str] = set()
     have_snd_iv: set[str] = set()
     for iv in ivs:
         d = direction_of(iv.flow, role)
         t0 = iv.abs_start if iv.abs_start is not None else base + iv.start
         t1 = t0 + (iv.end - iv.start)
-        tags = dict(host=host, proc="0", direction=d, side=iv.side, streams=iv.streams,
-                    omitted=1 if iv.omitted else 0)
-        samples.append(sample(f"{kind}.bytes", iv.bytes, "bytes", t0, t1, **tags))
+        key = (d, iv.side, iv.streams.__class__, iv.streams, iv.omitted)
+        iv_tags = tag_sets.get(key)
+        if iv_tags is None:
+            # once per tag set, not per interval: a long report's samples share a few
+            iv_tags = tag_sets[key] = make_tags(host=host, proc="0", direction=d, side=iv.side,
+                                                streams=iv.streams, omitted=1 if iv.omitted else 0)
+        t1 = max(t0, t1)
+        samples.append(Sample("", bytes_metric, float(iv.bytes), "bytes", t0, t1, iv_tags))
         if iv.retransmits is not None:
-            samples.append(sample("tcp.retransmits", iv.retransmits, "count", t0, t1, **tags))
+            samples.append(Sample("", "tcp.retransmits", float(iv.retransmits), "count", t0, t1, iv_tags))
         if iv.packets is not None:
-            samples.append(sample("udp.packets", iv.packets, "packets", t0, t1, **tags))
+            samples.append(Sample("", "udp.packets", float(iv.packets), "packets", t0, t1, iv_tags))
         if iv.lost is not None:
-            samples.append(sample("udp.lost", iv.lost, "packets", t0, t1, **tags))
+            samples.append(Sample("", "udp.lost", float(iv.lost), "packets", t0, t1, iv_tags))
         if iv.jitter_s is not None:
-            samples.append(sample("udp.jitter", iv.jitter_s, "s", t0, t1, **tags))
+            samples.append(Sample("", "udp.jitter", float(iv.jitter_s), "s", t0, t1, iv_tags))
         if iv.side == "receiver" and not iv.omitted:
             have_rcv_iv.add(d)
         if iv.side == "sender" and not iv.omitted:

@@ -7,7 +7,6 @@ behind and a kill -9 leaves only what ``nicbench recover`` clears.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import shutil
 from collections.abc import Mapping, Sequence
@@ -74,7 +73,7 @@ def records(study: str, run: ImportedRun) -> list[tuple[TrialRecord, list[Sample
         tid = f"t{i + 1:04d}"
         rep = seen.get(t.point, 0)
         seen[t.point] = rep + 1
-        samples = [dataclasses.replace(s, trial_id=tid) for s in t.samples]
+        samples = [Sample(tid, s.metric, s.value, s.unit, s.t_start, s.t_end, s.tags) for s in t.samples]
         started = min((s.t_start for s in samples), default=0.0)
         ended = max((s.t_end for s in samples), default=started)
         meta = {**t.meta, "imported": [p.name for p in t.files]}

@@ -17,6 +17,8 @@ FORMAT = "wrk-text"
 HINT = "save wrk's whole output (run it with --latency for percentiles)"
 _LABELS = {50.0: "p50", 90.0: "p90", 99.0: "p99"}
 _URL = re.compile(r"\b(https?)://[^\s]+", re.I)
+# the last line of wrk's (and wrk2's) summary: after it only a Lua done() hook prints
+_LAST = re.compile(r"^\s*Transfer/sec:", re.M)
 
 
 def parse(text: str, name: str) -> ParsedFile:
@@ -34,6 +36,12 @@ def parse(text: str, name: str) -> ParsedFile:
         if parsed is None:
             raise InputError("no wrk summary (\"N requests in T, X read\") in the text", where=name, hint=HINT)
         w, fmt = parsed, FORMAT
+        if not _LAST.search(text, text.find(" requests in ")):
+            # cut off: the socket error and non-2xx lines come before Transfer/sec, so
+            # a clean-looking point could be one whose responses were errors
+            raise InputError("wrk's summary ends before its last line (Transfer/sec:): the text was cut off, and "
+                             "the socket error and non-2xx/3xx counts wrk prints before that line may be lost",
+                             where=name, hint=HINT)
     dur = finite(w.duration_s, "duration", name)
     if w.requests == 0:
         raise no_point(name, f"0 requests completed in {dur:g} s "

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import StoreError
-from ..records import HostFacts, RawOutput, RunInfo, Sample, TrialRecord
+from ..records import HostFacts, RawOutput, RunInfo, Sample, Tags, TrialRecord
 from .archive import MARKER, Archive, loads
 from .db import StoreFull, StoreUnavailable, full_error
 from .location import StoreLocation, redact
@@ -85,12 +85,15 @@ def fact_labels(hosts: Iterable[HostFacts]) -> list[tuple[str, str]]:
 def sample_rows(rid: int, samples: Iterable[Sample]) -> list[tuple[Any, ...]]:
     """Samples as rows, numbered per trial (the number is part of the key)."""
     seq: dict[str, int] = {}
+    tags: dict[Tags, str] = {}          # a run's samples share a few tag sets: each is written as JSON once
     rows = []
     for x in samples:
         n = seq.get(x.trial_id, 0)
         seq[x.trial_id] = n + 1
-        rows.append((rid, x.trial_id, n, x.metric, float(x.value), x.unit, float(x.t_start), float(x.t_end),
-                     json.dumps(dict(x.tags), sort_keys=True)))
+        text = tags.get(x.tags)
+        if text is None:
+            text = tags[x.tags] = json.dumps(dict(x.tags), sort_keys=True)
+        rows.append((rid, x.trial_id, n, x.metric, float(x.value), x.unit, float(x.t_start), float(x.t_end), text))
     return rows
 
 

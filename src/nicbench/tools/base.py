@@ -32,7 +32,7 @@ class ToolInfo:
         return feature in self.features
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FlowInterval:
     """Payload bytes one tool process saw for one flow, on one side, in one interval.
 

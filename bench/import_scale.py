@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""How ``nicbench import`` scales with a long iperf3 JSON (issue 33 item 6).
+
+Makes iperf3 ``-J --get-server-output`` reports of N one-second intervals from
+a real one (tests/fixtures/iperf3/3.12/tx_p2.json, two streams, iperf3
+3.12): its second interval repeated, client and server side, times moved on
+by one second each, the end totals the sums of the intervals (so the file
+agrees with itself).  Each import runs ``nicbench import --json`` in its own
+process (parse, the TCP study's analysis of the point, the write, the
+per-point figures) and is measured from outside: wall time, and peak RSS of
+the child (``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss``, one child per
+measurement process, so each figure is that import's own).
+
+First a ladder (default 1,000 / 2,000 / 4,000 / 8,000 intervals: the time
+per interval must stay flat when the work is linear), then one ~200 MB file
+(goal: under 10 s and under 1 GB peak RSS).
+
+    .venv/bin/python bench/import_scale.py [--ladder 1000 2000 4000 8000] [--mb 200]
+
+Measured 2026-11-28 on this 2-vCPU VM with other work on it (load ~5.5,
+so wall times are about twice the CPU times):
+
+- before (a4dfe3e): 250 / 500 / 1,000 / 2,000 intervals took 6.1 / 9.2 /
+  12.6 / 31.2 s wall; cProfile of the 2,000: 78 of 85 s in
+  analysis.aggregate's time series (16 million overlap tests), the
+  analysis running twice.  The 200 MB file: not finished after 10 minutes
+  at 1.27 GB (issue 33's audit).
+- with the time series linear only (2a5eda2): 200 MB in 88.6 s wall,
+  peak RSS 1234 MiB.
+- now: 1,000 / 4,000 / 16,000 intervals 3.29 / 3.86 / 6.57 s CPU (8.3 /
+  14.5 / 17.2 s wall), 0.23 ms CPU per interval past the ~3 s start-up;
+  200 MB (113,613 intervals) 27.0 s CPU, 33.4 s wall, peak RSS 956 MiB.
+  Memory meets the goal, time does not: of the 27 s, reading the JSON
+  with the json module takes ~5 s and the start-up (matplotlib through
+  the study registry) ~2.7 s, and the run is analysed twice (before it
+  is written, and by report.catalogue.summarise after, ~4.6 s with its
+  read-back).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "tests" / "fixtures" / "iperf3" / "3.12" / "tx_p2.json"
+
+
+def _moved(iv: dict, by: float) -> dict:
+    out = copy.deepcopy(iv)
+    for st in [*out["streams"], out["sum"]]:
+        st["start"] += by
+        st["end"] += by
+    return out
+
+
+def make(n: int, path: Path) -> int:
+    """An iperf3 client report of ``n`` intervals at ``path``; returns its size in bytes."""
+    d = json.loads(SOURCE.read_text())
+    srv = d["server_output_json"]
+    civ, siv = d["intervals"][1], srv["intervals"][1]
+    c0, s0 = civ["sum"]["start"], siv["sum"]["start"]
+    d["intervals"] = [_moved(civ, k - c0) for k in range(n)]
+    srv["intervals"] = [_moved(siv, k - s0) for k in range(n)]
+    d["start"]["test_start"]["duration"] = n
+    # the end totals are the intervals' sums, per stream and side, over [0, n]
+    for doc, ivs in ((d, d["intervals"]), (srv, srv["intervals"])):
+        for i, st in enumerate(doc["end"]["streams"]):
+            total = sum(iv["streams"][i]["bytes"] for iv in ivs)
+            for side in ("sender", "receiver"):
+                if isinstance(st.get(side), dict):
+                    st[side].update(start=0, end=float(n), seconds=float(n), bytes=total,
+                                    bits_per_second=total * 8 / n)
+    text = json.dumps(d, indent="\t")
+    path.write_text(text)
+    return len(text)
+
+
+def measure(path: Path, store: Path) -> tuple[float, float, float, dict]:
+    """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one
+    ``nicbench import`` of ``path``: on a shared machine the CPU time is the
+    steadier figure."""
+    code = ("import resource, subprocess, sys, time\n"
+            "t = time.perf_counter()\n"
+            "p = subprocess.run([sys.executable, '-c', 'import sys; from nicbench.cli.main import main; "
+            "sys.argv[0] = \"nicbench\"; main()', 'import', '--json', '--store', sys.argv[2], sys.argv[1]], "
+            "capture_output=True, text=True)\n"
+            "dt = time.perf_counter() - t\n"
+            "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+            "sys.stderr.write(p.stderr)\n"
+            "print(dt, ru.ru_maxrss / 1024, ru.ru_utime + ru.ru_stime, p.returncode)\n"
+            "print(p.stdout)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(path), str(store)], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    first, _, rest = r.stdout.partition("\n")
+    dt, rss, cpu, rc = first.split()
+    if rc != "0":
+        raise SystemExit(f"import of {path} failed (exit {rc}): {r.stderr.strip()[-400:]}")
+    return float(dt), float(rss), float(cpu), json.loads(rest)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ladder", type=int, nargs="*", default=[1000, 2000, 4000, 8000])
+    ap.add_argument("--mb", type=float, default=200.0, help="size of the big file, MB (0: skip it)")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="nicbench-import-scale.") as tmp:
+        t = Path(tmp)
+        print(f"source: {SOURCE.relative_to(ROOT)}; nicbench from {ROOT / 'src'}")
+        per = []
+        for n in a.ladder:
+            f = t / f"i{n}.json"
+            size = make(n, f)
+            dt, rss, cpu, doc = measure(f, t / f"store{n}")
+            per.append(cpu / n)
+            fig = doc["runs"][0]["points"][0]
+            print(f"{n:7d} intervals {size / 1e6:7.1f} MB: {dt:7.2f} s wall, {cpu:6.2f} s CPU "
+                  f"({cpu / n * 1e3:6.3f} ms/interval), peak RSS {rss:6.0f} MiB; point {fig['point']} "
+                  f"{fig['value']:.4g} {fig['metric']}")
+            f.unlink()
+        if len(per) > 1:
+            print(f"CPU per interval, last rung / first: {per[-1] / per[0]:.2f} (1.0: linear, less: the fixed "
+                  f"start-up spread thinner; "
+                  f"{a.ladder[-1] / a.ladder[0]:.0f}: quadratic)")
+        if a.mb > 0:
+            one = make(100, t / "probe.json") / 100
+            n = int(a.mb * 1e6 / one)
+            f = t / "big.json"
+            t0 = time.perf_counter()
+            size = make(n, f)
+            made = time.perf_counter() - t0
+            dt, rss, cpu, doc = measure(f, t / "store-big")
+            fig = doc["runs"][0]["points"][0]
+            print(f"big: {n} intervals, {size / 1e6:.1f} MB (made in {made:.1f} s): import {dt:.2f} s wall, "
+                  f"{cpu:.2f} s CPU (goal < 10 s), peak RSS {rss:.0f} MiB (goal < 1024); point {fig['point']} "
+                  f"{fig['value']:.4g} {fig['metric']}")
+            print(f"  time: {'MEETS' if dt < 10 else 'MISSES'} the goal; memory: "
+                  f"{'MEETS' if rss < 1024 else 'MISSES'} the goal")
+
+
+if __name__ == "__main__":
+    main()

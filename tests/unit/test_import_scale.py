@@ -1,0 +1,137 @@
+"""A long import stays linear and lean (issue 33 item 6: 115,000 intervals
+never finished).  Operation counts and shared objects, never timings; the
+times and peak memory of a 200 MB import are bench/import_scale.py's."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import FIXTURES
+from conftest import run_cli as nb
+from nicbench.analysis import aggregate as agg
+from nicbench.cli import imports as cli_imports
+from nicbench.importers import parse_file
+from nicbench.importers.adapt import retag, retagger
+from nicbench.importers.flows import flow_point
+from nicbench.importers.group import group
+from nicbench.records import Sample, make_tags
+from nicbench.store import writer
+from nicbench.tools import iperf3
+
+V3 = FIXTURES / "iperf3" / "3.12"
+
+
+def long_report(n: int) -> str:
+    """tests/fixtures/iperf3/3.12/tx_p2.json with its second interval repeated
+    ``n`` times, one second on each time, client and server (as the bench)."""
+    d = json.loads((V3 / "tx_p2.json").read_text())
+    srv = d["server_output_json"]
+    for doc in (d, srv):
+        iv = doc["intervals"][1]
+        c0 = iv["sum"]["start"]
+        ivs = []
+        for k in range(n):
+            x = json.loads(json.dumps(iv))
+            for st in [*x["streams"], x["sum"]]:
+                st["start"] += k - c0
+                st["end"] += k - c0
+            ivs.append(x)
+        doc["intervals"] = ivs
+        for i, st in enumerate(doc["end"]["streams"]):
+            total = sum(x["streams"][i]["bytes"] for x in ivs)
+            for side in ("sender", "receiver"):
+                st[side].update(start=0, end=float(n), seconds=float(n), bytes=total)
+    d["start"]["test_start"]["duration"] = n
+    return json.dumps(d, indent="\t")
+
+
+class _Counting:
+    """A compiled pattern that counts the calls of each method."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern, self.calls = pattern, {}
+
+    def __getattr__(self, name: str):
+        real = getattr(self.pattern, name)
+
+        def counted(*a, **k):
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return real(*a, **k)
+        return counted
+
+
+def test_a_clean_report_is_not_searched_whole_for_c_nan_tokens(monkeypatch):
+    # the repair's regex took 3 s per 27 MB; a report that reads as plain JSON needs none
+    counting = _Counting(iperf3._NON_NUMBER)
+    monkeypatch.setattr(iperf3, "_NON_NUMBER", counting)
+    text = (V3 / "tx_p2.json").read_text()
+    d, damage = iperf3.load_json(text)
+    assert damage == () and d["start"]["version"] == "iperf 3.12"
+    assert "subn" not in counting.calls and "finditer" not in counting.calls
+    # a damaged one still takes the repair and names it
+    d, damage = iperf3.load_json(re.sub(r'"retransmits":\s*\d+', '"retransmits":\t-nan', text, count=1))
+    assert counting.calls.get("subn") == 1 and "nan" in damage[0]
+
+
+def test_a_long_files_samples_share_their_tag_sets():
+    # one tags tuple per sample was most of a 200 MB import's memory and much of its time
+    p = parse_file(long_report(300), "long.json")
+    assert len(p.samples) >= 900
+    assert len({id(s.tags) for s in p.samples}) <= 8
+    fp = flow_point(group([p])[0], "tcp")          # retagged per process: still shared
+    assert len({id(s.tags) for s in fp.samples}) <= 8
+    assert {s.tags for s in fp.samples} == {make_tags(**dict(s.tags)) for s in fp.samples}
+
+
+def test_tags_that_compare_equal_but_read_differently_stay_apart():
+    # 1, 1.0 and True are one dict key but three tags: the shared tag sets are keyed by type too
+    s = Sample("", "tcp.bytes", 1.0, "bytes", 0, 1, make_tags(host="a"))
+    assert [retagger(streams=v)(s).tag("streams") for v in (1, 1.0, True)] == ["1", "1.0", "True"]
+    assert [retag(s, streams=v).tag("streams") for v in (1, 1.0, True)] == ["1", "1.0", "True"]
+
+
+def test_the_analysis_reads_each_tag_set_once_not_each_sample(monkeypatch):
+    p = parse_file(long_report(200), "long.json")
+    reads = 0
+    real = Sample.tag
+
+    def counted(self, name, default=None):
+        nonlocal reads
+        reads += 1
+        return real(self, name, default)
+    monkeypatch.setattr(Sample, "tag", counted)
+    samples = [s for s in p.samples if s.metric == "tcp.bytes"]
+    agg.aggregate(samples, direction="tx")
+    agg.timeline_problems(samples, direction="tx")
+    agg.processes_with_data(samples, direction="tx")
+    assert agg.directions_in(samples) == ["tx"]
+    assert reads < 100, f"{reads} tag reads for {len(samples)} samples"
+
+
+def test_sample_rows_write_each_tag_set_as_json_once(monkeypatch):
+    calls = 0
+    real = writer.json.dumps
+
+    def counted(*a, **k):
+        nonlocal calls
+        calls += 1
+        return real(*a, **k)
+    monkeypatch.setattr(writer.json, "dumps", counted)
+    tags = make_tags(host="c1", proc=0, direction="tx", side="receiver")
+    rows = writer.sample_rows(1, [Sample("t0001", "tcp.bytes", 1.0, "bytes", i, i + 1, tags) for i in range(500)])
+    assert len(rows) == 500 and calls == 1
+    assert json.loads(rows[-1][-1]) == dict(tags) and rows[-1][2] == 499
+
+
+def test_a_large_import_says_its_stages_on_a_terminal_only(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(cli_imports, "LARGE", 0)
+    monkeypatch.setattr(cli_imports, "_tty", lambda: True)
+    code, out, err = nb(capsys, "import", "--store", tmp_path / "a", V3 / "tx_p2.json")
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert [x.split("): ", 1)[1].split(" ")[0] for x in lines] == ["parsing", "making", "writing", "storing", "done"]
+    assert all(x.startswith("nicbench import (1 file(s), 0 MB): ") for x in lines)
+    monkeypatch.setattr(cli_imports, "_tty", lambda: False)            # a pipe, a log: nothing
+    code, out, err = nb(capsys, "import", "--store", tmp_path / "b", V3 / "tx_p2.json")
+    assert code == 0 and err == ""
