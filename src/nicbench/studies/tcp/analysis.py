@@ -23,6 +23,7 @@ from ...analysis.aggregate import (
     timeline_problems,
     wire_rate,
 )
+from ...analysis.capacity import Capacity, Repeat, capacity
 from ...analysis.counters import Counters, counter_warnings, counters
 from ...analysis.cpu import CpuUsage, cpu_notes, cpu_usage, cpu_warnings, efficiency
 from ...analysis.trials import (
@@ -109,6 +110,7 @@ class PointStats:
     survivors_only: bool = False             # no repeat was complete: the figures are the survivors'
     min_of_carried: float | None = None      # lowest goodput / payload the interface carried, flagged repeats
     verdict: Verdict | None = None           # the limit of the point, over its ok repeats
+    capacity: Capacity | None = None         # cores at faster links, at this point's cost per byte
 
     @property
     def of_ceiling(self) -> float | None:
@@ -315,7 +317,9 @@ def point_stats(results: Iterable[TrialResult], link: LinkInfo | None = None,
             *_counter_stats([r.counters for r in ok if r.counters is not None])),
             n_partial=len(partial), survivors_only=not complete and bool(partial),
             min_of_carried=min((v for r in ok for v in r.below_carried.values()), default=None),
-            verdict=point_verdict([r.verdict for r in ok if r.verdict is not None])))
+            verdict=point_verdict([r.verdict for r in ok if r.verdict is not None]),
+            capacity=capacity([Repeat(r.gbps or 0.0, r.cpu, [sum(v) for v in zip(
+                *([g for _, g in a.series] for a in r.receiver.values()), strict=False)]) for r in complete])))
     return out
 
 

@@ -4,11 +4,12 @@ direction, seed 001's throughput-and-CPU chart), exports and live figure."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...analysis.aggregate import NoSharedWindow, aggregate, directions_in
+from ...analysis.capacity import ASSUMPTION, TARGETS_GBPS
 from ...core.linerate import format_speed
 from ...core.units import format_size
 from ...records import Sample, TrialRecord
@@ -97,7 +98,8 @@ class TcpView:
         over_link = [r for r in rows if r["wire_above_link"]]
         return write_page(out, TEMPLATE, view, rows=rows, headline=table(rows, HEADLINE),
                           detail_table=table(rows, DETAIL),
-                          cpu_table=table(rows, CPU), figures=[p.name for p in figs],
+                          cpu_table=table(rows, CPU), capacity_table=table(rows, CAPACITY),
+                          capacity_assumption=ASSUMPTION, figures=[p.name for p in figs],
                           failures=view.failures, csv=csv_path.name, json=json_path.name, above=above,
                           over_link=over_link, cpu=cpu_sentence(view), facts=facts_section(view.facts),
                           tuning=view.info.meta.get("tuning"), pinned=pinned_tools(view),
@@ -146,6 +148,7 @@ def table_rows(points: Sequence[PointStats]) -> list[dict[str, Any]]:
             "min_of_carried": p.min_of_carried,
             "limit": p.verdict.limit if p.verdict else None,
             "verdict": p.verdict.as_dict() if p.verdict else None,
+            "capacity": p.capacity.as_dict() if p.capacity else None,
             **gbps,
             **{_bps_key(k): _bps(v) for k, v in gbps.items()},
             "per_host_gbps": dict(p.per_host),
@@ -225,6 +228,23 @@ DETAIL = (
     Col("drops", "drops", "count", title="interface drops, all hosts", alert=lambda r: bool(r.get("drops"))),
     Col("ok/failed", ok_failed, "text"),
 )
+def _cores_at(target: int) -> Callable[[Mapping[str, Any]], float | None]:
+    def get(r: Mapping[str, Any]) -> float | None:
+        c = r.get("capacity") or {}
+        v = (c.get("cores_at") or {}).get(str(target))
+        return float(v) if isinstance(v, (int, float)) else None
+    return get
+
+
+# the capacity model (analysis/capacity.py): cores at faster links at each point's cost per byte
+CAPACITY = (
+    *HEADLINE[:4],
+    Col("cores per Gbit/s", lambda r: (r.get("capacity") or {}).get("cores_per_gbps"),
+        title="cores busy (every state, softirq included) per Gbit/s of goodput, median over ok repeats"),
+    *(Col(f"cores at {t}G", _cores_at(t)) for t in TARGETS_GBPS),
+    Col("withheld", lambda r: (r.get("capacity") or {}).get("withheld"), "text", wrap=True),
+)
+
 CPU = (
     *HEADLINE[:4],
     Col("cores busy", "cores_busy"), Col("CPU % of machine", "cpu_pct_of_machine"),
