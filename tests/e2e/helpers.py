@@ -6,6 +6,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from nicbench.studies.packets.analysis import OVERCOUNT
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -118,3 +120,29 @@ def kill_server_in(netns: str, tool: str, server_word: str, after: float, seen: 
                     pass
             return
         time.sleep(0.05)
+
+
+def goodput_agrees_with_the_wire(p, retransmitted: float = 0.10) -> None:
+    """A TCP point's goodput (the tools' receiver bytes) against what the
+    server's interface counters carried over the same window, both from one
+    run: goodput / ceiling is wire / link less what retransmits took (the wire
+    carries them, the goodput does not; a point with thousands of retransmits
+    read 0.94 of the wire).  Two counts of the same traffic, not a speed: a
+    machine busy with other work lowers both.  The counters are read every
+    0.5 s and prorated: 1 % is their resolution."""
+    wire = p.wire_gbps / p.link_gbps
+    print(f"nicbench-e2e {p.point}: goodput {p.of_ceiling:.4f} of its ceiling, wire {wire:.4f} of the link")
+    assert wire - retransmitted <= p.of_ceiling <= wire + 0.01, (p.point, p.of_ceiling, wire)
+
+
+def overcount_flagged(t) -> None:
+    """A packet point's receiver counting more frames than were sent: over
+    nicbench's threshold exactly when the point says so.  Both ends' counters
+    are read at their own moments and interpolated over the window, so how far
+    apart they drift is this machine's timing (0.2 % idle, 0.6-0.9 % for
+    trafgen with other work on the machine): the test holds nicbench's
+    judgement to its own rule, not the machine to a tolerance."""
+    over = t.rx_pps > t.tx_pps * (1 + OVERCOUNT)
+    said = any("more frames than were sent" in w for w in t.warnings)
+    print(f"nicbench-e2e {t.point} rx/tx {t.rx_pps / t.tx_pps:.6f}")
+    assert over == said, (t.point, t.rx_pps, t.tx_pps, t.warnings)
