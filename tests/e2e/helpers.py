@@ -98,19 +98,23 @@ def procs_in(netns: str, match: Callable[[list[bytes]], bool]) -> list[int]:
     return out
 
 
-def kill_server_in(netns: str, tool: str, server_word: str, after: float, seen: list[int]) -> None:
+def kill_server_in(netns: str, tool: str, server_word: str, after: float, seen: list[int],
+                   count: int = 1) -> None:
     """Kill (by PID) the ``tool`` server (its argv holds ``server_word``: ``-s``,
     ``server``) found in ``netns``, ``after`` s after it appears.  Only a server
     counts: preflight runs ``tool --version`` in the same namespace, gone by the
     time a kill would land -- such a "kill" hits nothing and the point rightly
-    comes out ok.  ``seen`` gets only PIDs that were alive when signalled."""
+    comes out ok.  ``seen`` gets only PIDs that were alive when signalled.
+    ``count``: wait until that many are there (processes started one after the
+    other: a scan between two starts saw only the first, with other work on
+    the machine, and the second survived its kill)."""
     import signal
     import time
     deadline = time.time() + 30
     while time.time() < deadline:
         mine = procs_in(netns, lambda argv: Path(argv[0].decode(errors="replace")).name == tool
                         and server_word.encode() in argv)
-        if mine:
+        if len(mine) >= count:
             time.sleep(after)
             for p in mine:
                 try:

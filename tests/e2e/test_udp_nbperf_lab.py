@@ -112,7 +112,9 @@ def test_a_killed_nbperf_peer_loses_its_pairs_cleanly(tmp_path, side, host, lab)
     fails.  Nothing is left running, the lab goes."""
     text = plan_text(f"unbkill{side}", lab, 'engine = "nbperf"\nrates = ["100M"]', duration=4, omit=0)
     killed: list[int] = []
-    k = threading.Thread(target=kill_server_in, args=(f"nb-{lab}-{host}", "nbperf", side, 1.5, killed), daemon=True)
+    # the study server runs one nbperf client per client host: both are the peer killed
+    k = threading.Thread(target=kill_server_in, args=(f"nb-{lab}-{host}", "nbperf", side, 1.5, killed),
+                         kwargs={"count": 2 if side == "client" else 1}, daemon=True)
     k.start()
     out = execute(parse_plan(text), text, store=tmp_path)
     k.join(5)
