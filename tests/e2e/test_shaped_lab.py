@@ -1,14 +1,21 @@
-"""A shaped lab link delivers its configured speed, verified by counters (root)."""
+"""A shaped lab link is shaped to its configured speed, and what the tools
+read over it agrees with the interface counters (root).
+
+What is asserted is what nicbench decides and how two counts of the same
+traffic agree, never how fast this shared machine was: a goodput "at >= 95 %
+of its ceiling" read 92 % once with other work on the machine."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
-from helpers import namespaces, plan_text
+from helpers import goodput_agrees_with_the_wire, namespaces, plan_text
 
 from nicbench.api import execute, load_run
 from nicbench.lab import manager
+from nicbench.lab.topology import tbf_rate
 from nicbench.plan import parse_plan
 from nicbench.run.hosts import lab_spec
 
@@ -19,7 +26,7 @@ def _sh(*argv: str) -> str:
     return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
 
 
-def test_shaped_link_reaches_its_ceiling_and_no_more(tmp_path):
+def test_a_shaped_link_reads_within_its_ceiling_and_agrees_with_its_counters(tmp_path):
     lab_name = "e2es"
     text = plan_text("shaped", lab_name, clients=1, directions=("tx", "rx"), io_sizes=("128K",),
                      connections=(1,), duration=5, omit=1, trim=0.25, speed="1G")
@@ -31,30 +38,34 @@ def test_shaped_link_reaches_its_ceiling_and_no_more(tmp_path):
     lab = manager.up(lab_spec(plan))
     try:
         srv = lab.spec.host("srv").netns
-        assert "tbf" in _sh("tc", "-n", srv, "qdisc", "show", "dev", "eth0")
-        assert "tbf" in _sh("tc", "-n", lab.spec.switch_ns, "qdisc", "show", "dev", "p-srv")
+        # both directions of the server's link shaped to the speed asked (tc says bytes/s)
+        for ns, dev in ((srv, "eth0"), (lab.spec.switch_ns, "p-srv")):
+            [q] = json.loads(_sh("tc", "-n", ns, "-j", "qdisc", "show", "dev", dev))
+            assert q["kind"] == "tbf" and q["options"]["rate"] * 8 == pytest.approx(tbf_rate(1e9, 1500), rel=1e-6)
         assert "generic-segmentation-offload: off" in _sh("ip", "netns", "exec", srv, "ethtool", "-k", "eth0")
 
         view = load_run(execute(plan, text, store=tmp_path).run_dir)
         assert view.link.timestamps is True and view.link.speed_bps == 1e9
+        assert [t.status for t in view.trials] == ["ok", "ok"], [t.error for t in view.trials]
         for p in view.points:
             assert p.ceiling_gbps == pytest.approx(1448 / 1538, abs=1e-6)
-            assert 0.95 <= p.of_ceiling <= 1.005, (p.point, p.median)
-            assert not p.above_ceiling
-            assert p.wire_gbps / p.link_gbps == pytest.approx(1.0, abs=0.03), (p.point, p.wire_gbps)
+            # no more: neither the goodput above its ceiling nor the wire above the link
+            assert not p.above_ceiling and not p.wire_above_link, (p.point, p.max_of_ceiling, p.max_wire_of_link)
+            goodput_agrees_with_the_wire(p)
 
         # Timestamps off in every lab host: the ceiling must follow what is in force
         for h in lab.spec.hosts:
             _sh("ip", "netns", "exec", h.netns, "sysctl", "-qw", "net.ipv4.tcp_timestamps=0")
         view = load_run(execute(plan, text, store=tmp_path).run_dir)
         assert view.link.timestamps is False
+        assert [t.status for t in view.trials] == ["ok", "ok"], [t.error for t in view.trials]
         for p in view.points:
             assert p.ceiling_gbps == pytest.approx(1460 / 1538, abs=1e-6)
             # without timestamps loss recovery is coarser: retransmits on the shaper's
-            # drops take wire time (seen: 13k retransmits, goodput 0.94 x), but the
-            # wire still runs at the link speed and nothing exceeds the ceiling
-            assert 0.85 <= p.of_ceiling <= 1.005 and not p.above_ceiling
-            assert p.wire_gbps / p.link_gbps == pytest.approx(1.0, abs=0.03), (p.point, p.wire_gbps)
+            # drops take wire time (seen: 13k retransmits, goodput 0.94 x the wire's),
+            # and nothing exceeds the ceiling the timestamps in force give
+            assert not p.above_ceiling and not p.wire_above_link, (p.point, p.max_of_ceiling, p.max_wire_of_link)
+            goodput_agrees_with_the_wire(p)
     finally:
         manager.down(lab_name)
     assert namespaces(lab_name) == []
@@ -72,7 +83,10 @@ def test_iperf2_timeline_is_placed_inside_the_sampled_span(tmp_path):
         assert t.cpu is not None and t.counters is not None and t.wire, t.point
         assert not any("past the process's exit" in w for w in t.warnings)
     for p in view.points:
-        assert 0.95 <= p.of_ceiling <= 1.005 and p.wire_gbps / p.link_gbps == pytest.approx(1.0, abs=0.03)
+        # the window placed right reads what the wire carried in it (placed an interval
+        # late, it read a different stretch of the flow, or past its end)
+        assert not p.above_ceiling and not p.wire_above_link, (p.point, p.max_of_ceiling, p.max_wire_of_link)
+        goodput_agrees_with_the_wire(p)
 
 
 def test_a_reused_lab_that_no_longer_matches_its_plan_is_refused_naming_what_changed(tmp_path):

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import alive, namespaces, pids_with, plan_text
+from helpers import alive, goodput_agrees_with_the_wire, namespaces, overcount_flagged, pids_with, plan_text
 
 from nicbench.api import execute, load_run
 from nicbench.core.errors import PreflightError
@@ -52,8 +52,14 @@ def test_tcp_over_ssh_gives_the_netns_result(tmp_path):
         assert namespaces(f"{P}ss1") == []
     a, b = views["netns"].trials[0], views["ssh"].trials[0]
     assert a.status == b.status == "ok", (a.error, b.error)
-    # a shaped 1G link: both at the line rate, so the same result within noise
-    assert b.gbps == pytest.approx(a.gbps, rel=0.02)
+    # the same result: the same receivers counted, and each run's goodput what its wire
+    # carried (the two runs' Gbps are not compared: they ran one after the other on a
+    # shared machine, and how fast each went is not what nicbench decides)
+    assert set(a.receiver["tx"].per_host) == set(b.receiver["tx"].per_host) == {"c1", "c2"}
+    for v in views.values():
+        [p] = v.points
+        assert not p.above_ceiling and not p.wire_above_link, (p.max_of_ceiling, p.max_wire_of_link)
+        goodput_agrees_with_the_wire(p)
     meta = views["ssh"].info.meta
     assert meta["host_transport"] == "ssh" and set(meta["ssh"]) == {"srv", "c1", "c2"}
     assert all(abs(h["clock_offset_s"]) < 0.05 and h["root"] for h in meta["ssh"].values())
@@ -192,8 +198,8 @@ def test_packets_on_real_hosts_over_ssh(tmp_path):
         view = load_run(out.run_dir)
         assert [t.error for t in view.trials if t.status != "ok"] == []
         for t in view.trials:
-            print(f"nicbench-e2e {t.point} rx/tx {t.rx_pps / t.tx_pps:.6f}")
-            assert t.rx_pps > 0 and t.rx_pps <= t.tx_pps * 1.005 and set(t.per_port_rx_pps) == {"pk0"}
+            assert t.rx_pps > 0 and set(t.per_port_rx_pps) == {"pk0"}
+            overcount_flagged(t)
         # the counters came from the sampler on each host, stamped by its clock, none missing
         for rec in read_run(out.run_dir).records:
             hs = rec.meta["host_sampling"]
@@ -223,7 +229,8 @@ def test_real_hosts_from_an_ansible_inventory(tmp_path):
         view = load_run(out.run_dir)
         t = view.trials[0]
         assert t.status == "ok", t.error
-        assert 0.97 <= view.points[0].of_ceiling <= 1.005          # the 1G ceiling, as in the lab
+        [p] = view.points                                          # the 1G ceiling, as in the lab
+        assert not p.above_ceiling, (p.max_of_ceiling, p.of_ceiling)
         assert t.cpu is not None                                   # the server's CPU, read over SSH
         assert view.info.meta["cpu"]["scope"] == "host" and set(view.info.meta["ssh"]) == {"srv", "c1", "c2"}
         assert sorted(h.host for h in view.facts) == ["c1", "c2", "srv"]  # each host, no lab machine

@@ -1,6 +1,7 @@
 """What a newcomer meets on the command line: options that would be ignored
 are refused naming the one that applies, usage errors follow --json, run ids
-are printed whole, --help says where plans run and what the exit codes mean."""
+are printed whole, --help says where plans run and what the exit codes mean,
+and a run is in the archive every command reads wherever it was started."""
 
 from __future__ import annotations
 
@@ -8,10 +9,19 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 
 import pytest
+from starlette.testclient import TestClient
+from test_session_fake import PLAN, opener, responder
 
-from conftest import FIXTURES, ROOT
+import nicbench.cli.run as cli_run
+from conftest import FIXTURES, ROOT, run_cli
+from nicbench.cli.options import plan_store
+from nicbench.hosts.fake import FakeTransport
+from nicbench.run.session import execute
+from nicbench.store.location import parse_store
+from nicbench.web.app import create_app
 
 
 def nb(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -139,3 +149,54 @@ def test_store_paths_in_messages_are_absolute_wherever_the_command_started(tmp_p
     assert [r["run_dir"] for r in listed] == [str(tmp_path / "rel" / "runs" / run["run_id"])]
     miss = here("report", "nope", "--store", "rel")
     assert miss.returncode == 6 and f"{tmp_path / 'rel' / 'archive.sqlite'}" in miss.stderr
+
+
+def test_a_run_goes_into_the_archive_every_command_reads_wherever_it_started(tmp_path, monkeypatch, capsys):
+    """A plan's [output] dir places the run's directory; the run itself is in
+    the user's archive, so runs, report latest and serve find it from any
+    working directory (they used to find nothing: the plan had made an
+    archive of its own in the directory the run was started from)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("NICBENCH_STORE", raising=False)
+    _hosts, open_fake = opener({h: FakeTransport(h, responder) for h in ("srv", "c1", "c2")})
+    monkeypatch.setattr(cli_run, "execute", partial(execute, hosts_for=open_fake))
+    started, elsewhere = tmp_path / "checkout", tmp_path / "elsewhere"
+    started.mkdir()
+    elsewhere.mkdir()
+    plan = started / "fake.toml"
+    plan.write_text(PLAN + '\n[output]\ndir = "nicbench-runs"\n')
+    monkeypatch.chdir(started)
+    code, out, err = run_cli(capsys, "--json", "run", plan.name, "--no-report")
+    assert code == 0, err
+    ran = json.loads(out)
+    archive = tmp_path / "xdg" / "nicbench" / "archive.sqlite"
+    assert ran["store"] == str(archive)
+    assert ran["run_dir"] == str(started / "nicbench-runs" / ran["run_id"])     # where the plan put it
+    assert not (started / "nicbench-runs" / "archive.sqlite").exists()           # no archive of its own
+
+    for cwd in (started, elsewhere):
+        monkeypatch.chdir(cwd)
+        code, out, err = run_cli(capsys, "--json", "runs")
+        assert code == 0, err
+        assert [(r["run_id"], r["run_dir"]) for r in json.loads(out)] == [(ran["run_id"], ran["run_dir"])]
+        code, out, err = run_cli(capsys, "report", "latest")
+        assert code == 0, err
+        assert out.strip() == f"report: {started / 'nicbench-runs' / ran['run_id'] / 'report' / 'index.html'}"
+        app = create_app(parse_store(None), token="t", allowed_hosts=["127.0.0.1"], cache_root=tmp_path / "cache")
+        with TestClient(app, base_url="http://127.0.0.1:8787") as client:
+            page = client.get("/")
+            assert page.status_code == 200 and ran["run_id"] in page.text
+            assert client.get(f"/run/{ran['run_id']}").status_code == 200
+
+
+def test_explicit_stores_beat_a_plan_s_output_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("NICBENCH_STORE", raising=False)
+    user = tmp_path / "xdg" / "nicbench"
+    assert plan_store(None, None) == parse_store(str(user))
+    loc = plan_store(None, "out")
+    assert (loc.target, loc.runs_root) == (str(user / "archive.sqlite"), tmp_path / "out")
+    assert plan_store("mine", "out") == parse_store(str(tmp_path / "mine"))
+    monkeypatch.setenv("NICBENCH_STORE", str(tmp_path / "env"))
+    assert plan_store(None, "out") == parse_store(str(tmp_path / "env"))

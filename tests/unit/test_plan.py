@@ -38,6 +38,20 @@ def test_examples_exist_for_seed_000_and_002():
     assert any(n.startswith("seed000") for n in names) and any(n.startswith("seed002") for n in names)
 
 
+def test_an_example_plan_drives_each_tcp_engine():
+    """nbperf included: the engine that meets seed 000's start-skew goal has a
+    plan to start from (every example is loaded above and checked against the
+    JSON Schema in test_schema.py)."""
+    plans = [load_plan(p)[0] for p in glob.glob(str(ROOT / "examples" / "*.toml"))]
+    engines = {p.study.engine for p in plans if p.study.kind == "tcp"}
+    assert engines == {"iperf3", "iperf2", "nbperf"}
+    nbperf = load_plan(ROOT / "examples" / "seed000-tcp-nbperf.toml")[0]
+    seed = load_plan(ROOT / "examples" / "seed000-tcp-multiclient.toml")[0]
+    # the seed 000 replay but for its engine (and its lab, so both can be up at once)
+    assert nbperf.study.model_copy(update={"engine": "iperf3", "skip_rx_copy": "auto"}) == seed.study
+    assert (nbperf.link, nbperf.hosts) == (seed.link, seed.hosts) and nbperf.lab.name != seed.lab.name
+
+
 def test_sizes_and_defaults():
     p = parse_plan(BASE)
     assert p.study.io_sizes == [512, 65536]

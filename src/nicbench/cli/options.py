@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,12 +65,18 @@ def open_archive(store: str | None, create: bool = False) -> Archive:
 
 
 def plan_store(store: str | None, plan_output: str | None) -> StoreLocation:
-    """--store, then $NICBENCH_STORE, then a plan's explicit [output] dir, then the default."""
-    if store:
-        return parse_store(store)
-    if os.environ.get("NICBENCH_STORE"):
-        return parse_store(None)
-    return parse_store(plan_output) if plan_output else parse_store(None)
+    """Where a run of a plan goes: the archive every other command reads
+    (--store, else $NICBENCH_STORE, else the user's), wherever the run was
+    started from.  A plan's explicit [output] dir places only the run's
+    directory (``DIR/<run id>/``, relative to the working directory) when
+    neither --store nor $NICBENCH_STORE is given: the catalogue records where
+    it is, so ``runs``, ``report`` and ``serve`` find the run from anywhere.
+    (It used to name an archive of its own, which the other commands did not
+    read unless told with --store.)"""
+    loc = parse_store(store)
+    if store or os.environ.get("NICBENCH_STORE") or not plan_output:
+        return loc
+    return replace(loc, runs_root=Path(plan_output).expanduser().absolute())
 
 
 def quoted(*argv: str) -> str:
