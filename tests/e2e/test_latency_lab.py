@@ -132,4 +132,3 @@ repeats = 3
     assert udp.ratios["min"] >= 0.8, udp.ratios
     print(f"tcp iperf2/sockperf {dict(tcp.ratios)}; udp irtt/sockperf {dict(udp.ratios)}; irtt p50 - sockperf "
           f"p50 {(ir.percentiles['p50'] - sp.percentiles['p50']) * 1e3:.3f} ms")
-    assert udp.ratios["p50"] >= 0.8, (sp.percentiles, ir.percentiles)

