@@ -157,3 +157,14 @@ def test_a_servers_own_json_keeps_its_direction():
     r = iperf3.parse(server_only)
     assert {(i.flow, i.side) for i in r.intervals} == {("fwd", "receiver")}
     assert r.totals["fwd.receiver"] == load("tx_p2.json").totals["fwd.receiver"]
+
+
+def test_the_senders_tcp_state_is_kept_per_interval():
+    # tx_p2.json (iperf3 3.12, Linux): each sending stream's rtt (us), snd_cwnd and snd_wnd per interval
+    rep = iperf3.parse(fixture_text("iperf3", "3.12", "tx_p2.json"))
+    snd = [iv for iv in rep.intervals if iv.side == "sender" and not iv.by_peer]
+    first = snd[0]
+    assert first.streams == 2 and first.rtt_s == pytest.approx((93 + 37) / 2 / 1e6)
+    assert (first.snd_cwnd, first.snd_wnd) == (417024 + 529968, 24771584 + 22915072)
+    # the receiving end knows none of it
+    assert all(iv.rtt_s is None and iv.snd_wnd is None for iv in rep.intervals if iv.side == "receiver")

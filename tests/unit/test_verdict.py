@@ -116,3 +116,34 @@ def test_udp_loss_is_located():
     assert v.limit == "loss"
     assert v.evidence[0] == ("25.0 % of the datagrams were lost (c1 socket buffer full 9000, "
                              "between the interfaces 10)")
+
+
+def _sender(t0: float, rate_bps: float, wnd: float, cwnd: float, rtt: float, proc: str = "5201") -> list:
+    from nicbench.records import Sample, make_tags
+    tags = make_tags(host="c1", proc=proc, direction="tx", side="sender", omitted=0)
+    return [Sample("t", "tcp.bytes", rate_bps / 8 * 0.5, "bytes", t0, t0 + 0.5, tags),
+            Sample("t", "tcp.rtt", rtt, "s", t0, t0 + 0.5, tags),
+            Sample("t", "tcp.snd_wnd", wnd, "bytes", t0, t0 + 0.5, tags),
+            Sample("t", "tcp.snd_cwnd", cwnd, "bytes", t0, t0 + 0.5, tags)]
+
+
+def test_a_sender_moving_a_receive_window_per_round_trip_is_window_limited():
+    """iperf3 reports each stream's rtt, snd_cwnd and snd_wnd per interval: a
+    sender that moved about one receiver window per round trip, that window
+    under its congestion window, waited on the window."""
+    from nicbench.analysis.aggregate import DirectionAggregate
+    from nicbench.studies.tcp.analysis import window_share
+    rx = {"tx": DirectionAggregate("tx", "receiver", (0.0, 2.0), 1.0, 0.0, {}, ())}
+    # 8 KiB per 100 us = 0.655 Gbit/s: the window's pace
+    paced = [x for i in range(4) for x in _sender(i * 0.5, 0.64e9, 8192, 65536, 100e-6)]
+    share, text = window_share(paced, rx, 0.94e9)
+    assert share == pytest.approx(1.0) and "median window 8 KiB" in text and "100 us RTT" in text
+    assert "bandwidth-delay product at its ceiling is 11 KiB" in text
+    v = decide(Evidence({"tx": 0.64e9}, 0.94e9, window=(share, text)))
+    assert v.limit == "window" and v.evidence[0].startswith("100% of the bytes were sent waiting")
+    # far below the window's pace (something else held it), or a window above the cwnd: not waiting
+    slow = [x for i in range(4) for x in _sender(i * 0.5, 0.2e9, 8192, 65536, 100e-6)]
+    assert window_share(slow, rx, 0.94e9)[0] == 0.0
+    open_ = [x for i in range(4) for x in _sender(i * 0.5, 0.64e9, 65536, 8192, 100e-6)]
+    assert window_share(open_, rx, 0.94e9)[0] == 0.0
+    assert window_share([], rx, None) is None        # an engine without the sender's TCP state

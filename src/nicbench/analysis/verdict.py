@@ -58,6 +58,10 @@ DROP_SHARE = 0.001
 # receivers got measurably less than was sent (the tools' own counts agree to
 # ~0.1 % on a clean path here)
 DATAGRAM_LOSS = 0.01
+# the share of a point's bytes sent while the senders waited on the receivers'
+# windows (a window's worth per round trip, the window under the congestion
+# window) that makes the window the limit: most of the point, not a moment
+WINDOW_SHARE = 0.5
 # a point that carried this share of what its senders were paced to was held
 # by its pacing (application-limited), not by the path
 OFFERED_SHARE = 0.97
@@ -78,7 +82,9 @@ class Evidence:
     out_segs: float | None = None
     drops: Mapping[str, float] = field(default_factory=dict)       # "host counter" -> count
     frames: float | None = None                      # frames the test interfaces carried, for drop shares
-    window_limited: str | None = None                # a study's tcp_info finding, None: not measured
+    # TCP: the share of the window's bytes sent while waiting on the receivers' windows,
+    # and what shows it (None: not measured for this engine)
+    window: tuple[float, str] | None = None
     offered_bps: float | None = None                 # per direction: the rate the senders were paced to
     datagram_loss: float | None = None               # UDP: datagrams lost / expected, the receivers' count
     loss_where: Mapping[str, float] = field(default_factory=dict)  # where datagrams were lost -> count
@@ -199,10 +205,12 @@ def findings(e: Evidence) -> tuple[list[Finding], list[str]]:
     # window
     if not e.tcp:
         pass
-    elif e.window_limited:
-        found.append(Finding("window", e.window_limited, 1.0))
-    else:
+    elif e.window is None:
         clear.append("window: not measured (no tcp_info of the connections for this engine)")
+    elif e.window[0] >= WINDOW_SHARE:
+        found.append(Finding("window", e.window[1], e.window[0] / WINDOW_SHARE))
+    else:
+        clear.append(f"window: {e.window[1]}")
     return found, clear
 
 

@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import END_MARK, Process, Transport, gate_time, read_output, tool_stderr
-from ..records import DIRECTIONS, Sample, Tags, make_tags
+from ..records import DIRECTIONS, Sample, Tags, Unit, make_tags
 from ..sampling.sampler import NetTarget, tool_pid, tool_procs
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, MinVersion, ToolInfo
@@ -495,4 +495,10 @@ def flow_samples(trial_id: str, host: str, port: int, anchor: float | None, inte
         out.append(Sample(trial_id, "tcp.bytes", float(iv.bytes), "bytes", t0, t1, tags))
         if iv.retransmits is not None:
             out.append(Sample(trial_id, "tcp.retransmits", float(iv.retransmits), "count", t0, t1, tags))
+        # the sender's TCP state at the interval's end, where the engine reports it
+        state: tuple[tuple[str, float | None, Unit], ...] = (
+            ("tcp.rtt", iv.rtt_s, "s"), ("tcp.snd_cwnd", iv.snd_cwnd, "bytes"), ("tcp.snd_wnd", iv.snd_wnd, "bytes"))
+        for metric, v, unit in state:
+            if v is not None:
+                out.append(Sample(trial_id, metric, float(v), unit, t0, t1, tags))
     return out

@@ -54,6 +54,10 @@ class FlowInterval:
     lost: int | None = None           # UDP datagrams the receiver counted as lost
     jitter_s: float | None = None     # UDP jitter the receiver reported, seconds
     out_of_order: int | None = None   # UDP datagrams the receiver got out of order
+    # a TCP sender's view at the interval's end (iperf3 on Linux), over its streams:
+    rtt_s: float | None = None        # smoothed RTT, the streams' mean, seconds
+    snd_cwnd: int | None = None       # congestion windows, summed, bytes
+    snd_wnd: int | None = None        # the receivers' advertised windows, summed, bytes
 
 
 P = ParamSpec("P")

@@ -352,13 +352,21 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
             pk = [count(x[2]["packets"]) for x in sts if "packets" in x[2]]
             lost = [lost_count(x[2]) for x in sts if "lost_packets" in x[2]]
             jit = [float(x[2]["jitter_ms"]) / 1000 for x in sts if "jitter_ms" in x[2]]
+            # the sender's tcp_info at the interval's end (Linux; snd_wnd since iperf3 3.10):
+            # only when every stream of the group says it, or the sums would mislead
+            rtt = [x[2]["rtt"] for x in sts if isinstance(x[2].get("rtt"), (int, float)) and x[2]["rtt"] > 0]
+            cwnd = [x[2]["snd_cwnd"] for x in sts if isinstance(x[2].get("snd_cwnd"), int)]
+            wnd = [x[2]["snd_wnd"] for x in sts if isinstance(x[2].get("snd_wnd"), int)]
+            whole = side == "sender" and len(rtt) == len(cwnd) == len(sts)
             out.append(FlowInterval(
                 start=base + s0, end=base + s1, flow=flow, side=side,  # type: ignore[arg-type]
                 bytes=int(sum(x[2]["bytes"] for x in sts)), streams=len(sts), omitted=is_omitted,
                 retransmits=sum(retr) if retr else None, by_peer=by_peer,
                 packets=sum(x for x in pk if x is not None) if pk and None not in pk else None,
                 lost=sum(x for x in lost if x is not None) if lost and None not in lost else None,
-                jitter_s=max(jit) if jit else None))
+                jitter_s=max(jit) if jit else None,
+                rtt_s=sum(rtt) / len(rtt) / 1e6 if whole else None, snd_cwnd=sum(cwnd) if whole else None,
+                snd_wnd=sum(wnd) if whole and len(wnd) == len(sts) else None))
         if (not is_omitted or demoted) and ends:
             prev_end = max(ends)
             first_measured = False

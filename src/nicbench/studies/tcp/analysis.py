@@ -150,10 +150,48 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
             f"{d}: the receivers counted {v:.0%} of the TCP payload the server's interface carried in the window "
             "(frames less their headers): the engine's sum misses traffic that crossed the wire (a pair that "
             "reported nothing?)" for d, v in below.items()))
-    return replace(r, verdict=decide(evidence(r, link)))
+    return replace(r, verdict=decide(evidence(r, link, samples)))
 
 
-def evidence(r: TrialResult, link: LinkInfo | None) -> Evidence:
+# an interval whose sender moved at least this share of a receiver window per
+# round trip (snd_wnd / rtt), with that window under its congestion window,
+# was waiting on the window; the window and rtt are read at the interval's
+# end, so a window that opened within it reads a little high -- hence not 1.0
+WINDOW_PACE = 0.8
+
+
+def window_share(samples: Sequence[Sample], receiver: Mapping[str, DirectionAggregate],
+                 ceiling_bps: float | None) -> tuple[float, str] | None:
+    """The share of the senders' bytes in the window sent while they waited
+    on the receivers' windows, with the figures that show it; None when the
+    engine reported no sender TCP state (rtt, snd_cwnd, snd_wnd)."""
+    state: dict[tuple[str | None, ...], dict[str, float]] = defaultdict(dict)
+    for x in samples:
+        if x.metric in ("tcp.bytes", "tcp.rtt", "tcp.snd_cwnd", "tcp.snd_wnd") and x.tag("side") == "sender" \
+                and x.tag("omitted", "0") != "1" and x.tag("direction") in receiver:
+            w = receiver[x.tag("direction") or ""].window
+            if w[0] <= (x.t_start + x.t_end) / 2 <= w[1]:
+                state[(x.tag("host"), x.tag("proc"), x.tag("direction"), str(x.t_start), str(x.t_end))][x.metric] = (
+                    x.value if x.metric != "tcp.bytes" else x.value / (x.t_end - x.t_start))
+    full = [v for v in state.values() if len(v) == 4 and v["tcp.rtt"] > 0]
+    if not full:
+        return None
+    total = sum(v["tcp.bytes"] for v in full)
+    waiting = [v for v in full if v["tcp.snd_wnd"] < v["tcp.snd_cwnd"]
+               and v["tcp.bytes"] >= WINDOW_PACE * v["tcp.snd_wnd"] / v["tcp.rtt"]]
+    share = sum(v["tcp.bytes"] for v in waiting) / total if total > 0 else 0.0
+    wnd = statistics.median(v["tcp.snd_wnd"] for v in full)
+    rtt = statistics.median(v["tcp.rtt"] for v in full)
+    text = (f"{share:.0%} of the bytes were sent waiting on the receivers' windows (median window "
+            f"{wnd / 1024:.0f} KiB per sender process at {rtt * 1e6:.0f} us RTT: at most "
+            f"{wnd * 8 / rtt / 1e9:.3g} Gbit/s each)")
+    if ceiling_bps:
+        bdp = ceiling_bps / 8 * rtt
+        text += f"; the path's bandwidth-delay product at its ceiling is {bdp / 1024:.0f} KiB"
+    return share, text
+
+
+def evidence(r: TrialResult, link: LinkInfo | None, samples: Sequence[Sample] = ()) -> Evidence:
     """What a TCP trial measured, for the verdict (analysis/verdict.py)."""
     ceil = link.ceiling(r.clients_used) if link else None
     c = r.counters
@@ -163,7 +201,8 @@ def evidence(r: TrialResult, link: LinkInfo | None) -> Evidence:
                     {d: w.wire_bps for d, w in r.wire.items()}, link.speed_for(r.clients_used) if link else None,
                     r.cpu, r.tool_cpus, c.total("tcp.retrans_segs") if c else None,
                     c.total("tcp.out_segs") if c else None, drops,
-                    sum(w.frames for w in r.wire.values()) if r.wire else None)
+                    sum(w.frames for w in r.wire.values()) if r.wire else None,
+                    window=window_share(samples, r.receiver, ceil.goodput_bps if ceil else None))
 
 
 # Receivers' bytes under this share of the TCP payload the server's interface
