@@ -10,6 +10,7 @@ import re
 from conftest import FIXTURES
 from conftest import run_cli as nb
 from nicbench.analysis import aggregate as agg
+from nicbench.analysis import counters as counters_mod
 from nicbench.cli import imports as cli_imports
 from nicbench.importers import parse_file
 from nicbench.importers.adapt import retag, retagger
@@ -19,6 +20,7 @@ from nicbench.records import Sample, make_tags
 from nicbench.store import writer
 from nicbench.store.archive import Archive
 from nicbench.studies.registry import VIEWS
+from nicbench.studies.tcp import analysis as tcp_analysis
 from nicbench.tools import iperf3
 
 V3 = FIXTURES / "iperf3" / "3.12"
@@ -159,3 +161,28 @@ def test_an_import_analyses_its_run_once(capsys, tmp_path, monkeypatch):
         row = a.row(doc["run_id"])
         assert row.stored_status == "done" and row.trials_ok == 1 and row.headline_value
         assert [p.point for p in a.points_of(doc["run_id"])] == [f["point"] for f in doc["runs"][0]["points"]]
+
+
+def test_counters_and_retransmits_read_nothing_per_throughput_sample(monkeypatch):
+    p = parse_file(long_report(200), "long.json")
+    reads = 0
+    real = Sample.tag
+
+    def counted(self, name, default=None):
+        nonlocal reads
+        reads += 1
+        return real(self, name, default)
+    monkeypatch.setattr(Sample, "tag", counted)
+    keyed = 0
+    real_series = counters_mod._series
+
+    def series(samples, key):
+        nonlocal keyed
+        samples = list(samples)
+        keyed += len(samples)
+        return real_series(samples, key)
+    monkeypatch.setattr(counters_mod, "_series", series)
+    assert counters_mod.counters(p.samples, (0.0, 200.0)) is None      # a file has no host counters
+    assert reads == 0 and keyed == 0       # the series key no throughput sample (3 x 340,000 calls at 200 MB)
+    retr = list(tcp_analysis._measured_values(p.samples, "tcp.retransmits"))
+    assert len(retr) >= 200 and reads < 10, f"{reads} tag reads for {len(retr)} retransmit samples"
