@@ -27,14 +27,29 @@ so wall times are about twice the CPU times):
   at 1.27 GB (issue 33's audit).
 - with the time series linear only (2a5eda2): 200 MB in 88.6 s wall,
   peak RSS 1234 MiB.
-- now: 1,000 / 4,000 / 16,000 intervals 3.29 / 3.86 / 6.57 s CPU (8.3 /
-  14.5 / 17.2 s wall), 0.23 ms CPU per interval past the ~3 s start-up;
-  200 MB (113,613 intervals) 27.0 s CPU, 33.4 s wall, peak RSS 956 MiB.
-  Memory meets the goal, time does not: of the 27 s, reading the JSON
-  with the json module takes ~5 s and the start-up (matplotlib through
-  the study registry) ~2.7 s, and the run is analysed twice (before it
-  is written, and by report.catalogue.summarise after, ~4.6 s with its
-  read-back).
+- linear (merged in 603887c): 1,000 / 4,000 / 16,000 intervals 3.29 / 3.86 / 6.57 s
+  CPU (8.3 / 14.5 / 17.2 s wall), 0.23 ms CPU per interval past the ~3 s
+  start-up; 200 MB (113,613 intervals) 27.0 s CPU, 33.4 s wall, peak RSS
+  956 MiB.  Of the 27 s: reading the JSON with the json module ~5 s, the
+  start-up (matplotlib through the study registry) ~2.7 s, the run
+  analysed twice (before it is written, and by report.catalogue.summarise
+  after, ~4.6 s with its read-back).
+- now (6d6003f: matplotlib on the first figure, the run analysed once,
+  one pass per interval in the iperf3 parser, counters and retransmits
+  reading tags per tag set; load ~2.4): 1,000 / 4,000 / 16,000 intervals
+  2.40 / 3.14 / 4.92 s CPU (3.9 / 7.3 / 6.4 s wall), 0.17 ms CPU per
+  interval past the start-up; 200 MB 22.1 s CPU, 24.1 s wall, peak RSS
+  925 MiB.  Memory meets the goal, time does not.  cProfile of a
+  20,000-interval import (9.2 s under the profiler): start-up ~2.5 s (the
+  plan's pydantic models 1.0 s; 0.6 s compiling 153 modules' sources,
+  as this machine's environment sets PYTHONDONTWRITEBYTECODE=1), the
+  iperf3 parse 3.4 s (json module 0.9 s, flow intervals 1.7 s, samples
+  0.7 s), the point made from the file 0.6 s, the TCP analysis 1.1 s,
+  the write 0.8 s: no single cost is left, each stage is a Python loop
+  over every interval or sample.
+- tried and dropped: orjson for the JSON (200 MB: 22.2 s CPU against
+  22.6 s with the json module, peak RSS 1,304 MiB against 925 MiB: it
+  copies the text and builds its own tree before the Python objects).
 """
 
 from __future__ import annotations

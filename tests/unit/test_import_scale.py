@@ -10,6 +10,7 @@ import re
 from conftest import FIXTURES
 from conftest import run_cli as nb
 from nicbench.analysis import aggregate as agg
+from nicbench.analysis import counters as counters_mod
 from nicbench.cli import imports as cli_imports
 from nicbench.importers import parse_file
 from nicbench.importers.adapt import retag, retagger
@@ -17,6 +18,9 @@ from nicbench.importers.flows import flow_point
 from nicbench.importers.group import group
 from nicbench.records import Sample, make_tags
 from nicbench.store import writer
+from nicbench.store.archive import Archive
+from nicbench.studies.registry import VIEWS
+from nicbench.studies.tcp import analysis as tcp_analysis
 from nicbench.tools import iperf3
 
 V3 = FIXTURES / "iperf3" / "3.12"
@@ -135,3 +139,50 @@ def test_a_large_import_says_its_stages_on_a_terminal_only(capsys, tmp_path, mon
     monkeypatch.setattr(cli_imports, "_tty", lambda: False)            # a pipe, a log: nothing
     code, out, err = nb(capsys, "import", "--store", tmp_path / "b", V3 / "tx_p2.json")
     assert code == 0 and err == ""
+
+
+def test_an_import_analyses_its_run_once(capsys, tmp_path, monkeypatch):
+    # the check before writing and the archive's summary after read one analysis:
+    # analysing the run again from the archive was a sixth of a 200 MB import
+    view = VIEWS["tcp"]
+    calls = 0
+    real = type(view).analyse
+
+    def counted(self, run):
+        nonlocal calls
+        calls += 1
+        return real(self, run)
+    monkeypatch.setattr(type(view), "analyse", counted)
+    code, out, err = nb(capsys, "import", "--json", "--store", tmp_path, V3 / "tx_p2.json")
+    assert code == 0, err
+    assert calls == 1
+    doc = json.loads(out)
+    with Archive.open(tmp_path) as a:             # the decisions and figures are stored all the same
+        row = a.row(doc["run_id"])
+        assert row.stored_status == "done" and row.trials_ok == 1 and row.headline_value
+        assert [p.point for p in a.points_of(doc["run_id"])] == [f["point"] for f in doc["runs"][0]["points"]]
+
+
+def test_counters_and_retransmits_read_nothing_per_throughput_sample(monkeypatch):
+    p = parse_file(long_report(200), "long.json")
+    reads = 0
+    real = Sample.tag
+
+    def counted(self, name, default=None):
+        nonlocal reads
+        reads += 1
+        return real(self, name, default)
+    monkeypatch.setattr(Sample, "tag", counted)
+    keyed = 0
+    real_series = counters_mod._series
+
+    def series(samples, key):
+        nonlocal keyed
+        samples = list(samples)
+        keyed += len(samples)
+        return real_series(samples, key)
+    monkeypatch.setattr(counters_mod, "_series", series)
+    assert counters_mod.counters(p.samples, (0.0, 200.0)) is None      # a file has no host counters
+    assert reads == 0 and keyed == 0       # the series key no throughput sample (3 x 340,000 calls at 200 MB)
+    retr = list(tcp_analysis._measured_values(p.samples, "tcp.retransmits"))
+    assert len(retr) >= 200 and reads < 10, f"{reads} tag reads for {len(retr)} retransmit samples"

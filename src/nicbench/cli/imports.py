@@ -73,6 +73,7 @@ class _Run:
     trials: list[tuple[TrialRecord, list[Sample]]]
     files: dict[str, list[tuple[ParsedFile, SourceFile]]]      # trial id -> its files
     figures: list[dict[str, Any]]
+    analysed: RunView      # the study's analysis of these trials: stored as the run's decisions once written
 
 
 def _force(args: list[str], as_: str | None) -> tuple[str | None, list[str]]:
@@ -109,9 +110,10 @@ def _read(args: Sequence[str]) -> list[SourceFile]:
 
 
 def _check(study: str, info: RunInfo, trials: list[tuple[TrialRecord, list[Sample]]],
-           files: dict[str, list[tuple[ParsedFile, SourceFile]]]) -> list[dict[str, Any]]:
+           files: dict[str, list[tuple[ParsedFile, SourceFile]]]) -> tuple[list[dict[str, Any]], RunView]:
     """The study's own analysis of the trials, before anything is written: a
-    trial it rejects is an error naming its files; returns each point's figure."""
+    trial it rejects is an error naming its files; returns each point's
+    figure, and the analysed run (what the archive's summary stores)."""
     view = STUDIES[study].view
     stored = StoredRun(Path(info.run_id), info, {}, [r for r, _ in trials], {r.spec.trial_id: s for r, s in trials},
                        ())
@@ -124,12 +126,12 @@ def _check(study: str, info: RunInfo, trials: list[tuple[TrialRecord, list[Sampl
                              where=", ".join(dict.fromkeys(src.given for _, src in fs)) or study,
                              hint=f"the {study} study rejects it as it would a lab run's point; "
                                   f"{HINTS.get(fmt, 'check the files')}")
-    rv = RunView(stored.run_dir, info, {}, analysed.trials, analysed.points, stored.link, ())
+    rv = RunView(stored.run_dir, info, {}, analysed.trials, analysed.points, stored.link, (), stored.samples)
     cv = view.compare_values(rv)[0]       # the headline figure
     out = []
     for point, vals in cv.values.items():
         out.append({"point": point, "metric": cv.metric, "value": statistics.median(vals), "repeats": len(vals)})
-    return out
+    return out, rv
 
 
 def _prepare(kind: str, items: list[tuple[SourceFile, ParsedFile, ParsedFile]], *, together: bool,
@@ -161,7 +163,7 @@ def _prepare(kind: str, items: list[tuple[SourceFile, ParsedFile, ParsedFile]], 
     run_name = f"{name}-{study}" if several else name
     info = RunInfo(new_run_id(run_name, now), run_name, study, now, "", "import", __version__,
                    {**imported.meta, "imported": prov, "warnings": list(dict.fromkeys(warnings))})
-    return _Run(study, info, imported, trials, files, _check(study, info, trials, files))
+    return _Run(study, info, imported, trials, files, *_check(study, info, trials, files))
 
 
 @click.command("import")
@@ -244,7 +246,9 @@ def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: s
             raise
         stage("storing the per-point figures")
         for r in runs:
-            summarise(archive, r.info.run_id, VIEWS)    # the per-point figures trends and the dashboard read
+            # the per-point figures trends and the dashboard read, from the analysis
+            # the run was checked with (the records and samples just written)
+            summarise(archive, r.info.run_id, VIEWS, r.analysed)
         stage("done")
     emit(ctx, _json(parsed, runs, written, force), _text(parsed, runs, force, store))
 

@@ -4,25 +4,38 @@ and a log2 axis of sizes labelled 4K, 64K, ..."""
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
+from ..core.units import format_size
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
-
-from ..core.units import format_size  # noqa: E402
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 DIRECTION_TITLES = {"tx": "Transmit (server -> clients)", "rx": "Receive (clients -> server)",
                     "bidir": "Bidirectional (tx + rx)"}
 
 
+@cache
+def pyplot() -> ModuleType:
+    """matplotlib's pyplot on the Agg backend, imported on the first figure."""
+    # Imported here, not at the top of the module: every study's view imports
+    # this kit, so the study registry did, and commands that draw nothing
+    # (import, runs, trend, archive) paid matplotlib's ~2.5 s import at each
+    # start (issue 33 item 6).
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def new_figure(width: float = 7.5, height: float = 4.2) -> tuple[Figure, Axes]:
-    fig, ax = plt.subplots(figsize=(width, height), dpi=110)
+    fig, ax = pyplot().subplots(figsize=(width, height), dpi=110)
     return fig, ax
 
 
@@ -32,7 +45,7 @@ def save(fig: Figure, out_dir: Path, stem: str) -> Path:
     png = out_dir / f"{stem}.png"
     fig.savefig(png, bbox_inches="tight")          # keep a legend placed below the axes
     fig.savefig(out_dir / f"{stem}.svg", bbox_inches="tight")
-    plt.close(fig)
+    pyplot().close(fig)
     return png
 
 
@@ -40,8 +53,9 @@ def size_axis(ax: Axes, sizes: Any, label: str, fmt: Any = format_size) -> None:
     """A log2 x axis with a tick at each size, labelled in binary units (4K, 64K)."""
     ticks = sorted(sizes)
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
+    from matplotlib import ticker  # lazily, as pyplot(): an axis means matplotlib is loaded
+    ax.xaxis.set_major_locator(ticker.FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(ticker.NullLocator())
     ax.set_xticklabels([fmt(t) for t in ticks])
     ax.set_xlabel(label)
 
@@ -63,6 +77,7 @@ def plain_log_axis(ax: Axes) -> None:
     """A log y axis labelled 0.1, 1, 10 (and 2, 5 between when a decade is all
     there is), never 6x10^0."""
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    from matplotlib import ticker  # lazily, as pyplot(): an axis means matplotlib is loaded
+    ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..analysis.trials import TrialHead
 from ..records import CPU_BUSY, Sample
-from .figures import plt
+from .figures import pyplot
 from .view import RunView
 
 STATE_COLOURS = {"user": "#4c72b0", "nice": "#64b5cd", "system": "#dd8452", "irq": "#8172b3",
@@ -90,6 +90,7 @@ def draw(samples: Sequence[Sample], out: Path, stem: str, title: str,
     n = max(1, round((t1 - t0) / width))
     edges = [i * width for i in range(n + 1)]
     panels = 1 + bool(cpu) + bool(counts)
+    plt = pyplot()
     fig, axes = plt.subplots(panels, 1, figsize=(8.5, 1.9 * panels + 0.6), dpi=90, sharex=True, squeeze=False)
     ax = axes[0][0]
     for label, spans in sorted(thr.items()):

@@ -344,23 +344,48 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
             side = "sender" if sender else "receiver"
             groups.setdefault((flow, side), []).append((s0, s1, st))
         ends = []
-        for (flow, side), sts in sorted(groups.items()):
-            retr = [x[2]["retransmits"] for x in sts if x[2].get("retransmits") is not None]
-            s0 = min(x[0] for x in sts)
-            s1 = max(x[1] for x in sts)
-            ends.append(s1)
-            pk = [count(x[2]["packets"]) for x in sts if "packets" in x[2]]
-            lost = [lost_count(x[2]) for x in sts if "lost_packets" in x[2]]
-            jit = [float(x[2]["jitter_ms"]) / 1000 for x in sts if "jitter_ms" in x[2]]
+        for (flow, side), sts in sorted(groups.items()) if len(groups) > 1 else groups.items():
+            # one pass over the group's streams (a long report has 100,000s of
+            # intervals): the same values, added and compared in the same order
+            # as a comprehension per figure would
+            s0, s1 = sts[0][0], sts[0][1]
+            nbytes: list[Any] = []
+            retr: list[Any] = []
+            pk: list[int | None] = []
+            lost: list[int | None] = []
+            jit: list[float] = []
             # the sender's tcp_info at the interval's end (Linux; snd_wnd since iperf3 3.10):
-            # only when every stream of the group says it, or the sums would mislead
-            rtt = [x[2]["rtt"] for x in sts if isinstance(x[2].get("rtt"), (int, float)) and x[2]["rtt"] > 0]
-            cwnd = [x[2]["snd_cwnd"] for x in sts if isinstance(x[2].get("snd_cwnd"), int)]
-            wnd = [x[2]["snd_wnd"] for x in sts if isinstance(x[2].get("snd_wnd"), int)]
+            # kept only when every stream of the group says it, or the sums would mislead
+            rtt: list[float] = []
+            cwnd: list[int] = []
+            wnd: list[int] = []
+            for a, b, st in sts:
+                if a < s0:
+                    s0 = a
+                if b > s1:
+                    s1 = b
+                nbytes.append(st["bytes"])
+                if st.get("retransmits") is not None:
+                    retr.append(st["retransmits"])
+                if "packets" in st:
+                    pk.append(count(st["packets"]))
+                if "lost_packets" in st:
+                    lost.append(lost_count(st))
+                if "jitter_ms" in st:
+                    jit.append(float(st["jitter_ms"]) / 1000)
+                if side == "sender":
+                    r = st.get("rtt")
+                    if isinstance(r, (int, float)) and r > 0:
+                        rtt.append(r)
+                    if isinstance(st.get("snd_cwnd"), int):
+                        cwnd.append(st["snd_cwnd"])
+                    if isinstance(st.get("snd_wnd"), int):
+                        wnd.append(st["snd_wnd"])
+            ends.append(s1)
             whole = side == "sender" and len(rtt) == len(cwnd) == len(sts)
             out.append(FlowInterval(
                 start=base + s0, end=base + s1, flow=flow, side=side,  # type: ignore[arg-type]
-                bytes=int(sum(x[2]["bytes"] for x in sts)), streams=len(sts), omitted=is_omitted,
+                bytes=int(sum(nbytes)), streams=len(sts), omitted=is_omitted,
                 retransmits=sum(retr) if retr else None, by_peer=by_peer,
                 packets=sum(x for x in pk if x is not None) if pk and None not in pk else None,
                 lost=sum(x for x in lost if x is not None) if lost and None not in lost else None,

@@ -6,10 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from ...analysis.trials import float_meta
 from ...core.linerate import format_speed
@@ -21,6 +18,10 @@ from ...report.render import cpu_sentence, pinned_tools, write_exports, write_pa
 from ...report.tables import Col, ok_failed, spread, table
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import PacketPoint, PacketTrial, packet_points, packet_trial, port_table
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 
