@@ -95,22 +95,27 @@ def test_tags_that_compare_equal_but_read_differently_stay_apart():
     assert [retag(s, streams=v).tag("streams") for v in (1, 1.0, True)] == ["1", "1.0", "True"]
 
 
-def test_the_analysis_reads_each_tag_set_once_not_each_sample(monkeypatch):
-    p = parse_file(long_report(200), "long.json")
-    reads = 0
+def count_tag_reads(monkeypatch) -> list[int]:
+    """Sample.tag counted from now on: the one-element list holds the count."""
+    reads = [0]
     real = Sample.tag
 
     def counted(self, name, default=None):
-        nonlocal reads
-        reads += 1
+        reads[0] += 1
         return real(self, name, default)
     monkeypatch.setattr(Sample, "tag", counted)
+    return reads
+
+
+def test_the_analysis_reads_each_tag_set_once_not_each_sample(monkeypatch):
+    p = parse_file(long_report(200), "long.json")
+    reads = count_tag_reads(monkeypatch)
     samples = [s for s in p.samples if s.metric == "tcp.bytes"]
     agg.aggregate(samples, direction="tx")
     agg.timeline_problems(samples, direction="tx")
     agg.processes_with_data(samples, direction="tx")
     assert agg.directions_in(samples) == ["tx"]
-    assert reads < 100, f"{reads} tag reads for {len(samples)} samples"
+    assert reads[0] < 100, f"{reads[0]} tag reads for {len(samples)} samples"
 
 
 def test_sample_rows_write_each_tag_set_as_json_once(monkeypatch):
@@ -165,14 +170,7 @@ def test_an_import_analyses_its_run_once(capsys, tmp_path, monkeypatch):
 
 def test_counters_and_retransmits_read_nothing_per_throughput_sample(monkeypatch):
     p = parse_file(long_report(200), "long.json")
-    reads = 0
-    real = Sample.tag
-
-    def counted(self, name, default=None):
-        nonlocal reads
-        reads += 1
-        return real(self, name, default)
-    monkeypatch.setattr(Sample, "tag", counted)
+    reads = count_tag_reads(monkeypatch)
     keyed = 0
     real_series = counters_mod._series
 
@@ -183,6 +181,6 @@ def test_counters_and_retransmits_read_nothing_per_throughput_sample(monkeypatch
         return real_series(samples, key)
     monkeypatch.setattr(counters_mod, "_series", series)
     assert counters_mod.counters(p.samples, (0.0, 200.0)) is None      # a file has no host counters
-    assert reads == 0 and keyed == 0       # the series key no throughput sample (3 x 340,000 calls at 200 MB)
+    assert reads[0] == 0 and keyed == 0    # the series key no throughput sample (3 x 340,000 calls at 200 MB)
     retr = list(tcp_analysis._measured_values(p.samples, "tcp.retransmits"))
-    assert len(retr) >= 200 and reads < 10, f"{reads} tag reads for {len(retr)} retransmit samples"
+    assert len(retr) >= 200 and reads[0] < 10, f"{reads[0]} tag reads for {len(retr)} retransmit samples"
