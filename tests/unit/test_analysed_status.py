@@ -137,3 +137,20 @@ def test_a_pair_that_moved_nothing_or_said_an_error_is_lost(tmp_path, how):
     lost = recs[0].meta["lost"]
     assert list(lost) == ["c2:5201"]
     assert ("moved no tx bytes" if how == "zero bytes" else "unable to receive results") in lost["c2:5201"]
+
+
+def test_archive_summarise_stale_stores_the_decisions_of_runs_summarised_before(capsys, tmp_path):
+    """A run summarised by the nicbench before this change kept a rejected
+    point 'ok': 'archive summarise --stale' redoes it."""
+    from nicbench.report import catalogue
+    store = tmp_path / "arch"
+    bad = run_once(store, short_window)
+    with Archive.open(store) as a:
+        a.write_summary(bad, [], None, "0.1.0+summary2")          # as the nicbench before left it
+        assert a.row(bad).status == "done"
+    code, _, err = nb(capsys, "archive", "summarise", "--stale", "--store", store)
+    assert code == 0, err
+    with Archive.open(store) as a:
+        row = a.row(bad)
+        assert (row.status, row.trials_failed, row.summary_version) == ("done-with-failures", 2,
+                                                                        catalogue.SUMMARY_VERSION)

@@ -17,7 +17,9 @@ from ..store.archive import Archive
 from .view import Metric, RunView, StudyView, analyse, read_run
 
 # a summary made by another version is redone by 'nicbench archive summarise --stale'
-SUMMARY_VERSION = f"{__version__}+summary2"
+# (summary3: the analysis' decisions are stored too -- runs summarised before
+# keep the runner's status on a point the analysis rejects until redone)
+SUMMARY_VERSION = f"{__version__}+summary3"
 
 
 def summarise(archive: Archive, run_id: str, views: Mapping[str, StudyView],
