@@ -313,12 +313,12 @@ def test_every_client_lost_is_a_failed_point(tmp_path):
 
 
 def test_a_pair_whose_output_cannot_be_parsed_is_lost_with_why_never_the_run():
-    """run.iperf.parsed_or_lost, shared by the iperf, UDP and nbperf runners:
+    """run.point.parsed_or_lost, shared by the iperf, UDP and nbperf runners:
     nicbench's own error in its words (after the label, when it does not name
     the pair itself), a parser bug as output not understood, the value passed
     through otherwise."""
     from nicbench.core.errors import ToolError
-    from nicbench.run.iperf import parsed_or_lost
+    from nicbench.run.point import parsed_or_lost
 
     def tool_error():
         raise ToolError("no end record", where="srv", hint="run it again")

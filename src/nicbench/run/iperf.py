@@ -19,19 +19,17 @@ import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 from ..core.errors import NicbenchError, PreflightError, ToolError, tail
 from ..hosts.transport import END_MARK, Process, Transport, gate_time, read_output, tool_stderr
-from ..records import DIRECTIONS, Sample, Tags, Unit, make_tags
+from ..records import Sample, Tags, Unit, make_tags
 from ..sampling.sampler import NetTarget, tool_pid, tool_procs
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, MinVersion, ToolInfo
 from .kit import PointEnv, even_shares
 from .preflight import NOFILE_HINT, nofile_limit
 from .procnet import bound_udp, connected_udp, established_peers, listening, socket_inodes
-
-T = TypeVar("T")
 
 MODE = {"tx": "fwd", "rx": "rev", "bidir": "bidir"}
 DIRECTION = {"fwd": "tx", "rev": "rx"}
@@ -266,56 +264,6 @@ def check_iperf2(text: str, proc: Process, key: str, host: str) -> None:
     if rc not in (0, None):
         raise tool_error(f"iperf to {key} exited {rc}: {tail(tool_stderr(proc.stderr_path)) or 'no error text'}",
                          host)
-
-
-def parsed_or_lost(key: str, lost: dict[str, str], what: str, parse: Callable[[], T], *,
-                   label: str | None = None) -> T | None:
-    """``parse()`` of one engine pair's output, or None with the pair in ``lost``
-    and why: nicbench's own errors in their words (after ``label``, for errors
-    that do not name the pair themselves), a parser bug (ValueError, KeyError,
-    TypeError) as output not understood -- it loses the pair, never the run."""
-    try:
-        return parse()
-    except NicbenchError as e:
-        lost[key] = (f"{label}: " if label else "") + e.message + (f" (hint: {e.hint})" if e.hint else "")
-    except (ValueError, KeyError, TypeError) as e:
-        lost[key] = f"{label or f'{what} to {key}'}: tool output not understood: {type(e).__name__}: {e}"
-    return None
-
-
-def silent_pairs(samples: Sequence[Sample], keys: Sequence[str], direction: str, lost: dict[str, str],
-                 metric: str = "tcp.bytes") -> list[Sample]:
-    """The samples less those of pairs that moved nothing: a pair (``client:port``)
-    whose receiver counted 0 bytes over the whole test in a direction the point
-    asked for, with no error said, is lost (its zero was summed as a
-    measurement: a point recorded at half its rate while its wire carried the
-    whole); the pair goes into ``lost`` with why.  A pair with no receiver
-    figure at all is the analysis' to reject, as before."""
-    moved: dict[tuple[str, str], float] = {}
-    for x in samples:
-        if x.metric == metric and x.tag("side") == "receiver" and x.tag("omitted", "0") != "1":
-            k = (f"{x.tag('host')}:{x.tag('proc')}", x.tag("direction") or "?")
-            moved[k] = moved.get(k, 0.0) + x.value
-    for key in keys:
-        for d in DIRECTIONS.get(direction, ()):
-            if key not in lost and moved.get((key, d), 1.0) <= 0:
-                lost[key] = (f"{key} moved no {d} bytes: its engine reported 0 bytes received over the whole "
-                             "test and exited without an error (a connection that never carried data?)")
-    return [x for x in samples if f"{x.tag('host')}:{x.tag('proc')}" not in lost]
-
-
-def pair_fate(status: str, error: str | None, lost: dict[str, str], pairs: int,
-              meta: dict[str, Any]) -> tuple[str, str | None]:
-    """A point whose every pair delivered is ok; one that lost some pairs
-    (a client killed, its link down, its engine server gone) is partial --
-    the survivors' data kept, the lost pairs and hosts named -- never ok; one
-    that lost them all failed."""
-    if not lost or status != "ok":
-        return status, error
-    meta["lost"] = dict(lost)
-    if len(lost) >= pairs:
-        return "failed", "; ".join(lost.values())
-    return "partial", "partial: " + "; ".join(f"{k} lost: {why}" for k, why in lost.items())
 
 
 def stop_servers(engine: str, servers: Slots, mode: str, interval: float, meta: dict) -> None:

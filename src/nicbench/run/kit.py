@@ -16,7 +16,7 @@ from types import TracebackType
 
 from ..core.errors import NicbenchError, ToolError, stopped_by, tail
 from ..hosts.transport import Process, Transport, read_output
-from ..records import RawOutput, Sample
+from ..records import RawOutput, Sample, TrialStatus
 from ..sampling.remote import HostPlan, HostSamplers, samples_on_host
 from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, tool_pid
 
@@ -205,7 +205,7 @@ class PointGuard:
     def __init__(self, meta: dict, procs: Callable[[], Sequence[Process]], *, grace: float = 0.5,
                  sig: int = signal.SIGTERM):
         self.meta, self.procs, self.grace, self.sig = meta, procs, grace, sig
-        self.status: str = "ok"
+        self.status: TrialStatus = "ok"
         self.error: str | None = None
         self.samplers: PointSamplers | None = None
         self.counters: list[Sample] = []

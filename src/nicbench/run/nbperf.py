@@ -34,8 +34,8 @@ from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ..sampling.sampler import NetTarget, tool_procs
 from ..tools import nbperf
 from ..tools.base import FlowInterval, MinVersion, ToolInfo, parse_version
-from .iperf import pair_fate, parsed_or_lost, silent_pairs
 from .kit import PointEnv, PointGuard, PointSamplers, RawFiles, even_shares, stall_causes, stalled
+from .point import pair_fate, parsed_or_lost, silent_pairs
 from .preflight import busy_ports, nofile_limit, reach_problems
 from .study import Preflight, TrialOutcome
 

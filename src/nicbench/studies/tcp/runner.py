@@ -31,6 +31,7 @@ from ...run import iperf
 from ...run import nbperf as nbperf_engine
 from ...run.iperf import MODE, ProcSlot, Slots, layout
 from ...run.kit import PointEnv, PointGuard, PointSamplers, RawFiles, release_together, stall_causes, stalled
+from ...run.point import pair_fate, parsed_or_lost, silent_pairs
 from ...run.preflight import busy_ports, problems_found, reach_problems
 from ...run.study import Preflight, TrialOutcome
 from ...tools import iperf2, iperf3
@@ -222,8 +223,8 @@ def run_trial(ctx: TcpContext, env: PointEnv, spec: TrialSpec,
     totals: dict[str, dict[str, int]] = {}
     if status != "interrupted":
         samples = _parse_all(ctx, spec, engine, clis, servers, stamps, ends, totals, meta, lost)
-        samples = iperf.silent_pairs(samples, [f"{sl.client}:{sl.port}" for sl, _ in clis], str(p["direction"]), lost)
-        status, error = iperf.pair_fate(status, error, lost, len(clis), meta)
+        samples = silent_pairs(samples, [f"{sl.client}:{sl.port}" for sl, _ in clis], str(p["direction"]), lost)
+        status, error = pair_fate(status, error, lost, len(clis), meta)
     meta["totals"] = totals
     meta["start_skew_s"] = iperf.start_skew(meta)
     samples += counter_samples
@@ -246,14 +247,14 @@ def _parse_all(ctx: TcpContext, spec: TrialSpec, engine: str, clis: Slots, serve
         key = f"{slot.client}:{slot.port}"
         if key in lost:
             continue
-        samples += iperf.parsed_or_lost(key, lost, "iperf", partial(
+        samples += parsed_or_lost(key, lost, "iperf", partial(
             _parse_client, ctx, spec, engine, slot, proc, stamps, ends, totals, meta, lag)) or []
     if engine == "iperf2":   # receiver side of the fwd flow lives in the server's CSV
         for slot, proc in servers:
             key = f"{slot.client}:{slot.port}"
             if key in lost:
                 continue
-            rep2 = iperf.parsed_or_lost(key, lost, "iperf2", partial(
+            rep2 = parsed_or_lost(key, lost, "iperf2", partial(
                 iperf2.parse, read_output(proc.stdout_path), role="server", omit=ctx.study.omit,
                 server_port=slot.port, interval=ctx.study.interval, stamp_lag=lag + host_clock_offset(proc),
                 stamps_utc=True), label=f"the iperf2 server on {key}")

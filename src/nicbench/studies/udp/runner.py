@@ -49,6 +49,7 @@ from ...run import iperf, ratesearch
 from ...run import nbperf as nbperf_engine
 from ...run.iperf import DIRECTION, MODE, ProcSlot, Slots, layout
 from ...run.kit import PointEnv, PointGuard, PointSamplers, RawFiles, release_together
+from ...run.point import pair_fate, parsed_or_lost
 from ...run.preflight import busy_ports, reach_problems
 from ...run.procnet import bound_udp
 from ...run.study import Preflight, TrialOutcome
@@ -443,7 +444,7 @@ def measure(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Path, rate
             nothing = _check_received(ctx, str(p["direction"]), kept, tallies, counter_samples, size)
             if nothing is not None:
                 status, error = "failed", nothing
-        status, error = iperf.pair_fate(status, error, lost, len(clis), meta)
+        status, error = pair_fate(status, error, lost, len(clis), meta)
     meta["start_skew_s"] = iperf.start_skew(meta)
     samples += counter_samples
     ended = time.time()
@@ -499,7 +500,7 @@ def measure_nbperf(ctx: UdpContext, env: PointEnv, spec: TrialSpec, raw_dir: Pat
             if nothing is not None:
                 status, error = "failed", nothing
         # a lost pair's counts stay out, the others' are kept: a partial point, as with the iperf engines
-        status, error = iperf.pair_fate(status, error, d.lost, len(slots), meta)
+        status, error = pair_fate(status, error, d.lost, len(slots), meta)
     samples += d.counters
     ended = time.time()
     meta["overhead_s"] = (ended - started) - (s.omit + s.duration)
@@ -610,13 +611,13 @@ def _parse_all(ctx: UdpContext, spec: TrialSpec, clis: Slots, servers: Slots, st
     for slot, proc in clis:
         key = f"{slot.client}:{slot.port}"
         if key not in lost:
-            samples += iperf.parsed_or_lost(key, lost, engine, partial(
+            samples += parsed_or_lost(key, lost, engine, partial(
                 _parse_client, ctx, spec, slot, proc, stamps, ends, meta, lag, tallies)) or []
     if s.engine == "iperf2":        # the receiver of the fwd flow writes the server's CSV
         for slot, proc in servers:
             key = f"{slot.client}:{slot.port}"
             if key not in lost:
-                samples += iperf.parsed_or_lost(key, lost, engine, partial(
+                samples += parsed_or_lost(key, lost, engine, partial(
                     _parse_server, ctx, spec, slot, proc, meta, lag, tallies)) or []
     for k in [k for k in tallies if k[0] in lost]:
         del tallies[k]
