@@ -12,7 +12,7 @@ from nicbench.hosts.fake import FakeTransport, Script
 from nicbench.plan import parse_plan
 from nicbench.plan.matrix import trials
 from nicbench.run.kit import PointEnv
-from nicbench.run.nbperf import NbperfContext, preflight, run_trial
+from nicbench.studies.tcp.engines.nbperf import NbperfContext, preflight, run_trial
 from nicbench.tools import nbperf
 from nicbench.tools.base import ToolInfo
 

@@ -10,7 +10,8 @@ import pytest
 from nicbench.analysis.aggregate import aggregate, timeline_problems
 from nicbench.core.errors import ToolError
 from nicbench.plan import parse_plan
-from nicbench.run.nbperf import first_sends, pair_samples, pairs
+from nicbench.run.nbperf import first_sends
+from nicbench.studies.tcp.engines.nbperf import pair_samples, pairs
 from nicbench.tools import nbperf
 
 FIX = Path(__file__).parent.parent / "fixtures" / "nbperf" / "1.0.0"
@@ -102,14 +103,14 @@ def test_a_starved_threads_late_boundaries_still_give_one_contiguous_timeline():
     from nicbench.analysis.aggregate import timeline_problems
     from nicbench.records import Sample as Rec
     from nicbench.records import make_tags
-    from nicbench.run.nbperf import _per_interval
+    from nicbench.run.nbperf import per_interval
 
     def row(conn: int, t0: float, t1: float, rx: int) -> nbperf.Sample:
         return nbperf.Sample("server", "t", "s", conn, 0, 100.0 + t0, 100.0 + t1, 0, rx)
 
     regular = [row(0, k * 0.5, (k + 1) * 0.5, 1000) for k in range(6)]
     late = [row(1, 0.0, 0.5, 1000), row(1, 0.5, 1.3, 1600), row(1, 1.3, 2.6, 2600), row(1, 2.6, 3.0, 800)]
-    slots = _per_interval(regular + late, lambda r: r.rx_bytes, 100.0, 0.5, 0.0)
+    slots = per_interval(regular + late, lambda r: r.rx_bytes, 100.0, 0.5, 0.0)
     grid = [(k * 0.5, (k + 1) * 0.5) for k in range(6)]
     assert [(round(a - 100, 6), round(b - 100, 6)) for a, b, *_ in slots] == grid
     assert sum(b for _, _, b, _, _ in slots) == 6000 + 6000                  # every byte once
@@ -146,13 +147,13 @@ def test_receiver_bytes_are_the_kernels_as_they_arrived_and_add_up_to_the_engine
     app = sum(r.rx_bytes for r in rows)
     assert total(out, direction=direction, side="receiver") == app              # every byte once
     # per interval the samples are the kernel's arrivals on the grid, not the engine's reads
-    from nicbench.run.nbperf import _per_interval
+    from nicbench.run.nbperf import per_interval
     shift = -c.clock_offset if direction == "tx" else 0.0
     recv = sorted((x for x in out if x.metric == "tcp.bytes" and x.tag("side") == "receiver"
                    and x.tag("direction") == direction), key=lambda x: x.t_start)
-    by_kernel = [b for _, _, b, _, _ in _per_interval(rows, lambda r: r.tcp.kernel_rx_bytes, c.start, c.interval,
+    by_kernel = [b for _, _, b, _, _ in per_interval(rows, lambda r: r.tcp.kernel_rx_bytes, c.start, c.interval,
                                                         shift)]
-    by_reads = [b for _, _, b, _, _ in _per_interval(rows, lambda r: r.rx_bytes, c.start, c.interval, shift)]
+    by_reads = [b for _, _, b, _, _ in per_interval(rows, lambda r: r.rx_bytes, c.start, c.interval, shift)]
     assert [x.value for x in recv] == by_kernel != by_reads
 
 

@@ -13,7 +13,23 @@ from nicbench.plan.matrix import trials
 from nicbench.report.tables import table
 from nicbench.run.iperf import detect_tool
 from nicbench.run.kit import PointEnv
-from nicbench.studies.tcp.runner import TcpContext, run_trial
+from nicbench.studies.tcp.engines import TcpHosts
+from nicbench.studies.tcp.engines.iperf2 import Iperf2
+from nicbench.studies.tcp.engines.iperf3 import Iperf3
+from nicbench.studies.tcp.engines.pairs import TcpContext
+
+ENGINE = {"iperf3": Iperf3, "iperf2": Iperf2}
+
+
+def run_trial(ctx, env, spec, raw_dir):
+    """One point of the engine the plan names, as its preflight left it (``ctx``)."""
+    return ENGINE[ctx.study.engine].prepared(ctx).trial(env, spec, raw_dir)
+
+
+def preflight(study, server, clients, transports, addresses):
+    engine = ENGINE[study.engine](TcpHosts(study, server, list(clients), transports, addresses))
+    pre = engine.preflight()
+    return engine.ctx, list(pre.warnings)
 from nicbench.studies.tcp.view import HEADLINE, table_rows
 from nicbench.tools import iperf3
 
@@ -225,7 +241,6 @@ def test_zero_bytes_received_is_a_failed_point_not_0_gbps(tmp_path):
 
 
 def test_an_engine_older_than_nicbench_runs_is_refused_at_preflight_with_the_reason():
-    from nicbench.studies.tcp.runner import preflight
 
     def old(version):
         def respond(argv):
@@ -340,7 +355,6 @@ def test_a_pair_whose_output_cannot_be_parsed_is_lost_with_why_never_the_run():
 def test_an_open_files_limit_too_low_for_the_streams_is_refused_at_preflight_naming_host_and_limit():
     """The audit's case: a low ulimit -n on the engine host let the TCP point
     start and fail mid-way with 'Too many open files', blamed on another client."""
-    from nicbench.studies.tcp.runner import preflight
 
     def limited(n):
         def respond(argv):

@@ -12,6 +12,7 @@ from nicbench.core.errors import InputError, PreflightError
 from nicbench.plan import parse_plan
 from nicbench.plan.matrix import trials
 from nicbench.run import nbperf as rn
+from nicbench.studies.udp import measure as um
 from nicbench.studies.udp import runner as udp
 from nicbench.studies.udp.analysis import udp_trial
 from nicbench.tools import nbperf
@@ -73,9 +74,9 @@ def test_a_tcp_output_is_not_taken_for_udp_intervals():
         rn.udp_intervals(c, s, omit=0)
 
 
-def ctx_of(plan, cases: dict[str, str]) -> udp.UdpContext:
+def ctx_of(plan, cases: dict[str, str]) -> um.UdpContext:
     clients = list(cases)
-    return udp.UdpContext(plan.study, "srv", clients, engine(cases), ADDR,
+    return um.UdpContext(plan.study, "srv", clients, engine(cases), ADDR,
                           ToolInfo("nbperf", (1, 0, 0), "nbperf 1.0.0"), 1500, exes={h: "/x/nbperf" for h in ADDR})
 
 

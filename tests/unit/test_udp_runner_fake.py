@@ -18,8 +18,10 @@ from nicbench.plan import parse_plan
 from nicbench.plan.matrix import trials
 from nicbench.records import Sample, TrialRecord, make_tags
 from nicbench.run.kit import PointEnv
+from nicbench.studies.udp import measure as um
 from nicbench.studies.udp import runner as udp
 from nicbench.studies.udp.analysis import udp_points, udp_trial
+from nicbench.studies.udp.engines import iperf3 as ue3
 
 HOSTS = """
 [hosts.srv]
@@ -132,7 +134,7 @@ def test_iperf3_set_up_datagram_that_never_arrives_fails_at_once(tmp_path):
     hosts = fake(plan, Script(udp_streams=0), Script(V3("udp_firewalled.json"), hang=True))
     t0 = time.monotonic()
     out = run(plan, hosts, tmp_path)
-    assert time.monotonic() - t0 < udp.UDP_SETUP_S + 2          # not the point's 11 s time limit
+    assert time.monotonic() - t0 < ue3.UDP_SETUP_S + 2          # not the point's 11 s time limit
     assert out.record.status == "failed" and "c1:5201 got the UDP set-up datagram of 0 of 1" in out.record.error
     assert "firewall on c1" in out.record.error
     assert all(p.poll() is not None for p in hosts.transport("srv").spawned)         # stopped
@@ -263,11 +265,11 @@ def test_search_bisects_the_rate_per_client_under_the_link_ceiling(monkeypatch, 
         tried.append(rate)
         offered = 2 * (rate if rate else 1.5e9)
         got = min(offered, 400e6)
-        tally = udp.Tally(sent_bytes=int(offered / 8), sent_s=1.0, expected=1000,
+        tally = um.Tally(sent_bytes=int(offered / 8), sent_s=1.0, expected=1000,
                           lost=round(1000 * (1 - got / offered)), got_bytes=int(got / 8), got_s=1.0,
                           receiver_seen=True)
         rec = TrialRecord(spec, "ok", 0.0, 1.0, None, {"rate_per_client_bps": rate})
-        return udp.Measured(rec, [], [], {("c1:5201", "tx"): tally})
+        return um.Measured(rec, [], [], {("c1:5201", "tx"): tally})
 
     monkeypatch.setattr(udp, "measure", measure)
     [spec] = trials(plan)
@@ -287,9 +289,9 @@ def test_search_without_a_clean_rate_fails_naming_the_lowest_tried(monkeypatch, 
     r = searcher(plan)
 
     def measure(ctx, env, spec, raw_dir, rate):
-        t = udp.Tally(sent_bytes=10**6, sent_s=1.0, expected=100, lost=50, got_bytes=5 * 10**5, got_s=1.0,
+        t = um.Tally(sent_bytes=10**6, sent_s=1.0, expected=100, lost=50, got_bytes=5 * 10**5, got_s=1.0,
                       receiver_seen=True)
-        return udp.Measured(TrialRecord(spec, "ok", 0.0, 1.0, None, {}), [], [], {("c1:5201", "tx"): t})
+        return um.Measured(TrialRecord(spec, "ok", 0.0, 1.0, None, {}), [], [], {("c1:5201", "tx"): t})
 
     monkeypatch.setattr(udp, "measure", measure)
     rec, samples, _ = udp.run_trial(r.ctx, env(tmp_path), trials(plan)[0], tmp_path)
@@ -305,12 +307,12 @@ def test_search_counts_a_step_whose_receiver_got_nothing_as_all_lost(monkeypatch
 
     def measure(ctx, env, spec, raw_dir, rate):
         if rate is None:        # unpaced: the receiver's reassembly collapsed
-            t = udp.Tally(sent=1000, sent_bytes=10**7, sent_s=1.0, receiver_seen=True)
+            t = um.Tally(sent=1000, sent_bytes=10**7, sent_s=1.0, receiver_seen=True)
             rec = TrialRecord(spec, "failed", 0.0, 1.0, "nothing", {})
-            return udp.Measured(rec, [], [], {("c1:5201", "tx"): t}, nothing="nothing came")
-        t = udp.Tally(sent_bytes=int(rate / 8), sent_s=1.0, expected=100, lost=0, got_bytes=int(rate / 8),
+            return um.Measured(rec, [], [], {("c1:5201", "tx"): t}, nothing="nothing came")
+        t = um.Tally(sent_bytes=int(rate / 8), sent_s=1.0, expected=100, lost=0, got_bytes=int(rate / 8),
                       got_s=1.0, receiver_seen=True)
-        return udp.Measured(TrialRecord(spec, "ok", 0.0, 1.0, None, {}), [], [], {("c1:5201", "tx"): t})
+        return um.Measured(TrialRecord(spec, "ok", 0.0, 1.0, None, {}), [], [], {("c1:5201", "tx"): t})
 
     monkeypatch.setattr(udp, "measure", measure)
     rec, _, _ = udp.run_trial(r.ctx, env(tmp_path), trials(plan)[0], tmp_path)
@@ -327,10 +329,10 @@ def test_search_step_that_lost_a_pair_ends_the_search_and_fails_the_point(monkey
 
     def measure(ctx, env, spec, raw_dir, rate):
         tried.append(rate)
-        t = udp.Tally(sent_bytes=10**6, sent_s=1.0, expected=100, lost=50, got_bytes=5 * 10**5, got_s=1.0,
+        t = um.Tally(sent_bytes=10**6, sent_s=1.0, expected=100, lost=50, got_bytes=5 * 10**5, got_s=1.0,
                       receiver_seen=True)
         status, err = ("ok", None) if len(tried) == 1 else ("partial", "partial: c2:5201 lost: killed")
-        return udp.Measured(TrialRecord(spec, status, 0.0, 1.0, err, {"lost": {"c2:5201": "killed"}}),
+        return um.Measured(TrialRecord(spec, status, 0.0, 1.0, err, {"lost": {"c2:5201": "killed"}}),
                             [_survivor_sample(spec.trial_id)], [], {("c1:5201", "tx"): t})
 
     monkeypatch.setattr(udp, "measure", measure)
@@ -353,7 +355,7 @@ def test_search_step_that_failed_keeps_its_samples_as_before(monkeypatch, tmp_pa
     r = searcher(plan)
 
     def measure(ctx, env, spec, raw_dir, rate):
-        return udp.Measured(TrialRecord(spec, "failed", 0.0, 1.0, "iperf3 to c1:5201 exited 1", {}),
+        return um.Measured(TrialRecord(spec, "failed", 0.0, 1.0, "iperf3 to c1:5201 exited 1", {}),
                             [_survivor_sample(spec.trial_id)], [], {})
 
     monkeypatch.setattr(udp, "measure", measure)
@@ -367,8 +369,8 @@ def test_search_where_nothing_ever_arrives_fails_with_the_reason(monkeypatch, tm
     r = searcher(plan)
 
     def measure(ctx, env, spec, raw_dir, rate):
-        t = udp.Tally(sent=500, sent_bytes=10**6, sent_s=1.0, receiver_seen=True)
-        return udp.Measured(TrialRecord(spec, "failed", 0.0, 1.0, "x", {}), [], [], {("c1:5201", "tx"): t},
+        t = um.Tally(sent=500, sent_bytes=10**6, sent_s=1.0, receiver_seen=True)
+        return um.Measured(TrialRecord(spec, "failed", 0.0, 1.0, "x", {}), [], [], {("c1:5201", "tx"): t},
                             nothing="UDP from srv to c1 does not arrive")
 
     monkeypatch.setattr(udp, "measure", measure)
@@ -386,7 +388,7 @@ def test_why_nothing_arrived_from_the_receivers_counters(tmp_path):
     plan = plan_of('rates = ["1G"]')
     r = udp.UdpRunner(plan, fake(plan, Script(), Script()))
     r.preflight()
-    why = lambda cs: udp._why_nothing(r.ctx, "srv", "c1", 5201, cs, 3000)  # noqa: E731
+    why = lambda cs: um.why_nothing(r.ctx, "srv", "c1", 5201, cs, 3000)  # noqa: E731
     assert "does not arrive, 4 frames came in" in why([counter("c1", "if.packets", 4, "rx")])
     collapsed = why([counter("c1", "if.packets", 2900, "rx"), counter("c1", "net.ip.reasm_fails", 1200)])
     assert "2900 frames reached c1 but no datagram was reassembled (1200 reassembly failures)" in collapsed
@@ -401,11 +403,11 @@ def test_fragmented_points_wait_until_no_host_holds_fragments():
     reads = iter([held, held, fixture_text("proc", "net_sockstat.txt")])
     t.files["/proc/sys/net/ipv4/ipfrag_time"] = "30\n"
     t.read_text = lambda path: next(reads) if path == "/proc/net/sockstat" else FakeTransport.read_text(t, path)
-    waited, still = udp.drain_fragments({"c1": t}, ["c1"])
+    waited, still = um.drain_fragments({"c1": t}, ["c1"])
     assert still == [] and 0.9 <= waited < 2.0
     t.files["/proc/sys/net/ipv4/ipfrag_time"] = "0\n"
     t.read_text = lambda path: held if path == "/proc/net/sockstat" else FakeTransport.read_text(t, path)
-    waited, still = udp.drain_fragments({"c1": t}, ["c1"])
+    waited, still = um.drain_fragments({"c1": t}, ["c1"])
     assert still == ["c1"] and waited >= 1.0                 # gave up after ipfrag_time + 1 s
 
 
@@ -472,9 +474,9 @@ def test_a_search_step_whose_loss_cannot_be_told_does_not_pass(monkeypatch, tmp_
     r = searcher(plan)
 
     def measure(ctx, env, spec, raw_dir, rate):
-        t = udp.Tally(sent_bytes=10**6, sent_s=1.0, expected=100, lost=0, got_bytes=10**6, got_s=1.0,
+        t = um.Tally(sent_bytes=10**6, sent_s=1.0, expected=100, lost=0, got_bytes=10**6, got_s=1.0,
                       receiver_seen=True, lost_unknown=rate is None)
-        return udp.Measured(TrialRecord(spec, "ok", 0.0, 1.0, None, {}), [], [], {("c1:5201", "tx"): t})
+        return um.Measured(TrialRecord(spec, "ok", 0.0, 1.0, None, {}), [], [], {("c1:5201", "tx"): t})
 
     monkeypatch.setattr(udp, "measure", measure)
     rec, _, _ = udp.run_trial(r.ctx, env(tmp_path), trials(plan)[0], tmp_path)

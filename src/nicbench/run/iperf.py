@@ -27,7 +27,8 @@ from ..records import Sample, Tags, Unit, make_tags
 from ..sampling.sampler import NetTarget, tool_pid, tool_procs
 from ..tools import iperf2, iperf3
 from ..tools.base import FlowInterval, MinVersion, ToolInfo
-from .kit import PointEnv, even_shares
+from .kit import PointEnv, PointSamplers, even_shares, release_together
+from .point import Point
 from .preflight import NOFILE_HINT, nofile_limit
 from .procnet import bound_udp, connected_udp, established_peers, listening, socket_inodes
 
@@ -264,6 +265,44 @@ def check_iperf2(text: str, proc: Process, key: str, host: str) -> None:
     if rc not in (0, None):
         raise tool_error(f"iperf to {key} exited {rc}: {tail(tool_stderr(proc.stderr_path)) or 'no error text'}",
                          host)
+
+
+def drive_pairs(pt: Point, server: str, transports: dict[str, Transport], slots: Sequence[ProcSlot],
+                servers: list[tuple[ProcSlot, Process]], clis: list[tuple[ProcSlot, Process]], *,
+                server_argv: Callable[[ProcSlot], list[str]], client_argv: Callable[[ProcSlot], list[str]],
+                proto: Literal["tcp", "udp"], interval: float, limit: float,
+                why_hung: Callable[[ProcSlot, Process], ToolError],
+                after_release: Callable[[], None] | None = None) -> None:
+    """The sequence of an engine run as iperf runs (inside ``pt``'s guard):
+    1. one engine server per slot on its client host, awaited until it listens;
+    2. one engine client per slot on the study ``server``, behind the start gate;
+    3. the barrier: once every shim waits at its gate, all released back to
+       back; the samplers start with them (the window starts after the warm-up);
+       ``after_release`` then (a check that needs the tools running);
+    4. the clients awaited for ``limit`` s: one still running is lost, all of
+       them fail the point (``why_hung`` says why).
+    ``servers`` and ``clis`` are filled as the processes start, so what ran is
+    known to the caller also when a step raised."""
+    for slot in slots:
+        servers.append((slot, pt.spawn(transports[slot.client], slot.client, "engine-server",
+                                       f"{slot.client}-server-{slot.port}", server_argv(slot),
+                                       key=f"{slot.client}:server:{slot.port}")))
+    deadline = time.monotonic() + 5.0
+    for slot, proc in servers:
+        wait_ready(transports[slot.client], proc, slot.port, deadline, proto)
+    for slot in slots:
+        clis.append((slot, pt.spawn(transports[server], server, "engine-client", f"{slot.client}-client-{slot.port}",
+                                    client_argv(slot), key=f"{server}:client:{slot.client}:{slot.port}",
+                                    gated=True)))
+    pt.meta["released"] = release_together([p for _, p in clis], "engine clients", server)
+    samplers = pt.sample(PointSamplers(
+        pt.spec.trial_id, net_targets(server, transports, pt.env, servers, clis), pt.env.cpu_transport,
+        engine_procs(server, pt.env, servers, clis), machine=pt.env.cpu_machine, nic_irqs=pt.env.nic_irqs,
+        net_interval=min(interval, 0.5), cpu_interval=min(interval, 0.25)))
+    if after_release is not None:
+        after_release()
+    pt.await_clients(clis, limit, lambda sl: f"{sl.client}:{sl.port}", why_hung)
+    samplers.last_read()        # as the clients finish (through the namespace)
 
 
 def stop_servers(engine: str, servers: Slots, mode: str, interval: float, meta: dict) -> None:

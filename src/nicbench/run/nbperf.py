@@ -1,4 +1,7 @@
-"""nbperf as an engine of the TCP study: preflight, one point, its samples.
+"""Driving nbperf, whichever study runs it (TCP, UDP): its processes at one
+start, the pairs' outputs parsed.  Each study's nbperf engine (its preflight,
+its argv, what its samples are) lives in the study:
+``studies/tcp/engines/nbperf.py``, ``studies/udp/engines/nbperf.py``.
 
 Layout (as the iperf engines, one process per host and side): every client
 host runs one ``nbperf server`` on ``study.port_base``; the study's server
@@ -24,26 +27,23 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from ..core.errors import PreflightError, ToolError, tail
 from ..hosts.transport import Process, Transport, host_clock_offset, read_output
-from ..plan.studies.tcp import TcpStudy
-from ..records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ..records import Sample
 from ..sampling.sampler import NetTarget, tool_procs
 from ..tools import nbperf
 from ..tools.base import FlowInterval, MinVersion, ToolInfo, parse_version
-from .kit import PointEnv, PointGuard, PointSamplers, RawFiles, even_shares, stall_causes, stalled
-from .point import pair_fate, parsed_or_lost, silent_pairs
-from .preflight import busy_ports, nofile_limit, reach_problems
-from .study import Preflight, TrialOutcome
+from .kit import PointEnv, PointSamplers, stall_causes, stalled
+from .point import Point, parsed_or_lost
+from .preflight import busy_ports, nofile_limit
 
 INSTALL = ("run 'nicbench setup' (it builds nbperf for this user); on a host that does not share this machine's "
            "files: make -C native/nbperf there (nicbench's sources, src/nicbench/native/nbperf) and put build/nbperf "
            "on its PATH")
 MIN_VERSION = MinVersion("nbperf", (1, 0, 0), "the JSON lines nicbench parses")
-DIRECTION = {"tx": "tx", "rx": "rx", "bidir": "bidir"}   # study direction -> nbperf --dir (same words)
+DIRECTION: dict[str, nbperf.Direction] = {"tx": "tx", "rx": "rx", "bidir": "bidir"}   # study direction -> --dir
 SERVER_FDS = 64         # nbperf's own descriptors besides one per connection (threads' epoll, stdio, listeners)
 CLIENT_FDS = 64
 LEAD_S = 1.0            # the start is this far after the servers listen: connections are made before it
@@ -64,12 +64,6 @@ class Pair:
         return f"{self.client}:{self.port}"
 
 
-def pairs(s: TcpStudy, clients: Sequence[str], connections: int) -> list[Pair]:
-    """One pair per client host that gets connections (``connections_per`` as the iperf engines)."""
-    share = [connections] * len(clients) if s.connections_per == "client" else even_shares(connections, len(clients))
-    return [Pair(c, s.port_base, n) for c, n in zip(clients, share, strict=True) if n > 0]
-
-
 @dataclass(frozen=True)
 class NbperfHosts:
     """Where nbperf runs, whichever study drives it: the study server (its
@@ -81,33 +75,6 @@ class NbperfHosts:
     addresses: dict[str, str]            # host -> test address
     exes: dict[str, str]                 # host -> nbperf there
     tool: ToolInfo
-
-
-@dataclass(frozen=True)
-class NbperfContext:
-    """What the TCP study's preflight decided, for every point."""
-
-    study: TcpStudy
-    server: str
-    clients: list[str]
-    transports: dict[str, Transport]
-    addresses: dict[str, str]
-    exes: dict[str, str]                 # host -> nbperf there
-    tool: ToolInfo
-
-    @property
-    def hosts(self) -> NbperfHosts:
-        return NbperfHosts(self.server, self.clients, self.transports, self.addresses, self.exes, self.tool)
-
-    @property
-    def send(self) -> nbperf.SendMode:
-        """The study's ``zerocopy`` is iperf3's -Z, which is sendfile: the same here."""
-        return "sendfile" if self.study.zerocopy else "send"
-
-    @property
-    def recv(self) -> nbperf.RecvMode:
-        """``skip_rx_copy`` (true or "auto"): MSG_TRUNC, iperf3 >= 3.16's --skip-rx-copy."""
-        return "trunc" if self.study.skip_rx_copy else "copy"
 
 
 def _exe_on(t: Transport, local: str | None) -> str:
@@ -167,27 +134,6 @@ def port_and_fd_problems(server: str, transports: dict[str, Transport], port: in
         problems.append(f"{server}: open-files limit is {have}, an nbperf client needs {need} for "
                         f"{most_per_client} connections (raise ulimit -Hn)")
     return problems
-
-
-def preflight(s: TcpStudy, server: str, clients: list[str], transports: dict[str, Transport],
-              addresses: dict[str, str]) -> tuple[NbperfContext, Preflight]:
-    """nbperf on every host (its version), the paths, the port, open-files
-    limits for the largest point; every problem at once in a PreflightError."""
-    problems: list[str] = []
-    exes, tool = find_engines([server, *clients], transports, problems)
-    problems += reach_problems(transports[server], {c: addresses[c] for c in clients})
-    largest = pairs(s, clients, max(s.connections))
-    problems += port_and_fd_problems(server, transports, s.port_base,
-                                     {c: max((p.conns for p in largest if p.client == c), default=0) for c in clients},
-                                     max(p.conns for p in largest))
-    if problems:
-        raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
-    assert tool is not None
-    ctx = NbperfContext(s, server, list(clients), dict(transports), dict(addresses), exes, tool)
-    pre = Preflight(tools=("ethtool",), meta={
-        "engine": "nbperf", "engine_version": tool.version_str, "engine_features": [],
-        "skip_rx_copy_used": ctx.recv == "trunc", "nbperf_send": ctx.send, "nbperf_recv": ctx.recv, "trim": s.trim})
-    return ctx, pre
 
 
 # ------------------------------------------------------------------ samples (pure)
@@ -277,7 +223,7 @@ def receiver_counts(rows: Sequence[nbperf.Sample]) -> tuple[Callable[[nbperf.Sam
     return (lambda r: r.rx_bytes), False
 
 
-def _per_interval(rows: Sequence[nbperf.Sample], count: Callable[[nbperf.Sample], int], start: float,
+def per_interval(rows: Sequence[nbperf.Sample], count: Callable[[nbperf.Sample], int], start: float,
                   interval: float, shift: float) -> list[tuple[float, float, int, int | None, int]]:
     """:func:`grid` of one count: (t0, t1, bytes, retransmits, connections) per slot."""
     return [(sl.t0, sl.t1, sl.counts[0], sl.retrans, len(sl.conns))
@@ -296,34 +242,6 @@ def flow_ends(client: nbperf.ClientRun, server: nbperf.ServerRun,
 
 
 FLOWS = {"tx": ("tx",), "rx": ("rx",), "bidir": ("tx", "rx")}
-
-
-def pair_samples(trial_id: str, host: str, port: int, client: nbperf.ClientRun, server: nbperf.ServerRun,
-                 omit: float, counted: dict[str, bool] | None = None) -> list[Sample]:
-    """``tcp.bytes`` (and the senders' ``tcp.retransmits``) of one pair, one
-    sample per interval, direction and side, tagged as the iperf engines'
-    are (host = the client host, proc = the port).  Intervals that start
-    within the warm-up (``omit`` s after the start) are tagged omitted.
-    The server's stamps are moved onto the client's clock by the offset the
-    client measured (zero in the lab: one clock)."""
-    nbperf.check_session(server, client.session, where=host)
-    out: list[Sample] = []
-    for flow in FLOWS[client.direction]:
-        for side, (rows, sh) in flow_ends(client, server, flow).items():
-            if side == "sender":
-                count: Callable[[nbperf.Sample], int] = lambda r: r.tx_bytes  # noqa: E731
-            else:
-                count, by_kernel = receiver_counts(rows)
-                if counted is not None:
-                    counted[flow] = by_kernel
-            for t0, t1, b, retr, n in _per_interval(rows, count, client.start, client.interval, sh):
-                nominal = client.start + round((t0 - client.start) / client.interval) * client.interval
-                tags = make_tags(host=host, proc=port, direction=flow, side=side,
-                                 omitted=1 if nominal < client.start + omit - 1e-6 else 0, streams=n)
-                out.append(Sample(trial_id, "tcp.bytes", float(b), "bytes", t0, t1, tags))
-                if side == "sender" and retr is not None:
-                    out.append(Sample(trial_id, "tcp.retransmits", float(retr), "count", t0, t1, tags))
-    return out
 
 
 def udp_intervals(client: nbperf.ClientRun, server: nbperf.ServerRun, omit: float,
@@ -443,43 +361,34 @@ ClientArgv = Callable[[Pair, float], list[str]]     # a pair, the start on the s
 
 @dataclass
 class Driven:
-    """One point's nbperf processes as they ran: the pairs lost on the way
-    (key -> why), the guard's status and error, the point's counter samples."""
+    """One point's nbperf processes as they ran (the pairs lost on the way
+    are the point's: ``Point.lost``)."""
 
     servers: list[tuple[Pair, Process]]
     clis: list[tuple[Pair, Process]]
-    raws: list[RawOutput]
     lost: dict[str, str]
-    status: str
-    error: str | None
-    counters: list[Sample]
 
 
-def drive(h: NbperfHosts, env: PointEnv, spec: TrialSpec, raw_dir: Path, ps: Sequence[Pair], meta: dict[str, Any],
-          client_argv: ClientArgv, *, seconds: float, grace: float, interval: float,
-          timeout_margin: float) -> Driven:
-    """Run the pairs of one point: a server per client host, the clients all
-    given one absolute start, each ended by itself (``seconds`` of traffic,
-    then at most ``grace`` for the drain); samplers around it, all in a
-    :class:`PointGuard`.  A client still running ``timeout_margin`` after its
-    own deadline loses its pair (all of them: the point fails)."""
-    servers: list[tuple[Pair, Process]] = []
-    clis: list[tuple[Pair, Process]] = []
-    raws = RawFiles(spec.trial_id, env, raw_dir, "nbperf")
-    guard = PointGuard(meta, lambda: [x for _, x in clis + servers], grace=0.5)
-    lost: dict[str, str] = {}
-    raw_dir.mkdir(parents=True, exist_ok=True)
-    with guard:
+def drive(pt: Point, h: NbperfHosts, ps: Sequence[Pair], client_argv: ClientArgv, *, seconds: float, grace: float,
+          interval: float, timeout_margin: float) -> Driven:
+    """Run the pairs of one point in ``pt``'s guard: a server per client host,
+    the clients all given one absolute start, each ended by itself
+    (``seconds`` of traffic, then at most ``grace`` for the drain); samplers
+    around it.  A client still running ``timeout_margin`` after its own
+    deadline loses its pair (all of them: the point fails)."""
+    d = Driven([], [], pt.lost)
+    servers, clis = d.servers, d.clis
+    with pt:
         # 1. one server per client host; it leaves by itself once its one client
         #    process is done, and at its hard deadline whatever happens
         t_spawn = time.monotonic()
         until = time.time() + 5.0 + MAX_LEAD_S + seconds + grace + 5.0
         for pair in ps:
-            argv = env.pinned(pair.client, nbperf.server_argv(h.exes[pair.client], port=pair.port, until=until,
-                                                              clients=1, bind=h.addresses[pair.client]))
-            out, err = raws.pair(pair.client, "engine-server", f"{pair.client}-server-{pair.port}")
-            servers.append((pair, h.transports[pair.client].spawn(argv, stdout=out, stderr=err)))
-            meta["argv"][f"{pair.client}:server:{pair.port}"] = argv
+            argv = nbperf.server_argv(h.exes[pair.client], port=pair.port, until=until, clients=1,
+                                      bind=h.addresses[pair.client])
+            servers.append((pair, pt.spawn(h.transports[pair.client], pair.client, "engine-server",
+                                           f"{pair.client}-server-{pair.port}", argv,
+                                           key=f"{pair.client}:server:{pair.port}")))
         _wait_listening(servers, time.monotonic() + 5.0)
         # 2. the clients, all given one start on the study server's clock.  The
         #    lead covers making the connections and starting the clients: twice
@@ -492,80 +401,31 @@ def drive(h: NbperfHosts, env: PointEnv, spec: TrialSpec, raw_dir: Path, ps: Seq
         # clock runs host_clock_offset ahead of this machine's (0 in the lab)
         on_server = start + host_clock_offset(h.transports[h.server])
         for pair in ps:
-            argv = env.pinned(h.server, client_argv(pair, on_server))
-            out, err = raws.pair(h.server, "engine-client", f"{pair.client}-client-{pair.port}")
-            clis.append((pair, h.transports[h.server].spawn(argv, stdout=out, stderr=err)))
-            meta["argv"][f"{h.server}:client:{pair.client}:{pair.port}"] = argv
-        meta["start_at"], meta["start_lead_s"] = start, lead
-        samplers = guard.samplers = PointSamplers(
-            spec.trial_id, _net_targets(h, env, servers, clis), env.cpu_transport, _tool_procs(env, servers, clis),
-            machine=env.cpu_machine, nic_irqs=env.nic_irqs, net_interval=min(interval, 0.5),
-            cpu_interval=min(interval, 0.25)).start()
+            clis.append((pair, pt.spawn(h.transports[h.server], h.server, "engine-client",
+                                        f"{pair.client}-client-{pair.port}", client_argv(pair, on_server),
+                                        key=f"{h.server}:client:{pair.client}:{pair.port}")))
+        pt.meta["start_at"], pt.meta["start_lead_s"] = start, lead
+        samplers = pt.sample(PointSamplers(
+            pt.spec.trial_id, _net_targets(h, pt.env, servers, clis), pt.env.cpu_transport,
+            _tool_procs(pt.env, servers, clis), machine=pt.env.cpu_machine, nic_irqs=pt.env.nic_irqs,
+            net_interval=min(interval, 0.5), cpu_interval=min(interval, 0.25)))
         # 3. each client ends by itself at start + duration (+ the drain); one
         #    still running well after its own hard deadline is lost
         limit = (start - time.time()) + seconds + grace + timeout_margin
-        end_by = time.monotonic() + limit
-        hung = [(pair, proc) for pair, proc in clis if proc.wait(end_by - time.monotonic()) is None]
-        for pair, proc in hung:
+
+        def why_hung(pair: Pair, proc: Process) -> ToolError:
             hosts = {x: h.transports[x] for x in (h.server, pair.client)}
             ends = [proc, *(p for pr, p in servers if pr.client == pair.client)]
-            why = stalled(f"nbperf client to {pair.key}", limit, h.server, stall_causes(hosts, env.ifnames, ends),
-                          "the path may be stalled; raise study.timeout_margin if the host is slow")
-            if len(hung) == len(clis):
-                raise why
-            lost[pair.key] = why.one_line().removeprefix("nicbench: ")
+            return stalled(f"nbperf client to {pair.key}", limit, h.server, stall_causes(hosts, pt.env.ifnames, ends),
+                           "the path may be stalled; raise study.timeout_margin if the host is slow")
+        pt.await_clients(clis, limit, lambda pair: pair.key, why_hung)
         samplers.last_read()
         # 4. servers: each exits once its client's session ended (--clients 1)
         stop_by = time.monotonic() + 3.0
         for _, proc in servers:
             if proc.wait(stop_by - time.monotonic()) is None:
                 proc.stop(0.5)
-    return Driven(servers, clis, raws.outputs, lost, guard.status, guard.error, guard.counters)
-
-
-def run_trial(ctx: NbperfContext, env: PointEnv, spec: TrialSpec,
-              raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
-    """Run one TCP point; never raises for a point-level failure (it is recorded)."""
-    s = ctx.study
-    p = spec.params
-    io = int(p["io_size"])
-    ps = pairs(s, ctx.clients, int(p["connections"]))
-    seconds = s.omit + s.duration
-    grace = max(2.0, s.timeout_margin / 2)        # the drain of shaped links' socket buffers (README)
-    started = time.time()
-    meta: dict[str, Any] = {"layout": [{"client": x.client, "port": x.port, "streams": x.conns} for x in ps],
-                            "engine": "nbperf", "server": ctx.server, "engine_version": ctx.tool.version_str,
-                            "argv": {}, "send": ctx.send, "recv": ctx.recv}
-
-    def argv_of(pair: Pair, on_server: float) -> list[str]:
-        return nbperf.client_argv(
-            ctx.exes[ctx.server], server=ctx.addresses[pair.client], port=pair.port, start=on_server,
-            duration=seconds, conns=pair.conns, direction=DIRECTION[str(p["direction"])],  # type: ignore[arg-type]
-            io_size=io, interval=s.interval, grace=grace, sndbuf=s.window, rcvbuf=s.window,
-            congestion=s.congestion, nodelay=s.no_delay, send=ctx.send, recv=ctx.recv, test=spec.trial_id)
-
-    d = drive(ctx.hosts, env, spec, raw_dir, ps, meta, argv_of, seconds=seconds, grace=grace, interval=s.interval,
-              timeout_margin=s.timeout_margin)
-    status, error = d.status, d.error
-    samples: list[Sample] = []
-    if status != "interrupted":
-        def tcp_of(pair: Pair, cr: nbperf.ClientRun, sr: nbperf.ServerRun) -> list[Sample]:
-            counted: dict[str, bool] = {}
-            got = pair_samples(spec.trial_id, pair.client, pair.port, cr, sr, s.omit, counted)
-            meta.setdefault("receiver_counted_by", {})[pair.key] = {
-                d: "kernel (tcpi_bytes_received)" if k else "engine reads" for d, k in counted.items()}
-            meta["totals"][pair.key] = {"tx_bytes": cr.summary.tx_bytes, "rx_bytes": cr.summary.rx_bytes,
-                                        "peer_tx_bytes": cr.summary.peer_tx_bytes,
-                                        "peer_rx_bytes": cr.summary.peer_rx_bytes}
-            return got
-        meta["totals"] = {}
-        samples = silent_pairs(parse_pairs(ctx.hosts, d, meta, tcp_of), [pair.key for pair, _ in d.clis],
-                               str(spec.params.get("direction")), d.lost)
-        status, error = pair_fate(status, error, d.lost, len(d.clis), meta)
-    samples += d.counters
-    ended = time.time()
-    meta["overhead_s"] = (ended - started) - (s.omit + s.duration)
-    return TrialRecord(spec, status, started, ended, error, meta), samples, d.raws  # type: ignore[arg-type]
+    return d
 
 
 def parse_pairs(h: NbperfHosts, d: Driven, meta: dict[str, Any],
@@ -622,23 +482,3 @@ def _tool_procs(env: PointEnv, servers: Slots, clis: Slots) -> Callable[[], list
     return tool_procs(env.cpu_transport,
                       lambda: ([(x.pid, pair.client, "engine-server", str(pair.port)) for pair, x in servers]
                                + [(x.pid, x.host, "engine-client", pair.key) for pair, x in clis]), [])
-
-
-class NbperfTcp:
-    """The part of the TCP study's runner that drives nbperf (its ``preflight``
-    and ``trial``); the TCP runner hands these over when ``engine = "nbperf"``."""
-
-    def __init__(self, s: TcpStudy, server: str, clients: list[str], transports: dict[str, Transport],
-                 addresses: dict[str, str]):
-        self.study, self.server, self.clients = s, server, clients
-        self.transports, self.addresses = transports, addresses
-        self.ctx: NbperfContext | None = None
-
-    def preflight(self) -> Preflight:
-        self.ctx, pre = preflight(self.study, self.server, self.clients, self.transports, self.addresses)
-        return pre
-
-    def trial(self, env: PointEnv, spec: TrialSpec, raw_dir: Path) -> TrialOutcome:
-        assert self.ctx is not None, "preflight first"
-        return TrialOutcome(*run_trial(self.ctx, env, spec, raw_dir))
-

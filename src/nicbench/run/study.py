@@ -11,7 +11,7 @@ the study.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -40,6 +40,10 @@ class TrialOutcome:
     record: TrialRecord
     samples: list[Sample]
     raws: list[RawOutput]
+
+    def __iter__(self) -> Iterator[Any]:
+        """``record, samples, raws = outcome``."""
+        return iter((self.record, self.samples, self.raws))
 
 
 class StudyRunner(Protocol):
