@@ -74,9 +74,15 @@ def test_max_rate_search_keeps_within_the_ceiling_and_offering_more_loses_where_
         sent = sum(r.sent_gbps or 0 for r in over.directions.values())
         assert over.loss is not None and (over.loss > 0 or sent <= 1.02 * CEILING), (d, over.loss, sent)
     # where: the server's own queue refused what it sent (tx); the switch's shaper dropped the clients' (rx)
+    # -- when the senders got above the ceiling at all: a machine busy with other work
+    # sends less than the link carries, and its few losses are then the busy receiver's
+    # (seen with other work running: 35 of 74,041 datagrams lost, 33 between the interface
+    # and UDP, 2 on the wire)
     tx, rx = by["tx/s1/1G/1472B"].split["tx"], by["rx/s1/1G/1472B"].split["rx"]
-    assert tx.sndbuf_errors is not None and tx.sndbuf_errors >= 0.9 * (tx.lost or 0), tx
-    assert rx.on_wire is not None and rx.on_wire >= 0.9 * (rx.lost or 0), rx
+    for d, split, where in (("tx", tx, tx.sndbuf_errors), ("rx", rx, rx.on_wire)):
+        over = by[f"{d}/s1/1G/1472B"]
+        if sum(r.sent_gbps or 0 for r in over.directions.values()) > 1.05 * CEILING:
+            assert where is not None and where >= 0.9 * (split.lost or 0), split
     assert (tx.lost or 0) > 0 or not by["tx/s1/1G/1472B"].loss, tx
     assert (rx.lost or 0) > 0 or not by["rx/s1/1G/1472B"].loss, rx
 
