@@ -12,11 +12,11 @@ from rich.table import Table
 
 from ..analysis.compare import compare
 from ..core.errors import InputError
+from ..registry import VIEWS
 from ..report.compare import write_compare_page
 from ..report.facts import fact_changes, grouped_changes
 from ..report.numbers import num
 from ..report.view import CompareValues, PointMatcher, RunView, StudyView
-from ..studies.registry import VIEWS
 from .options import STORE_HELP
 from .report import load_ref
 

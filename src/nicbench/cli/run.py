@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from ..core.errors import PointsFailed, PreflightError, StoreError
+from ..registry import VIEWS, study
 from ..report.catalogue import summarise
 from ..run.session import execute
 from ..store.archive import Archive
-from ..studies.registry import VIEWS, study
 from .options import check_tags, emit, json_option, plan_store, quoted, read_plan, report_dir, store_option
 from .progress import TerminalProgress
 from .recover import clean, inspect
