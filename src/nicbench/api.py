@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from .plan.model import Plan
+from .registry import VIEWS, study
 from .report.catalogue import summarise as _summarise
 from .report.view import RunView
 from .report.view import load_run as _load_run
 from .run.session import RunOutcome
 from .run.session import execute as _execute
 from .store.archive import Archive
-from .studies.registry import VIEWS, study
 
 
 def execute(plan: Plan, plan_text: str, **kw: Any) -> RunOutcome:

@@ -20,12 +20,12 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from nicbench.cli.main import main
 from nicbench.records import Fact, HostFacts, RunInfo, TrialRecord, TrialSpec
+from nicbench.registry import VIEWS
 from nicbench.report.catalogue import summarise
 from nicbench.store.archive import Archive
 from nicbench.store.runs import DB
 from nicbench.store.transfer import add_legacy
 from nicbench.store.writer import RunWriter
-from nicbench.studies.registry import VIEWS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))

@@ -15,6 +15,7 @@ import pytest
 from helpers import alive, goodput_agrees_with_the_wire, namespaces, overcount_flagged, pids_with, plan_text
 
 from nicbench.api import execute, load_run
+from nicbench.cli.options import read_plan
 from nicbench.core.errors import PreflightError
 from nicbench.hosts.ssh import SshTransport
 from nicbench.hosts.sshcheck import preflight
@@ -192,8 +193,7 @@ def test_packets_on_real_hosts_over_ssh(tmp_path):
             'name = "remote-packets"\ninventory = "lab.yml"\n[study]\nkind = "packets"\n'
             'engines = ["nbgen", "trafgen"]\nline_rate = "40G"\nrate = 200000\nduration = 2\ntrim = 0.25\n'
             'interfaces = { gen = ["pk0"], sink = ["pk0"] }\n')
-        from nicbench.plan.load import load_plan
-        p, text = load_plan(tmp_path / "plan.toml")
+        p, text = read_plan(tmp_path / "plan.toml")       # as 'nicbench run' reads it
         out = execute(p, text, store=tmp_path / "st")
         view = load_run(out.run_dir)
         assert [t.error for t in view.trials if t.status != "ok"] == []
@@ -222,8 +222,7 @@ def test_real_hosts_from_an_ansible_inventory(tmp_path):
         (tmp_path / "plan.toml").write_text('name = "remote-e2e"\ninventory = "lab.yml"\n[link]\nspeed = "1G"\n'
                                             '[study]\nconnections = [4]\nduration = 3\nomit = 1\ninterval = 0.5\n'
                                             'trim = 0.25\n')
-        from nicbench.plan.load import load_plan
-        p, text = load_plan(tmp_path / "plan.toml")
+        p, text = read_plan(tmp_path / "plan.toml")       # as 'nicbench run' reads it
         assert p.remote and p.hosts["srv"].ssh == lab.spec.host("srv").ip
         out = execute(p, text, store=tmp_path / "st")
         view = load_run(out.run_dir)

@@ -16,10 +16,10 @@ from test_session_fake import responder
 
 from conftest import fixture_text
 from nicbench.hosts.fake import Script
+from nicbench.registry import VIEWS
 from nicbench.report.catalogue import summarise
 from nicbench.store.archive import Archive
 from nicbench.store.reader import RunReader
-from nicbench.studies.registry import VIEWS
 
 
 def short_window(argv: list[str]) -> Script:

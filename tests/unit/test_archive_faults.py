@@ -17,6 +17,7 @@ import pytest
 from test_archive import FACTS, info, samples, trial
 
 from nicbench.api import load_run, rows
+from nicbench.registry import VIEWS
 from nicbench.report.catalogue import summarise
 from nicbench.store.archive import Archive
 from nicbench.store.reader import RunReader, open_run_dir
@@ -25,7 +26,6 @@ from nicbench.store.runs import RunWriter as LegacyWriter
 from nicbench.store.schema import MIGRATIONS
 from nicbench.store.transfer import add_legacy, spools, sync_spool
 from nicbench.store.writer import RESERVE, SPOOL, RunWriter
-from nicbench.studies.registry import VIEWS
 
 HERE = Path(__file__).parent
 RUNS = HERE.parent / "fixtures" / "runs"

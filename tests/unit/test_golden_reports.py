@@ -14,7 +14,7 @@ import pytest
 
 from nicbench.api import load_run, render
 from nicbench.plan.studies import SCHEMAS
-from nicbench.studies.registry import STUDIES, VIEWS
+from nicbench.registry import STUDIES, VIEWS
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 

@@ -17,9 +17,9 @@ from nicbench.importers.adapt import retag, retagger
 from nicbench.importers.flows import flow_point
 from nicbench.importers.group import group
 from nicbench.records import Sample, make_tags
+from nicbench.registry import VIEWS
 from nicbench.store import writer
 from nicbench.store.archive import Archive
-from nicbench.studies.registry import VIEWS
 from nicbench.studies.tcp import analysis as tcp_analysis
 from nicbench.tools import iperf3
 

@@ -10,15 +10,14 @@ from pathlib import Path
 import pytest
 
 from nicbench.core.errors import InputError
+from nicbench.hosts.ansible import ansible_error, load_inventory
 from nicbench.plan.inventory import (
     Inventory,
     InventoryError,
-    ansible_error,
     expand_hosts,
     from_ansible_json,
     ignored_credentials,
     load,
-    load_inventory,
     parse_ini,
     parse_yaml,
     plan_hosts,
@@ -89,12 +88,15 @@ def test_plan_hosts_pick_from_the_inventory_and_win_over_it():
         parse_ini("[broken\n")
 
 
-def test_a_plan_reads_its_inventory_relative_to_itself(tmp_path):
+@pytest.mark.parametrize("reader", [load, load_inventory], ids=["own", "as-the-cli-reads-it"])
+def test_a_plan_reads_its_inventory_relative_to_itself(tmp_path, reader):
+    """Through nicbench's own parser (the plan's default reader) and through
+    ``hosts.ansible.load_inventory`` (the CLI's: ansible-inventory when installed)."""
     (tmp_path / "lab.ini").write_text(INI)
     plan = tmp_path / "p.toml"
     plan.write_text('name = "r"\ninventory = "lab.ini"\n[study]\nconnections = [2]\n')
     from nicbench.plan.load import load_plan
-    p, _ = load_plan(plan)
+    p, _ = load_plan(plan, read_inventory=reader)
     assert p.remote and p.server == "dut1" and p.hosts["gen2"].port == 2222
     with pytest.raises(InputError) as e:
         parse_plan('name = "r"\ninventory = "nope.ini"\n[study]\n', str(tmp_path / "p.toml"))
@@ -132,17 +134,15 @@ def test_packets_on_real_hosts_names_their_port_nics():
      "key=value"),
 ])
 @pytest.mark.parametrize("reader", ["own", "ansible"])
-def test_malformed_inventories_are_one_line_errors(tmp_path, monkeypatch, name, text, words, ansible_words, reader):
+def test_malformed_inventories_are_one_line_errors(tmp_path, name, text, words, ansible_words, reader):
     """Through ansible-inventory (when installed) its own reason; through the
     fallback parser, nicbench's: either way one line naming the file."""
-    import shutil
-    if reader == "own":
-        monkeypatch.setattr(shutil, "which", lambda cmd: None)
-    elif shutil.which("ansible-inventory") is None:
+    if reader == "ansible" and shutil.which("ansible-inventory") is None:
         pytest.skip("ansible-inventory is not installed (scripts/install.sh installs ansible-core)")
     (tmp_path / name).write_text(text)
     with pytest.raises(InputError) as e:
-        parse_plan(f'name = "r"\ninventory = "{name}"\n[study]\n', str(tmp_path / "p.toml"))
+        parse_plan(f'name = "r"\ninventory = "{name}"\n[study]\n', str(tmp_path / "p.toml"),
+                   read_inventory=load if reader == "own" else load_inventory)
     line = e.value.one_line()
     assert (words if reader == "own" else ansible_words) in line and name in line and "\n" not in line
 

@@ -14,11 +14,11 @@ from matplotlib.lines import Line2D
 
 from conftest import FIXTURES
 from nicbench.api import load_run, render
+from nicbench.registry import VIEWS
 from nicbench.report.numbers import count, num, whole
 from nicbench.report.tables import Col, table
 from nicbench.studies.packets.analysis import PacketPoint
 from nicbench.studies.packets.view import packet_axes, packet_rows
-from nicbench.studies.registry import VIEWS
 
 
 @pytest.mark.parametrize("x, text", [(9.4132, "9.41"), (0.62345, "0.623"), (12.345, "12.3"), (1183.4, "1183"),

@@ -14,12 +14,12 @@ from starlette.testclient import TestClient
 from test_archive import samples, trial
 
 from nicbench.records import Fact, HostFacts, RawOutput, RunInfo, TrialRecord, TrialSpec
+from nicbench.registry import VIEWS
 from nicbench.report.catalogue import summarise
 from nicbench.store.archive import Archive
 from nicbench.store.location import parse_store
 from nicbench.store.transfer import add_legacy
 from nicbench.store.writer import RunWriter
-from nicbench.studies.registry import VIEWS
 from nicbench.web.app import CSP, create_app
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -18,6 +18,22 @@ from ..records import DIRECTIONS, TrialRecord
 
 ABOVE_CEILING_TOLERANCE = 0.005   # 0.5 %: rounding of windows and counters, no more
 
+
+def fraction_of(value: float | None, ceiling: float | None) -> float | None:
+    """A point's figure over its line-rate ceiling (both in one unit), every
+    study's rule: 0.0 for a point that moved nothing under a known ceiling --
+    a measurement, shown as 0 % --, None only when the figure is unknown (no
+    ok repeat) or the ceiling is (no link speed, or a ceiling of 0)."""
+    if value is None or not ceiling:
+        return None
+    return value / ceiling
+
+
+def pct_of(value: float | None, ceiling: float | None) -> float | None:
+    """:func:`fraction_of` in percent: every study's per-point ``pct_of_ceiling``."""
+    f = fraction_of(value, ceiling)
+    return None if f is None else f * 100
+
 EXPECTED_DIRECTIONS = DIRECTIONS
 
 T = TypeVar("T", bound="TrialHead")

@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from ..core.errors import InputError, StoreError
+from ..registry import VIEWS
 from ..report.catalogue import SUMMARY_VERSION, summarise
 from ..store.transfer import add_legacy, legacy_dirs, spools, sync_spool
-from ..studies.registry import VIEWS
 from .options import check_tags, emit, json_option, open_archive, store_option
 
 

@@ -10,10 +10,9 @@ from ..core.errors import NicbenchError
 from ..hosts.remote import ssh_targets
 from ..hosts.sshconfig import SshSettings, resolve
 from ..hosts.transport import each_host
-from ..plan.load import load_plan
 from ..plan.matrix import trials
 from ..plan.model import Plan
-from .options import emit, json_option
+from .options import emit, json_option, read_plan
 
 
 @click.command("check")
@@ -26,7 +25,7 @@ def check(ctx: click.Context, plan: Path) -> None:
     For real hosts, each host's SSH settings as ssh itself resolves them
     (``ssh -G``: HostName, User, Port, ProxyJump, IdentityFile); nothing is
     connected to."""
-    p, _ = load_plan(plan)
+    p, _ = read_plan(plan)
     ts = trials(p)
     secs = len(ts) * p.study.measured_seconds()
     points = [key for key, _params in p.study.points()]

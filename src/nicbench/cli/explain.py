@@ -10,7 +10,7 @@ import click
 
 from ..core.errors import InputError
 from ..core.validation import closest
-from ..studies.registry import VIEWS
+from ..registry import VIEWS
 from .options import emit, json_option, store_option
 from .report import load_ref
 

@@ -32,11 +32,11 @@ from ..importers.group import group
 from ..importers.headline import headline
 from ..importers.write import SourceFile, provenance, read_source, records, write_run
 from ..records import RunInfo, Sample, TrialRecord
+from ..registry import STUDIES, VIEWS, importer_for
 from ..report.catalogue import summarise
 from ..report.view import RunView, StoredRun
 from ..store.archive import Archive
 from ..store.names import check_name, new_run_id
-from ..studies.registry import STUDIES, VIEWS, importer_for
 from .options import emit, json_option, quoted, store_location, store_option
 
 # inputs from this size on are a "large import": parsing and writing them takes

@@ -10,9 +10,8 @@ import click
 from ..core.errors import InputError, LabError
 from ..lab import lease, manager
 from ..lab.topology import make_spec
-from ..plan.load import load_plan
 from ..run.hosts import lab_spec
-from .options import emit, json_option, refuse_unused
+from .options import emit, json_option, read_plan, refuse_unused
 
 
 @click.group()
@@ -37,7 +36,7 @@ def lab_up(ctx: click.Context, plan: Path | None, name: str | None, clients: int
     if mtu is not None and not 576 <= mtu <= 9216:
         raise InputError(f"--mtu {mtu} is out of range", where="--mtu", hint="use 576..9216")
     if plan is not None:
-        p, _ = load_plan(plan)
+        p, _ = read_plan(plan)
         spec = lab_spec(p)
         if name or mtu:
             spec = make_spec(name or spec.name, [(h.name, h.role) for h in spec.hosts], mtu or spec.mtu,

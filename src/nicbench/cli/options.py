@@ -1,5 +1,5 @@
-"""What every command shares: ``--json``, ``--store``, the run filters and
-how output is emitted."""
+"""What every command shares: reading a plan, ``--json``, ``--store``, the run
+filters and how output is emitted."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ import click
 from click.core import ParameterSource
 
 from ..core.errors import InputError
+from ..hosts.ansible import load_inventory
+from ..plan.load import load_plan
+from ..plan.model import Plan
 from ..store.archive import Archive, RunFilter, parse_when
 from ..store.location import StoreLocation, parse_store
 from ..store.names import check_tag
@@ -23,6 +26,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 STORE_HELP = ("The archive: a directory, a .sqlite file, or a postgresql:// URL "
               "(default: $NICBENCH_STORE, else $XDG_DATA_HOME/nicbench).")
+
+
+def read_plan(path: Path) -> tuple[Plan, str]:
+    """A plan file as every command reads it, and its exact text: an inventory
+    it names is read by ansible-inventory when that is installed, else by
+    nicbench's own parser (``hosts.ansible.load_inventory``)."""
+    return load_plan(path, read_inventory=load_inventory)
 
 
 def emit(ctx: click.Context, data: Any, text: str | None = None) -> None:

@@ -29,11 +29,11 @@ import click
 
 from ..core.errors import NicbenchError, StoreError, ToolError
 from ..lab import manager
+from ..registry import VIEWS
 from ..report.catalogue import summarise
 from ..store.archive import Archive, RunRow, loads
 from ..store.transfer import spooled
 from ..store.writer import SPOOL
-from ..studies.registry import VIEWS
 from ..tuning.apply import restore
 from ..tuning.lock import TuningLock
 from ..tuning.restorefile import DAMAGED, forget, pending, restore_dir, transport_from

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
+from ..registry import VIEWS
 from ..report.view import RunView, load_run
 from ..store.archive import MARKER
 from ..store.reader import RunReader, open_run_dir
 from ..store.runs import DB as LEGACY_DB
-from ..studies.registry import VIEWS
 from .options import emit, json_option, open_archive, store_option
 
 

@@ -7,12 +7,11 @@ from pathlib import Path
 import click
 
 from ..core.errors import PointsFailed, PreflightError, StoreError
-from ..plan.load import load_plan
+from ..registry import VIEWS, study
 from ..report.catalogue import summarise
 from ..run.session import execute
 from ..store.archive import Archive
-from ..studies.registry import VIEWS, study
-from .options import check_tags, emit, json_option, plan_store, quoted, report_dir, store_option
+from .options import check_tags, emit, json_option, plan_store, quoted, read_plan, report_dir, store_option
 from .progress import TerminalProgress
 from .recover import clean, inspect
 from .tables import echo_table, flagged_points, points_table
@@ -44,7 +43,7 @@ def run(ctx: click.Context, plan: Path, store: str | None, keep_lab: bool, no_re
     start and every finished point is stored at once; Ctrl-C stops cleanly
     and keeps them.
     """
-    p, text = load_plan(plan)
+    p, text = read_plan(plan)
     s = study(p.study.kind)
     explicit_dir = p.output.dir if "output" in p.model_fields_set else None
     loc = plan_store(store, explicit_dir)

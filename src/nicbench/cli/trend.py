@@ -11,11 +11,11 @@ import click
 
 from ..analysis.trend import Verdict, check_series
 from ..core.errors import InputError, Regression
+from ..registry import VIEWS
 from ..report.catalogue import metric_of
 from ..report.view import Metric
 from ..store.archive import TrendRow
 from ..store.names import shown
-from ..studies.registry import VIEWS
 from .options import emit, filter_options, json_option, open_archive, pop_filter, store_option
 
 

@@ -15,14 +15,13 @@ from ..core.errors import InputError, LabError, NicbenchError, ToolError
 from ..hosts.facts import collect
 from ..hosts.transport import LocalTransport
 from ..lab import manager
-from ..plan.load import load_plan
 from ..tuning.apply import apply, restore, restore_targets
 from ..tuning.audit import audit
 from ..tuning.lock import TuningLock
 from ..tuning.profile import load, shipped
 from ..tuning.restorefile import DAMAGED, forget, pending, restore_dir, transport_from
 from ..tuning.types import Target
-from .options import emit, json_option, refuse_unused
+from .options import emit, json_option, read_plan, refuse_unused
 
 _STYLE = {"ok": "green", "applied": "green", "restored": "green", "differs": "yellow", "warn": "yellow",
           "host-wide": "cyan", "unsupported": "dim", "unknown": "dim", "note": "cyan", "failed": "bold red"}
@@ -30,7 +29,7 @@ _STYLE = {"ok": "green", "applied": "green", "restored": "green", "differs": "ye
 
 def _profile(name: str, plan: Path | None):
 
-    user = load_plan(plan)[0].profiles if plan else None
+    user = read_plan(plan)[0].profiles if plan else None
     return load(name, user)
 
 

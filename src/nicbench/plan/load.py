@@ -1,4 +1,10 @@
-"""TOML text -> validated :class:`Plan`, with errors that name file and key path."""
+"""TOML text -> validated :class:`Plan`, with errors that name file and key path.
+
+Pure but for reading files: an inventory the plan names is read by the
+``read_inventory`` it is given (nicbench's own parser unless the caller
+hands another: the CLI hands ``hosts.ansible.load_inventory``, which runs
+ansible-inventory when it is installed).
+"""
 
 from __future__ import annotations
 
@@ -6,19 +12,25 @@ import io
 import os
 import stat
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.validation import validate
-from .inventory import InventoryError, ignored_credentials, load_inventory, plan_hosts
+from .inventory import Inventory, InventoryError, ignored_credentials, plan_hosts
+from .inventory import load as own_inventory
 from .model import Plan
 
 MAX_PLAN_BYTES = 1 << 20      # a plan is a page of settings; a megabyte is not one
 
+# an Ansible inventory file (or directory, or script) -> its hosts and variables
+InventoryReader = Callable[[Path], Inventory]
 
-def parse_plan(text: str, source: str = "<plan>") -> Plan:
+
+def parse_plan(text: str, source: str = "<plan>", *, read_inventory: InventoryReader = own_inventory) -> Plan:
     """Validate plan text; raise :class:`InputError` naming ``source`` and the key.
-    What the plan's inventory said that nicbench ignores is in ``plan.warnings``."""
+    An ``inventory`` it names is read by ``read_inventory``; what that
+    inventory said that nicbench ignores is in ``plan.warnings``."""
     if len(text) > MAX_PLAN_BYTES:
         raise InputError(f"the plan is {len(text)} bytes: more than any plan needs ({MAX_PLAN_BYTES})", where=source,
                          hint="is this the right file?")
@@ -32,7 +44,7 @@ def parse_plan(text: str, source: str = "<plan>") -> Plan:
                          hint="a plan's tables and lists nest a few levels at most") from None
     warnings: list[str] = []
     if isinstance(data, dict) and data.get("inventory"):
-        data, warnings = _with_inventory(data, source)
+        data, warnings = _with_inventory(data, source, read_inventory)
     plan = validate(Plan, data, source)
     plan.warnings.extend(warnings)
     return plan
@@ -58,10 +70,9 @@ def toml_hint(message: str) -> str:
     return "see https://toml.io: key = value, strings in quotes, [table] headers"
 
 
-def _with_inventory(data: dict, source: str) -> tuple[dict, list[str]]:
+def _with_inventory(data: dict, source: str, read_inventory: InventoryReader) -> tuple[dict, list[str]]:
     """[hosts] filled from the plan's Ansible inventory (a path relative to the
-    plan), read as Ansible reads it (``ansible-inventory --list`` when it is
-    installed, else nicbench's own parser); and a warning per host variable
+    plan), read by ``read_inventory``; and a warning per host variable
     nicbench ignores (passwords: keys and ``sudo -n`` only)."""
     base = Path(source).parent if source and not source.startswith("<") else Path.cwd()
     path = base / str(data["inventory"])
@@ -70,7 +81,7 @@ def _with_inventory(data: dict, source: str) -> tuple[dict, list[str]]:
                          hint="give a path relative to the plan file")
     wanted = data.get("hosts") if isinstance(data.get("hosts"), dict) else None
     try:
-        inv = load_inventory(path)
+        inv = read_inventory(path)
         hosts = plan_hosts(inv, wanted)
     except (InventoryError, ValueError, TypeError, AttributeError, RecursionError) as e:
         # a malformed inventory (a YAML list where a mapping belongs, a cycle of children ...)
@@ -79,8 +90,9 @@ def _with_inventory(data: dict, source: str) -> tuple[dict, list[str]]:
     return {**data, "hosts": hosts}, ignored_credentials(inv, list(hosts))
 
 
-def load_plan(path: str | Path) -> tuple[Plan, str]:
-    """Read and validate a plan file; returns the plan and its exact text."""
+def load_plan(path: str | Path, *, read_inventory: InventoryReader = own_inventory) -> tuple[Plan, str]:
+    """Read and validate a plan file; returns the plan and its exact text.
+    An ``inventory`` it names is read by ``read_inventory``."""
     p = Path(path)
     try:
         text = read_plan_text(p)
@@ -89,7 +101,7 @@ def load_plan(path: str | Path) -> tuple[Plan, str]:
                          hint="give a path to a .toml plan; 'nicbench init' writes one") from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read plan: {e}", where=str(p)) from None
-    return parse_plan(text, str(p)), text
+    return parse_plan(text, str(p), read_inventory=read_inventory), text
 
 
 def read_plan_text(p: Path) -> str:

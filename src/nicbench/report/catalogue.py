@@ -18,8 +18,10 @@ from .view import Metric, RunView, StudyView, analyse, read_run
 
 # a summary made by another version is redone by 'nicbench archive summarise --stale'
 # (summary3: the analysis' decisions are stored too -- runs summarised before
-# keep the runner's status on a point the analysis rejects until redone)
-SUMMARY_VERSION = f"{__version__}+summary3"
+# keep the runner's status on a point the analysis rejects until redone;
+# summary4: pct_of_ceiling is 0 for a point that moved nothing under a known
+# ceiling in every study -- the https, storage and packet studies stored none)
+SUMMARY_VERSION = f"{__version__}+summary4"
 
 
 def summarise(archive: Archive, run_id: str, views: Mapping[str, StudyView],

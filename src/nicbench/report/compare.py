@@ -1,11 +1,17 @@
-"""Two runs of one study as a page: the points' figures with both runs
-overlaid, the per-point comparison, and what differs between the runs'
-hosts and tuning (each differing fact once).
+"""Two runs of one study compared: the one comparison every front end shows
+(``nicbench compare`` and the dashboard's compare page), and the page of it.
 
-The figures are drawn from the study's compare values (one number per ok
-repeat of each point) and the shape of its point keys: the first part of a
-key names the figure (``tx``, ``nbgen``, ``read``, ``https``), the last the
-x position (``io8K``, ``64B``, ``bs4K``, ``c40``), what lies between one
+:func:`compare_runs` pairs the runs' points -- by name, or, when they share
+no point by name, as the study meets them (``report.view.PointMatcher``:
+another engine's points) -- and gives, for every figure the study is
+compared on (the headline first), each pair's medians, factor B/A, Welch's
+t-test and verdict (``analysis.compare``), with the host facts and tuning
+profile that differ.  Pure: two runs read back in, data out.
+
+The page draws the figures from the study's compare values (one number per
+ok repeat of each point) and the shape of its point keys: the first part of
+a key names the figure (``tx``, ``nbgen``, ``read``, ``https``), the last
+the x position (``io8K``, ``64B``, ``bs4K``, ``c40``), what lies between one
 line (``c3``, ``ipv4/p1/t1``).  Run A is drawn solid, run B dashed, in the
 same colour per line; bars span min..max over repeats.
 """
@@ -14,21 +20,86 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import matplotlib
 
-from ..analysis.compare import Diff
+from ..analysis.compare import Diff, compare
 from . import numbers
+from .facts import fact_changes, grouped_changes
 from .figures import new_figure, save
-from .view import CompareValues, RunView
+from .view import CompareValues, PointMatcher, RunView, StudyView
 
 TEMPLATE = Path(__file__).with_name("compare.html.j2")
 CYCLE: list[str] = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of two runs compared: A's values, B's (under A's point
+    names where points were matched), and the difference per point."""
+
+    a: CompareValues
+    b: CompareValues
+    diffs: list[Diff]             # every point of either run, A's first
+
+    @property
+    def metric(self) -> str:
+        return self.a.metric
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.a.higher_is_better
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Run B against run A."""
+
+    figures: list[Figure]                        # the headline first
+    matched: list[tuple[str, str, str]]          # (A's point, B's point, how they differ): met across names
+    facts_changed: list[tuple[str, str, str, str]]   # (host, fact, A, B)
+    facts_differing: list[dict[str, Any]]        # each differing fact once, with its hosts
+    tuning: tuple[Any, Any] | None               # the tuning profiles, when they differ
+
+    @property
+    def shared(self) -> list[str]:
+        """The points both runs measured (after matching), in A's order."""
+        head = self.figures[0]
+        return [p for p in head.a.values if p in head.b.values]
+
+
+def compare_runs(view: StudyView, a: RunView, b: RunView, *, alpha: float = 0.05,
+                 threshold: float = 0.01) -> Comparison:
+    """B against A, two runs of ``view``'s study: the points paired (by name;
+    when no name is shared, as the study meets them), every figure's
+    difference per pair (``analysis.compare.compare``), and what differs
+    between the runs' hosts and tuning."""
+    pairs = list(zip(view.compare_values(a), view.compare_values(b), strict=True))
+    matched = _matched(view, a, b, pairs)
+    if matched:
+        # B's points take the names of A's they meet, so each pair is one row (and one place in a figure)
+        names = {pb: pa for pa, pb, _ in matched}
+        pairs = [(ca, replace(cb, values={names.get(k, k): v for k, v in cb.values.items()})) for ca, cb in pairs]
+    figures = [Figure(ca, cb, compare(ca.values, cb.values, alpha=alpha, threshold=threshold,
+                                      higher_is_better=ca.higher_is_better)) for ca, cb in pairs]
+    changes = fact_changes(a.facts, b.facts)
+    ta, tb = (a.info.meta.get("tuning") or {}), (b.info.meta.get("tuning") or {})
+    tuning = (ta.get("profile"), tb.get("profile")) if ta.get("profile") != tb.get("profile") else None
+    return Comparison(figures, matched, changes, grouped_changes(changes), tuning)
+
+
+def _matched(view: StudyView, a: RunView, b: RunView,
+             pairs: list[tuple[CompareValues, CompareValues]]) -> list[tuple[str, str, str]]:
+    """Pairs of points of other names the study meets across runs that share
+    no point by name, else none: a point of the same name is always the one
+    compared."""
+    if not pairs or set(pairs[0][0].values) & set(pairs[0][1].values) or not isinstance(view, PointMatcher):
+        return []
+    return view.match_points(a, b)
 
 
 def _split(point: str) -> tuple[str, str, str]:
@@ -74,12 +145,11 @@ def overlay_figures(a: CompareValues, b: CompareValues, out: Path, names: tuple[
     return paths
 
 
-def write_compare_page(out: Path, a: RunView, b: RunView, values: tuple[CompareValues, CompareValues],
-                       diffs: Sequence[Diff], facts: Sequence[Mapping[str, Any]],
-                       tuning: tuple[Any, Any] | None) -> Path:
-    """``out``/index.html with the overlaid figures, the point table and the differences."""
+def write_compare_page(out: Path, a: RunView, b: RunView, cmp: Comparison) -> Path:
+    """``out``/index.html with the headline figure overlaid, its point table and the differences."""
     out.mkdir(parents=True, exist_ok=True)
-    figs = overlay_figures(values[0], values[1], out, (a.info.run_id, b.info.run_id))
+    head = cmp.figures[0]
+    figs = overlay_figures(head.a, head.b, out, (a.info.run_id, b.info.run_id))
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE.parent), autoescape=True,
                              undefined=jinja2.StrictUndefined)
     env.filters["num"] = numbers.num
@@ -88,6 +158,7 @@ def write_compare_page(out: Path, a: RunView, b: RunView, values: tuple[CompareV
         return dt.datetime.fromtimestamp(v.info.created).isoformat(timespec="seconds")
     index = out / "index.html"
     index.write_text(env.get_template(TEMPLATE.name).render(
-        a=a.info, b=b.info, created_a=created(a), created_b=created(b), metric=values[0].metric,
-        figures=[p.name for p in figs], diffs=[asdict(d) for d in diffs], facts=facts, tuning=tuning))
+        a=a.info, b=b.info, created_a=created(a), created_b=created(b), metric=head.metric,
+        figures=[p.name for p in figs], diffs=[asdict(d) for d in head.diffs], facts=cmp.facts_differing,
+        tuning=cmp.tuning))
     return index

@@ -1,1 +1,1 @@
-"""The studies: one folder each (runner, analysis, view), one line each in ``registry``."""
+"""The studies: one folder each (runner, analysis, view), one line each in ``nicbench.registry``."""

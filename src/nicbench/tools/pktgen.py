@@ -19,16 +19,16 @@ What the argv rests on, from pkt-gen.c:
   microseconds; :func:`unwrap` puts them back on the host's clock from any
   instant known to within 500 s.
 
-The line format is read by the import's parser (:mod:`nicbench.importers.pktgen`):
-one parser for pkt-gen's output, whether nicbench ran it or not.
+The console is read by one pure parser (:func:`parse`), whether nicbench ran
+pkt-gen or a user brings its output (:mod:`nicbench.importers.pktgen`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from ..core.errors import NicbenchError, ToolError
-from ..importers import pktgen as text
+from ..core.errors import ToolError
 
 FCS = 4
 REPORT_MS = 250             # pkt-gen's default is 1000: four reads a second for the window's edges
@@ -75,6 +75,61 @@ def unwrap(stamp: float, near: float) -> float:
     return min((base - WRAP + stamp, base + stamp, base + WRAP + stamp), key=lambda t: abs(t - near))
 
 
+# -- the console, pure -------------------------------------------------------------------
+
+_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9}
+# main_thread's report: "802.259513 main_thread [2416] 907.878 Kpps (908.221 Kpkts 435.946 Mbps in 1000378 usec)"
+_LINE = re.compile(r"^\s*(?P<ts>\d+\.\d+)\s+main_thread\s+\[\d+\]\s+(?P<pps>[\d.]+)\s*(?P<pu>[KMG]?)pps\s+"
+                   r"\((?P<n>[\d.]+)\s*(?P<nu>[KMG]?)pkts(?:\s+(?P<bps>[\d.]+)\s*(?P<bu>[KMG]?)bps)?\s+in\s+"
+                   r"(?P<us>\d+)\s+usec\)", re.M)
+# newer builds' last words: "Speed: 14.307 Mpps Bandwidth: 6.867 Gbps (raw 9.614 Gbps)"
+_SPEED = re.compile(r"Speed:\s+([\d.]+)\s*([KMG]?)pps(?:\s+Bandwidth:\s+([\d.]+)\s*([KMG]?)bps)?", re.M)
+_IFACE = re.compile(r"(Sending on|Receiving from) (?:netmap:)?(\S+?):\s*(?:(\d+) queues, (\d+) threads)?")
+_V6 = re.compile(r"range is \[?[0-9a-fA-F]*::")
+
+
+@dataclass(frozen=True)
+class Report:
+    """One ``main_thread`` rate line."""
+
+    stamp: float            # its D() stamp: the host's seconds modulo 1000 (:func:`unwrap`)
+    usec: float             # the interval's length, microseconds, as pkt-gen prints it
+    packets: int            # frames in the interval
+    pps: float              # frames/s
+    bps: float | None       # bits/s of the frames without their FCS, when the line gives it
+
+
+@dataclass(frozen=True)
+class Console:
+    """What pkt-gen's console output says, nothing inferred."""
+
+    reports: tuple[Report, ...]
+    direction: str | None   # tx ("Sending on"), rx ("Receiving from"), None: not said
+    port: str | None        # the interface it named, without "netmap:"
+    threads: int | None
+    ipv6: bool              # its address range is IPv6
+    speed_pps: float | None  # the final "Speed:" line of newer builds, frames/s
+    speed_bps: float | None
+    ready: bool             # it printed "Ready..." (netmap mode entered, link wait over)
+
+
+def parse(text: str) -> Console:
+    """pkt-gen's console output (stdout and stderr together) as it is; raises nothing."""
+    iface = _IFACE.search(text)
+    reports = []
+    for m in _LINE.finditer(text):
+        bps = float(m["bps"]) * _SCALE[m["bu"]] if m["bps"] else None
+        reports.append(Report(float(m["ts"]), float(m["us"]), round(float(m["n"]) * _SCALE[m["nu"]]),
+                              float(m["pps"]) * _SCALE[m["pu"]], bps))
+    sp = _SPEED.search(text)
+    return Console(tuple(reports), ("tx" if iface[1] == "Sending on" else "rx") if iface else None,
+                   iface[2] if iface else None, int(iface[4]) if iface and iface[4] else None,
+                   bool(_V6.search(text)), float(sp[1]) * _SCALE[sp[2]] if sp else None,
+                   float(sp[3]) * _SCALE[sp[4]] if sp and sp[3] else None, "Ready..." in text)
+
+
+# -- a run nicbench started --------------------------------------------------------------
+
 @dataclass(frozen=True)
 class Interval:
     t_start: float          # host clock, s
@@ -99,20 +154,19 @@ def parse_run(out: str, err: str, *, near: float, where: str) -> Run:
     ``near``: an instant of that host's clock within 500 s of the run.  A
     run with no rate line is a ToolError with pkt-gen's last words."""
     whole = out + "\n" + err
-    try:
-        parsed = text.parse(whole, where)
-    except NicbenchError as e:
+    c = parse(whole)
+    usec = sum(r.usec for r in c.reports)
+    # no interval of any length, nor a Speed line; or intervals that all counted 0 frames
+    if (usec == 0 and c.speed_pps is None) or (usec > 0 and not any(r.packets for r in c.reports)):
         last = [ln.strip() for ln in whole.splitlines() if ln.strip()]
         raise ToolError(f"pkt-gen printed no rate line: {last[-1][:160] if last else 'no output'}", where=where,
-                        hint="is the NIC in netmap mode (kldload netmap / the netmap module) and the user root?"
-                        ) from e
-    if not parsed.samples:
+                        hint="is the NIC in netmap mode (kldload netmap / the netmap module) and the user root?")
+    if not c.reports:
         raise ToolError("pkt-gen printed only its final Speed line, no interval counts", where=where)
     # each interval's end put on the host clock, its start the interval's own length before it
-    intervals = tuple(Interval(unwrap(s.t_end, near) - (s.t_end - s.t_start), unwrap(s.t_end, near), int(s.value))
-                      for s in parsed.samples)
-    return Run(intervals, sum(i.packets for i in intervals), str(parsed.params.get("port", "")),
-               str(parsed.params.get("direction", "tx")), "Ready..." in whole)
+    intervals = tuple(Interval(unwrap(r.stamp, near) - r.usec / 1e6, unwrap(r.stamp, near), r.packets)
+                      for r in c.reports)
+    return Run(intervals, sum(i.packets for i in intervals), c.port or where, c.direction or "tx", c.ready)
 
 
 def ready(err: str) -> bool:

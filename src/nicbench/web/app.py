@@ -48,12 +48,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..core.errors import InputError, NicbenchError, StoreError
+from ..registry import VIEWS
 from ..report.timeline import timeline_stem
 from ..report.view import StudyView
 from ..store.archive import RunFilter, parse_when
 from ..store.location import StoreLocation, cache_home
 from ..store.names import NAME
-from ..studies.registry import VIEWS
 from . import data
 
 HERE = Path(__file__).parent

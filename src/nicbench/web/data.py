@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis.compare import compare
 from ..analysis.trend import check_series
 from ..core.errors import InputError, NicbenchError, StoreError
 from ..report.catalogue import metric_of
-from ..report.facts import fact_changes, facts_table
+from ..report.compare import compare_runs
+from ..report.facts import facts_table, grouped_changes
 from ..report.view import Metric, RunView, StudyView, analyse, read_stored
 from ..store.archive import Archive, RunFilter, RunRow
 from ..store.location import StoreLocation
@@ -229,14 +229,6 @@ def points_figure(view: RunView, sv: StudyView) -> str:
 
 
 # ---- compare ----
-def _grouped_changes(facts: Sequence[tuple[str, str, str, str]]) -> list[dict[str, Any]]:
-    """Fact changes said once: the same (fact, before, after) on several hosts is one line."""
-    groups: dict[tuple[str, str, str], list[str]] = {}
-    for host, key, a, b in facts:
-        groups.setdefault((key, a, b), []).append(host)
-    return [{"fact": k, "a": a, "b": b, "hosts": hosts} for (k, a, b), hosts in groups.items()]
-
-
 def _tuning_rows(view: RunView) -> dict[tuple[str, str], str]:
     t = view.info.meta.get("tuning")
     rows = t.get("rows") if isinstance(t, dict) else None
@@ -251,11 +243,18 @@ def _tuning_changes(a: RunView, b: RunView) -> list[dict[str, Any]]:
     ta, tb = _tuning_rows(a), _tuning_rows(b)
     diffs = [(h, s, ta.get((h, s), "absent"), tb.get((h, s), "absent")) for h, s in sorted(set(ta) | set(tb))
              if ta.get((h, s)) != tb.get((h, s))]
-    return _grouped_changes(diffs)
+    return grouped_changes(diffs)
+
+
+# a cell of a run that lacks the point (it is in a third run only)
+_ABSENT: dict[str, Any] = {"median": None, "n": 0, "factor": None, "p": None, "verdict": "n/a (in neither run)"}
 
 
 def compare_context(archive: Archive, run_ids: Sequence[str], views: Mapping[str, StudyView],
                     cache: ViewCache) -> dict[str, Any]:
+    """The first run as the baseline, each other run compared with it as
+    ``nicbench compare BASELINE RUN`` compares them (``report.compare``: the
+    same pairing, the same numbers), on the headline figure."""
     if not 2 <= len(run_ids) <= 8:
         raise InputError("compare two to eight runs", where="run", hint="tick runs on the runs page")
     rows = [row_of(archive, r) for r in run_ids]
@@ -267,25 +266,31 @@ def compare_context(archive: Archive, run_ids: Sequence[str], views: Mapping[str
     if sv is None:
         raise StoreError(f"no view for study {rows[0].study!r}", where="compare")
     vs = [cache.get(archive, r, views) for r in rows]
-    cvs = [sv.compare_values(v)[0] for v in vs]      # the headline figure, as `nicbench compare` leads with
-    points = list(dict.fromkeys(p for c in cvs for p in c.values))
-    base = cvs[0].values
+    cmps = [compare_runs(sv, vs[0], v) for v in vs[1:]]
+    heads = [c.figures[0] for c in cmps]             # the headline figure, as `nicbench compare` leads with
+    diffs = [{d.point: d for d in h.diffs} for h in heads]
+    points = list(dict.fromkeys(p for h in heads for p in (d.point for d in h.diffs)))
     table = []
     for p in points:
-        cells = []
-        for i, c in enumerate(cvs):
-            vals = c.values.get(p, [])
-            med = statistics.median(vals) if vals else None
-            d = compare({p: base.get(p, [])}, {p: vals}, higher_is_better=c.higher_is_better)[0] if i else None
-            cells.append({"median": med, "n": len(vals), "factor": d.factor if d else None,
-                          "p": d.p_value if d else None, "verdict": d.verdict if d else ""})
+        base = next(ds[p] for ds in diffs if p in ds)
+        # the baseline's own cell: its median and repeats, nothing to compare with
+        cells: list[dict[str, Any]] = [{"median": base.median_a, "n": base.n_a, "factor": None, "p": None,
+                                        "verdict": ""}]
+        for ds in diffs:
+            d = ds.get(p)
+            cells.append(dict(_ABSENT) if d is None else
+                         {"median": d.median_b, "n": d.n_b, "factor": d.factor, "p": d.p_value, "verdict": d.verdict})
         table.append({"point": p, "cells": cells})
-    series = [Series(f"{r.run_id}", [statistics.median(c.values[p]) if c.values.get(p) else None for p in points])
-              for r, c in zip(rows, cvs, strict=True)]
-    figure = chart(points, series, y_label=cvs[0].metric, title=f"{rows[0].study}: {cvs[0].metric}")
-    facts = [{"run": r.run_id, "changes": _grouped_changes(fact_changes(vs[0].facts, v.facts)),
-              "tuning": _tuning_changes(vs[0], v)} for r, v in zip(rows[1:], vs[1:], strict=True)]
-    return {"rows": rows, "metric": cvs[0].metric, "table": table, "figure": figure, "facts": facts,
+    values = [heads[0].a.values, *(h.b.values for h in heads)]
+    series = [Series(f"{r.run_id}", [statistics.median(vals[p]) if vals.get(p) else None for p in points])
+              for r, vals in zip(rows, values, strict=True)]
+    figure = chart(points, series, y_label=heads[0].metric, title=f"{rows[0].study}: {heads[0].metric}")
+    facts = [{"run": r.run_id, "changes": c.facts_differing, "tuning": _tuning_changes(vs[0], v)}
+             for r, v, c in zip(rows[1:], vs[1:], cmps, strict=True)]
+    matched = [{"run": r.run_id, "a": pa, "b": pb, "note": note}
+               for r, c in zip(rows[1:], cmps, strict=True) for pa, pb, note in c.matched]
+    return {"rows": rows, "metric": heads[0].metric, "table": table, "figure": figure, "facts": facts,
+            "matched": matched,
             "profiles": [(r.run_id, (v.info.meta.get("tuning") or {}).get("profile")) for r, v in
                          zip(rows, vs, strict=True)]}
 

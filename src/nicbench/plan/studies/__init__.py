@@ -1,6 +1,6 @@
 """Every study's plan schema, and the ``[study]`` union pydantic validates against.
 
-This is the one list of study schemas; ``nicbench.studies.registry`` pairs each
+This is the one list of study schemas; ``nicbench.registry`` pairs each
 kind with its runner and its view (a test checks that both list the same kinds).
 """
 

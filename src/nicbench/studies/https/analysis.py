@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ...analysis.aggregate import WireRate, longest_lull, wire_rate
 from ...analysis.counters import Counters, counter_warnings, counters
 from ...analysis.cpu import CpuUsage, cpu_notes, cpu_usage
-from ...analysis.trials import LinkInfo, TrialHead, by_point, float_meta, head, int_param, median_of
+from ...analysis.trials import LinkInfo, TrialHead, by_point, float_meta, fraction_of, head, int_param, median_of
 from ...core import linerate
 from ...records import Sample, TrialRecord
 
@@ -151,7 +151,7 @@ class HttpsPoint:
 
     @property
     def of_ceiling(self) -> float | None:
-        return self.app_gbps / self.ceiling_gbps if self.app_gbps and self.ceiling_gbps else None
+        return fraction_of(self.app_gbps, self.ceiling_gbps)
 
     @property
     def gbps_per_core(self) -> float | None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...analysis.trials import pct_of
 from ...records import Sample, TrialRecord
 from ...report.figures import new_figure, save
 from ...report.numbers import num, whole
@@ -44,7 +45,7 @@ METRICS: tuple[Metric, ...] = (
 
 def _values(p: HttpsPoint) -> dict[str, float | None]:
     return {"app_gbps": p.app_gbps, "app_min": p.app_min, "app_max": p.app_max, "wire_gbps": p.wire_gbps,
-            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling else None, "cpu_pct": p.cpu_pct,
+            "pct_of_ceiling": pct_of(p.app_gbps, p.ceiling_gbps), "cpu_pct": p.cpu_pct,
             "cores_busy": p.cores_busy, "gbps_per_core": p.gbps_per_core, "requests": float(p.requests),
             "socket_errors": float(p.socket_errors), "bad_status": float(p.bad_status)}
 
@@ -110,7 +111,7 @@ def https_rows(points: Sequence[HttpsPoint]) -> list[dict[str, Any]]:
              "app_bps": bps(p.app_gbps), "app_min_bps": bps(p.app_min), "app_max_bps": bps(p.app_max),
              "wire_bps": bps(p.wire_gbps), "ceiling_bps": bps(p.ceiling_gbps),
              "app_gbps": p.app_gbps, "app_min": p.app_min, "app_max": p.app_max, "wire_gbps": p.wire_gbps,
-             "ceiling_gbps": p.ceiling_gbps, "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling else None,
+             "ceiling_gbps": p.ceiling_gbps, "pct_of_ceiling": pct_of(p.app_gbps, p.ceiling_gbps),
              "cpu_pct_of_machine": p.cpu_pct, "cores_busy": p.cores_busy,
              "nginx_cores": p.nginx_cores, "wrk_cores": p.wrk_cores,
              "gbps_per_core": p.gbps_per_core, "latency_p50_s": p.latency_p50_s, "latency_p99_s": p.latency_p99_s,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ...analysis.aggregate import covers, integrate
 from ...analysis.cpu import CpuUsage, cpu_usage
-from ...analysis.trials import ABOVE_CEILING_TOLERANCE, TrialHead, by_point, head, int_param, median_of
+from ...analysis.trials import ABOVE_CEILING_TOLERANCE, TrialHead, by_point, fraction_of, head, int_param, median_of
 from ...core import linerate
 from ...records import Sample, TrialRecord
 
@@ -191,7 +191,7 @@ class PacketPoint:
 
     @property
     def of_ceiling(self) -> float | None:
-        return self.rx_mpps / self.ceiling_mpps if self.rx_mpps and self.ceiling_mpps else None
+        return fraction_of(self.rx_mpps, self.ceiling_mpps)
 
     @property
     def above_ceiling(self) -> bool:

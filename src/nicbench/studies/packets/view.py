@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...analysis.trials import float_meta
+from ...analysis.trials import float_meta, pct_of
 from ...core.linerate import format_speed
 from ...records import HostFacts, Sample, TrialRecord
 from ...report.facts import facts_section
@@ -44,7 +44,7 @@ METRICS: tuple[Metric, ...] = (
 def _values(p: PacketPoint) -> dict[str, float | None]:
     return {"rx_mpps": p.rx_mpps, "rx_min": p.rx_min, "rx_max": p.rx_max, "tx_mpps": p.tx_mpps,
             "loss_pct": p.loss * 100 if p.loss is not None else None, "gbps_l2": p.gbps_l2, "gbps_l1": p.gbps_l1,
-            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling is not None else None, "cores_busy": p.cores_busy,
+            "pct_of_ceiling": pct_of(p.rx_mpps, p.ceiling_mpps), "cores_busy": p.cores_busy,
             "cpu_pct": p.cpu_pct, "mpps_per_core": p.mpps_per_core}
 
 
@@ -197,7 +197,7 @@ def packet_rows(points: Sequence[PacketPoint]) -> list[dict[str, Any]]:
             "gbps_l2": p.gbps_l2,
             "gbps_l1": p.gbps_l1,
             "ceiling_mpps": p.ceiling_mpps,
-            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling is not None else None,
+            "pct_of_ceiling": pct_of(p.rx_mpps, p.ceiling_mpps),
             "above_ceiling": p.above_ceiling,
             "cores_busy": p.cores_busy,
             "cpu_pct_of_machine": p.cpu_pct,

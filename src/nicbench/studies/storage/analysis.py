@@ -26,7 +26,16 @@ from dataclasses import dataclass, field
 from ...analysis.aggregate import NoSharedWindow, aggregate
 from ...analysis.counters import Counters, counter_warnings, counters
 from ...analysis.cpu import CpuUsage, cpu_usage, cpu_warnings
-from ...analysis.trials import ABOVE_CEILING_TOLERANCE, LinkInfo, TrialHead, by_point, head, int_param, median_of
+from ...analysis.trials import (
+    ABOVE_CEILING_TOLERANCE,
+    LinkInfo,
+    TrialHead,
+    by_point,
+    fraction_of,
+    head,
+    int_param,
+    median_of,
+)
 from ...core import linerate
 from ...records import Sample, TrialRecord
 
@@ -148,7 +157,7 @@ class StoragePoint:
 
     @property
     def of_ceiling(self) -> float | None:
-        return self.mb_s / self.ceiling_mb_s if self.mb_s and self.ceiling_mb_s else None
+        return fraction_of(self.mb_s, self.ceiling_mb_s)
 
     @property
     def above_ceiling(self) -> bool:

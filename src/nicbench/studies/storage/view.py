@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...analysis.trials import pct_of
 from ...core.units import format_size
 from ...records import Sample, TrialRecord
 from ...report.figures import new_figure, save, size_axis
@@ -32,7 +33,7 @@ METRICS: tuple[Metric, ...] = (
 
 
 def _values(p: StoragePoint) -> dict[str, float | None]:
-    return {"mb_s": p.mb_s, "iops": p.iops, "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling else None,
+    return {"mb_s": p.mb_s, "iops": p.iops, "pct_of_ceiling": pct_of(p.mb_s, p.ceiling_mb_s),
             "cpu_pct": p.cpu_pct, "cores_busy": p.cores_busy}
 
 
@@ -115,7 +116,7 @@ def storage_rows(points: Sequence[StoragePoint]) -> list[dict[str, Any]]:
             "mb_s": p.mb_s,
             "iops": p.iops,
             "ceiling_mb_s": p.ceiling_mb_s,
-            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling else None,
+            "pct_of_ceiling": pct_of(p.mb_s, p.ceiling_mb_s),
             "above_ceiling": p.above_ceiling,
             "latency_p50_s": p.latency_p50_s,
             "latency_p99_s": p.latency_p99_s,

@@ -33,6 +33,7 @@ from ...analysis.trials import (
     TrialHead,
     by_point,
     drift_lines,
+    fraction_of,
     median_of,
 )
 from ...analysis.verdict import Evidence, Verdict, decide, point_verdict
@@ -114,9 +115,7 @@ class PointStats:
 
     @property
     def of_ceiling(self) -> float | None:
-        if self.median is None or not self.ceiling_gbps:
-            return None
-        return self.median / self.ceiling_gbps
+        return fraction_of(self.median, self.ceiling_gbps)
 
     @property
     def above_ceiling(self) -> bool:

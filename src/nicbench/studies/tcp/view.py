@@ -10,6 +10,7 @@ from typing import Any
 
 from ...analysis.aggregate import NoSharedWindow, aggregate, directions_in
 from ...analysis.capacity import ASSUMPTION, TARGETS_GBPS
+from ...analysis.trials import pct_of
 from ...core.linerate import format_speed
 from ...core.units import format_size
 from ...records import Sample, TrialRecord
@@ -59,7 +60,7 @@ METRICS: tuple[Metric, ...] = (
 def _values(p: PointStats) -> dict[str, float | None]:
     return {"gbps": p.median, "gbps_min": p.low, "gbps_max": p.high, "gbps_stdev": p.stdev,
             "tx_gbps": p.by_direction.get("tx"), "rx_gbps": p.by_direction.get("rx"), "sender_gbps": p.sender_median,
-            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling is not None else None, "wire_gbps": p.wire_gbps,
+            "pct_of_ceiling": pct_of(p.median, p.ceiling_gbps), "wire_gbps": p.wire_gbps,
             "cores_busy": p.cores_busy, "cpu_pct": p.cpu_percent, "gbps_per_core": p.gbps_per_core,
             "cpu_s_per_gb": p.cpu_s_per_gb, "retransmits": float(p.retransmits), "drops": p.drops}
 
@@ -155,7 +156,7 @@ def table_rows(points: Sequence[PointStats]) -> list[dict[str, Any]]:
             "per_host_bps": {h: g * 1e9 for h, g in p.per_host.items()},
             "max_start_skew_ms": p.max_skew_s * 1000 if p.max_skew_s is not None else None,
             "max_start_skew_s": p.max_skew_s,
-            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling is not None else None,
+            "pct_of_ceiling": pct_of(p.median, p.ceiling_gbps),
             "above_ceiling": p.above_ceiling,
             "max_pct_of_ceiling": p.max_of_ceiling * 100 if p.max_of_ceiling is not None else None,
             "wire_above_link": p.wire_above_link,

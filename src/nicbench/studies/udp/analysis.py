@@ -46,6 +46,7 @@ from ...analysis.trials import (
     LinkInfo,
     TrialHead,
     by_point,
+    fraction_of,
     head,
     int_param,
     median_of,
@@ -287,7 +288,7 @@ class UdpPoint:
 
     @property
     def of_ceiling(self) -> float | None:
-        return self.gbps / self.ceiling_gbps if self.gbps is not None and self.ceiling_gbps else None
+        return fraction_of(self.gbps, self.ceiling_gbps)
 
     @property
     def above_ceiling(self) -> bool:

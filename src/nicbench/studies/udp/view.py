@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...analysis.trials import float_meta
+from ...analysis.trials import float_meta, pct_of
 from ...core.linerate import format_speed
 from ...records import HostFacts, Sample, TrialRecord
 from ...report.facts import facts_section
@@ -59,7 +59,7 @@ def _values(p: UdpPoint) -> dict[str, float | None]:
     return {"gbps": p.gbps, "gbps_min": p.gbps_min, "gbps_max": p.gbps_max, "datagrams_per_s": p.datagrams_per_s,
             "sent_gbps": p.sent_gbps, "loss_pct": p.loss * 100 if p.loss is not None else None,
             "jitter_ms": p.jitter_s * 1e3 if p.jitter_s is not None else None,
-            "pct_of_ceiling": p.of_ceiling * 100 if p.of_ceiling is not None else None,
+            "pct_of_ceiling": pct_of(p.gbps, p.ceiling_gbps),
             "rate_found_bps": p.rate_found_bps, "cores_busy": p.cores_busy, "cpu_pct": p.cpu_percent}
 
 
