@@ -17,6 +17,8 @@ from nicbench.studies.tcp.engines import TcpHosts
 from nicbench.studies.tcp.engines.iperf2 import Iperf2
 from nicbench.studies.tcp.engines.iperf3 import Iperf3
 from nicbench.studies.tcp.engines.pairs import TcpContext
+from nicbench.studies.tcp.view import HEADLINE, table_rows
+from nicbench.tools import iperf3
 
 ENGINE = {"iperf3": Iperf3, "iperf2": Iperf2}
 
@@ -30,8 +32,7 @@ def preflight(study, server, clients, transports, addresses):
     engine = ENGINE[study.engine](TcpHosts(study, server, list(clients), transports, addresses))
     pre = engine.preflight()
     return engine.ctx, list(pre.warnings)
-from nicbench.studies.tcp.view import HEADLINE, table_rows
-from nicbench.tools import iperf3
+
 
 PLAN = """
 name = "f"
