@@ -6,7 +6,11 @@ listen, stopped after the last point.  Each point runs one fio per initiator
 (one job per LUN it drives) behind the start barrier; fio's JSON gives bytes,
 IOs and latency per job over ``runtime`` after ``ramp_time``.  A point is
 bounded by ramp + duration + timeout_margin: fio stuck on a dead target is
-killed by process group and the point fails, the sweep goes on.
+killed by process group and the point fails, the sweep goes on.  The
+point's sequence (raw files, pinned spawns, guard, samplers, the initiators
+awaited with that limit, the record and its overhead) is
+:class:`nicbench.run.point.Point`'s; this module says only what is the
+targets' and the initiators'.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ from ...hosts.transport import (
 )
 from ...plan.model import Plan
 from ...plan.studies.storage import StorageStudy
-from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
-from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together, stall_causes, stalled
+from ...records import RawOutput, Sample, TrialSpec, make_tags
+from ...run.kit import PointEnv, PointSamplers, release_together, stall_causes, stalled
+from ...run.point import Point
 from ...run.preflight import busy_ports, problems_found, tool_version
 from ...run.sockstat import tcp_listening_of
 from ...run.study import Preflight, TrialOutcome
@@ -104,7 +109,7 @@ class StorageRunner:
 
     def trial(self, env: PointEnv, spec: TrialSpec, raw_dir: Path) -> TrialOutcome:
         assert self.ctx is not None, "preflight first"
-        return TrialOutcome(*run_trial(self.ctx, env, spec, raw_dir))
+        return run_trial(self.ctx, env, spec, raw_dir)
 
     def stop(self, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
         return stop(self.ctx, env, raw_dir) if self.ctx is not None else []
@@ -256,47 +261,41 @@ def stop(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
     return raws
 
 
-def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
-              raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec, raw_dir: Path) -> TrialOutcome:
     s = ctx.study
     op, bs = str(spec.params["op"]), int(spec.params["block_size"])
-    started = time.time()
-    meta: dict = {"engine": "fio", "server": ctx.server, "argv": {}, "layout": []}
-    raws: list[RawOutput] = []
-    procs: list[tuple[str, Process]] = []
+    tool = "iscsi-perf" if s.target == "iscsi" else "fio"
     # fio stuck in a dead connection ignores TERM: KILL at once
-    guard = PointGuard(meta, lambda: [p for _, p in procs], grace=0.5, sig=signal.SIGKILL)
+    pt = Point(spec, env, raw_dir, tool, {"engine": "fio", "server": ctx.server, "argv": {}, "layout": []},
+               nominal_s=s.ramp + s.duration, sig=signal.SIGKILL)
+    meta = pt.meta
+    procs: list[tuple[str, Process]] = []
     samples: list[Sample] = []
-    with guard:
+    with pt:
         dead = [lun for lun, p in enumerate(ctx.targets) if p.poll() is not None]
         if dead:
             what = "tgtd exited" if s.target == "iscsi" else "their nbdkit exited"
             raise ToolError(f"LUN(s) {', '.join(map(str, dead))} are gone: {what}", where=ctx.server)
         for client, luns in assignment(s.luns, ctx.clients, s.devices).items():
             for name, argv in _initiator_argvs(ctx, client, luns, op, bs):
-                tool = argv[0] if argv[0] != "timeout" else "iscsi-perf"
-                out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
-                raws += [RawOutput(spec.trial_id, client, "client", tool, "stdout", env.rel(out)),
-                         RawOutput(spec.trial_id, client, "client", tool, "stderr", env.rel(err))]
-                argv = env.pinned(client, argv)
-                procs.append((client, ctx.transports[client].spawn(argv, stdout=out, stderr=err, gated=True)))
-                meta["argv"][name] = argv
+                procs.append((client, pt.spawn(ctx.transports[client], client, "client", name, argv, key=name,
+                                               gated=True)))
             meta["layout"].append({"client": client, "luns": luns})
-        samplers = guard.samplers = PointSamplers(spec.trial_id, _net_targets(ctx, env, procs), env.cpu_transport,
-                                                  _tool_procs(ctx, env, procs), machine=env.cpu_machine,
-                                                  nic_irqs=env.nic_irqs).start(first_read=True)
+        samplers = pt.sample(PointSamplers(spec.trial_id, _net_targets(ctx, env, procs), env.cpu_transport,
+                                           _tool_procs(ctx, env, procs), machine=env.cpu_machine,
+                                           nic_irqs=env.nic_irqs), first_read=True)
         meta["released"] = release_together([p for _, p in procs], "initiators", "initiators")
         limit = s.ramp + s.duration + s.timeout_margin
-        end_by = time.monotonic() + limit
-        for client, p in procs:
-            if p.wait(end_by - time.monotonic()) is None:
-                tool = "iscsi-perf" if s.target == "iscsi" else "fio"
-                hosts = {h: ctx.transports[h] for h in (ctx.server, client)}
-                raise stalled(f"{tool} on {client}", limit, client, stall_causes(hosts, env.ifnames, [p]),
-                              "the target stopped answering (ramp + duration + timeout_margin passed); check the "
-                              "target, or raise study.timeout_margin if it is only slow")
+
+        def hung_initiator(client: str, p: Process) -> ToolError:
+            hosts = {h: ctx.transports[h] for h in (ctx.server, client)}
+            return stalled(f"{tool} on {client}", limit, client, stall_causes(hosts, env.ifnames, [p]),
+                           "the target stopped answering (ramp + duration + timeout_margin passed); check the "
+                           "target, or raise study.timeout_margin if it is only slow")
+        if hung := pt.await_clients(procs, limit, str, hung_initiator):
+            raise hung_initiator(*hung[0])      # one initiator short fails the point: the target's IOPS are everyone's
         samplers.last_read()
-    status, error, counters = guard.status, guard.error, guard.counters
+    status, error = pt.status, pt.error
     results: dict[str, dict] = {}
     if status == "ok":
         try:
@@ -332,10 +331,7 @@ def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
         except NicbenchError as e:
             status, error = "failed", e.one_line().removeprefix("nicbench: ")
     meta["fio"] = results
-    samples += counters
-    ended = time.time()
-    meta["overhead_s"] = (ended - started) - (s.ramp + s.duration)
-    return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+    return pt.outcome(status, error, samples)
 
 
 def interval_samples(progress: dict[tuple[str, str], list[fio.Reading]], trial: str, host: str) -> list[Sample]:
