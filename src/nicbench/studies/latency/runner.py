@@ -9,6 +9,11 @@ towards its port.  A loaded point also runs the load as the TCP study would
 client), released ``lead`` seconds before the probes by one barrier: every
 process waits at its gate first (:func:`nicbench.run.kit.release_staggered`).
 
+Engines are units: each is one file under ``engines/`` behind the
+``ProbeEngine`` protocol (its version, its server and client argv, its
+reading of what a probe left), one line in ``engines.ENGINES``.  This module
+knows no engine by name.
+
 What is stored (the store is the waist; raw outputs are kept beside it but a
 report never needs them):
 
@@ -26,14 +31,12 @@ report never needs them):
 - the load's ``tcp.bytes`` Samples, exactly as the TCP study stores them,
   and the CPU and counter samplers' Samples.
 
-Round-trip times are each engine's own: sockperf and irtt per request, the
-server's turnaround included (irtt's ``client_rtt``, as sockperf times it);
-iperf 2 gives only its 100 us-bin histogram (percentiles are upper bounds)
-and exact mean/min/max.  A probe's send times are placed on the wall clock:
-irtt's are wall-clock stamps; sockperf's count from its process start, which
-is placed at the gate stamp (the exec of its launcher: a few ms early at
-most); iperf 2's intervals count from the test start, placed at the gate
-stamp plus its connect time.
+Round-trip times are each engine's own (each engine's module says how):
+sockperf and irtt per request, the server's turnaround included; iperf 2
+gives only its 100 us-bin histogram (percentiles are upper bounds) and exact
+mean/min/max.  A probe's send times are placed on the wall clock from its
+gate stamp (the exec of its launcher) or from the engine's own wall-clock
+stamps.
 """
 
 from __future__ import annotations
@@ -43,15 +46,15 @@ import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
-from ...core.histogram import LatencyHistogram
 from ...hosts.base import Hosts
-from ...hosts.transport import Process, Transport, gate_time, host_clock_offset, read_output
+from ...hosts.transport import Process, Transport, gate_time, read_output
 from ...plan.model import Plan
-from ...plan.studies.latency import IRTT_WAIT, TAIL, LatencyStudy, TcpLoad, probe_timing
+from ...plan.studies.latency import TAIL, LatencyStudy, TcpLoad, probe_timing
 from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
 from ...run import iperf
 from ...run.iperf import MODE, ProcSlot, layout
@@ -59,20 +62,10 @@ from ...run.kit import PointEnv, PointGuard, PointSamplers, release_staggered
 from ...run.preflight import busy_ports, reach_problems
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
-from ...tools import bounceback, iperf3, irtt, sockperf
+from ...tools import iperf3
 from ...tools.base import ToolInfo
-from ...tools.rtt import RttSamples
-
-BIN = 0.5                  # s, the width of the per-probe time series
-IRTT_EARLY_END = 0.05      # irtt's sends and timer misses short of its requests by more: its test ended early
-BB_INTERVAL = 1.0          # s between iperf 2 bounce-back reports (it gives up on a round trip of half this)
-
-# engine -> (tool on PATH, version argv, facts parser)
-_TOOLS: dict[str, tuple[str, list[str], Callable[[str | None, str], ToolInfo]]] = {
-    "sockperf": ("sockperf", sockperf.version_argv(), sockperf.info_from),
-    "irtt": ("irtt", irtt.version_argv(), irtt.info_from),
-    "iperf2": ("iperf", bounceback.version_argv(), bounceback.info_from),
-}
+from .engines import ENGINES, ProbeEngine
+from .engines.base import ProbeOutput, ProbeSpec, engine_info
 
 
 @dataclass
@@ -110,7 +103,7 @@ class LatencyRunner:
     def preflight(self) -> Preflight:
         self.ctx, warnings = preflight(self.study, self.server, self.clients, self.transports, self.addresses)
         s, c = self.study, self.ctx
-        tools = [_TOOLS[e][0] for e in s.engines] + (["iperf3"] if "loaded" in s.conditions_run() else [])
+        tools = [ENGINES[e].tool for e in s.engines] + (["iperf3"] if "loaded" in s.conditions_run() else [])
         load = s.load.model_dump() if s.load is not None else None
         return Preflight(tools=(*dict.fromkeys(tools), "ethtool"), warnings=tuple(warnings),
                          meta={"engine": ", ".join(s.engines),
@@ -144,17 +137,6 @@ class LatencyRunner:
         return []
 
 
-def engine_info(t: Transport, engine: str) -> ToolInfo:
-    """The engine's version on one host, or PreflightError naming the host."""
-    _, argv, info_from = _TOOLS[engine]
-    try:
-        r = t.run(argv, timeout=10)
-        out: str | None = r.stdout + r.stderr
-    except PreflightError:          # command not found
-        out = None
-    return info_from(out, t.host)
-
-
 def preflight(s: LatencyStudy, server: str, clients: list[str], transports: dict[str, Transport],
               addresses: dict[str, str]) -> tuple[LatencyContext, list[str]]:
     """Check every host at once; raise PreflightError listing all problems."""
@@ -164,12 +146,12 @@ def preflight(s: LatencyStudy, server: str, clients: list[str], transports: dict
     load: TcpLoad | None = s.load if "loaded" in s.conditions_run() else None
     load_clients = list(load.clients or clients) if load is not None else []
     found: dict[str, str] = {}
-    for engine in s.engines:
+    for name in s.engines:
         for host in [server, *probes]:
             try:
-                info = engine_info(transports[host], engine)
+                info = engine_info(ENGINES[name], transports[host])
                 if host == server:
-                    found[engine] = info.version_str
+                    found[name] = info.version_str
             except PreflightError as e:
                 problems.append(f"{host}: {e.message}" + (f" ({e.hint})" if e.hint else ""))
     load_tool = None
@@ -196,9 +178,9 @@ def preflight(s: LatencyStudy, server: str, clients: list[str], transports: dict
                 problems.append(f"{c}: port(s) {', '.join(map(str, taken))} already in use (study.load.port_base)")
     if problems:
         raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
-    if "sockperf" in s.engines and s.rate != "max":
-        warnings.append(f"sockperf at a fixed rate spins a core per probe client between requests "
-                        f"({len(probes)} probe(s)): on hosts without a core to spare this competes with the load")
+    rate = None if s.rate == "max" else int(s.rate)
+    for name in s.engines:
+        warnings += ENGINES[name].warnings(rate, probes)
     return (LatencyContext(s, server, probes, load_clients, dict(transports), addresses, found, load_tool),
             warnings)
 
@@ -213,30 +195,6 @@ class _Probe:
     server: Process | None = None
     client_proc: Process | None = None
     log: str | None = None                 # the engine's output file on the probe host
-
-
-def _server_argv(engine: str, proto: str, bind: str, port: int, size: int, lifetime: float) -> list[str]:
-    if engine == "sockperf":
-        return sockperf.server_argv(bind=bind, port=port, protocol=proto, max_size=size,  # type: ignore[arg-type]
-                                    lifetime=lifetime)
-    if engine == "irtt":
-        return irtt.server_argv(port=port, lifetime=lifetime)
-    return bounceback.server_argv(port=port, lifetime=lifetime, max_size=size)
-
-
-def _client_argv(s: LatencyStudy, engine: str, proto: str, target: str, port: int, size: int,
-                 log: str | None) -> list[str]:
-    rate = None if s.rate == "max" else int(s.rate)
-    if engine == "sockperf":
-        assert log is not None
-        return sockperf.client_argv(target=target, port=port, protocol=proto, size=size,  # type: ignore[arg-type]
-                                    duration=s.duration, log_path=log, rate=rate)
-    if engine == "irtt":
-        assert log is not None and rate is not None
-        return irtt.client_argv(target=target, port=port, size=size, interval=1.0 / rate, duration=float(s.duration),
-                                out_path=log, wait=IRTT_WAIT)
-    return bounceback.client_argv(target=target, port=port, size=size, duration=float(s.duration), rate=rate,
-                                  interval=BB_INTERVAL, server_buffer=max(size, bounceback.SERVER_READ_BUFFER))
 
 
 def staging(load: TcpLoad | None, engine: str, duration: int) -> tuple[float, int]:
@@ -255,7 +213,10 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
     """Run one point; never raises for a point-level failure (it is recorded)."""
     s = ctx.study
     p = spec.params
-    proto, engine, size = str(p["protocol"]), str(p["engine"]), int(p["message_size"])
+    eng = ENGINES[str(p["engine"])]
+    engine, proto = eng.name, str(p["protocol"])
+    probe = ProbeSpec("tcp" if proto == "tcp" else "udp", int(p["message_size"]),
+                      None if s.rate == "max" else int(s.rate), s.duration)
     load = s.load if p["condition"] == "loaded" else None
     offset, load_s = staging(load, engine, s.duration)
     run_s = probe_timing(engine, s.duration)[1]
@@ -285,14 +246,13 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
         raws.append(RawOutput(spec.trial_id, host, role, tool, "stderr", env.rel(err)))
         return out, err
 
-    tool = _TOOLS[engine][0]
+    tool = eng.tool
     limit = run_s + s.timeout_margin
     with guard:
         # 1. an engine server per probe on the study server, and the load's servers
         lifetime = offset + run_s + s.timeout_margin + 5
         for pr in probes:
-            argv = env.pinned(ctx.server, _server_argv(engine, proto, ctx.addresses[ctx.server], pr.port, size,
-                                                      lifetime))
+            argv = env.pinned(ctx.server, eng.server_argv(probe, ctx.addresses[ctx.server], pr.port, lifetime))
             out, err = raw(ctx.server, "latency-server", engine, f"{ctx.server}-{engine}-server-{pr.port}")
             pr.server = srv_t.spawn(argv, stdout=out, stderr=err)
             meta["argv"][f"{ctx.server}:server:{pr.port}"] = argv
@@ -304,7 +264,7 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
         deadline = time.monotonic() + 5.0
         for pr in probes:
             assert pr.server is not None
-            iperf.wait_ready(srv_t, pr.server, pr.port, deadline, "udp" if proto == "udp" else "tcp", wrapped=True)
+            iperf.wait_ready(srv_t, pr.server, pr.port, deadline, probe.protocol, wrapped=True)
         for slot, proc in load_srv:
             iperf.wait_ready(ctx.transports[slot.client], proc, slot.port, deadline)
         # 2. every client behind its gate: the load's on the study server, a probe on each probe client
@@ -319,11 +279,9 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
             load_cli.append((slot, srv_t.spawn(argv, stdout=out, stderr=err, gated=True)))
             meta["argv"][f"{ctx.server}:load-client:{slot.client}:{slot.port}"] = argv
         for pr in probes:
-            if engine in ("sockperf", "irtt"):
-                ext = "csv" if engine == "sockperf" else "json"
-                pr.log = f"{ctx.scratch[pr.client]}/{spec.trial_id}-{pr.client}.{ext}"
-            argv = env.pinned(pr.client, _client_argv(s, engine, proto, ctx.addresses[ctx.server], pr.port, size,
-                                                      pr.log))
+            if eng.log_ext is not None:
+                pr.log = f"{ctx.scratch[pr.client]}/{spec.trial_id}-{pr.client}.{eng.log_ext}"
+            argv = env.pinned(pr.client, eng.client_argv(probe, ctx.addresses[ctx.server], pr.port, pr.log))
             out, err = raw(pr.client, "latency-client", engine, f"{pr.client}-{engine}-client")
             pr.client_proc = ctx.transports[pr.client].spawn(argv, stdout=out, stderr=err, gated=True)
             meta["argv"][f"{pr.client}:client"] = argv
@@ -364,7 +322,7 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
     # 6. parse (also after a failure: what parsed is kept)
     if status != "interrupted":
         try:
-            samples += _parse_probes(ctx, spec, engine, probes, raw_dir, raws, env, meta)
+            samples += _read_probes(ctx, spec, eng, probes, raw_dir, raws, env, meta)
             if load is not None:
                 samples += _parse_load(ctx, spec, load_cli, meta["load"])
         except NicbenchError as e:
@@ -378,8 +336,30 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
     return TrialOutcome(TrialRecord(spec, status, started, ended, error, meta), samples, raws)  # type: ignore[arg-type]
 
 
-def _fetch(ctx: LatencyContext, pr: _Probe, raw_dir: Path, name: str, spec: TrialSpec, env: PointEnv,
-           raws: list[RawOutput], tool: str) -> str:
+def _read_probes(ctx: LatencyContext, spec: TrialSpec, eng: ProbeEngine, probes: list[_Probe], raw_dir: Path,
+                 raws: list[RawOutput], env: PointEnv, meta: dict[str, Any]) -> list[Sample]:
+    """Each probe as its engine reads it: its record into ``meta["probes"]``, its binned Samples."""
+    samples: list[Sample] = []
+    meta["probes"] = {}
+    proto = str(spec.params["protocol"])
+    for pr in probes:
+        assert pr.client_proc is not None
+        launched = gate_time(pr.client_proc)       # on this machine's clock (a real host's, less its offset)
+        if launched is None:
+            raise ToolError(f"the {eng.name} probe never passed its start gate", where=pr.client)
+        got = eng.read(ProbeOutput(
+            spec.trial_id, pr.client, f"{pr.client} ({eng.name} to {ctx.server}:{pr.port})", pr.client_proc,
+            launched, make_tags(host=pr.client, engine=eng.name, protocol=proto),
+            fetch=partial(_fetch, ctx, pr, raw_dir, spec, env, raws, eng.tool),
+            warn=lambda w: meta.setdefault("warnings", []).append(w)))
+        samples += got.samples
+        got.record.update(engine=eng.name, port=pr.port, launched=launched)
+        meta["probes"][pr.client] = got.record
+    return samples
+
+
+def _fetch(ctx: LatencyContext, pr: _Probe, raw_dir: Path, spec: TrialSpec, env: PointEnv, raws: list[RawOutput],
+           tool: str, name: str) -> str:
     """The engine's output file from the probe host, kept with the run, removed there."""
     assert pr.log is not None
     t = ctx.transports[pr.client]
@@ -394,133 +374,6 @@ def _fetch(ctx: LatencyContext, pr: _Probe, raw_dir: Path, name: str, spec: Tria
     raws.append(RawOutput(spec.trial_id, pr.client, "latency-log", tool, "stdout", env.rel(path)))
     t.drop_files([pr.log])
     return text
-
-
-def _bins(trial_id: str, tags: tuple[tuple[str, str], ...], sent: Sequence[float],
-          rtt: Sequence[float]) -> list[Sample]:
-    """Per BIN seconds of the window (from the first send): answered requests,
-    their mean and largest RTT.  ``sent``: wall-clock send times, in order."""
-    if not sent:
-        return []
-    t0 = sent[0]
-    groups: dict[int, list[float]] = {}
-    for t, r in zip(sent, rtt, strict=True):
-        groups.setdefault(int((t - t0) / BIN), []).append(r)
-    out = []
-    for k in range(max(groups) + 1):
-        rs = groups.get(k, [])
-        a, b = t0 + k * BIN, t0 + (k + 1) * BIN
-        out.append(Sample(trial_id, "latency.requests", float(len(rs)), "count", a, b, tags))
-        if rs:
-            out.append(Sample(trial_id, "latency.rtt_mean", sum(rs) / len(rs), "s", a, b, tags))
-            out.append(Sample(trial_id, "latency.rtt_max", max(rs), "s", a, b, tags))
-    return out
-
-
-def _exact(rtt: Sequence[float], sent_abs: Sequence[float], stated: dict[str, Any], *, sent: int, lost: int,
-           clock: str) -> dict[str, Any]:
-    """A probe's record from per-request samples: the exact histogram and its window."""
-    h = LatencyHistogram.of(rtt)
-    return {"histogram": h.to_json(), "percentiles_bound": "exact", "resolution_s": None,
-            "count": h.count, "sent": sent, "lost": lost, "mean": h.mean, "min": h.min, "max": h.max,
-            "window": [sent_abs[0], sent_abs[-1] + rtt[-1]], "clock": clock, "stated": stated}
-
-
-def _stated(summary: Any) -> dict[str, Any]:
-    return {"count": summary.count, "sent": summary.sent, "lost": summary.lost, "duration_s": summary.duration,
-            "rate": summary.rate, "mean": summary.mean, "stdev": summary.stdev, "min": summary.min,
-            "max": summary.max, "median": summary.median,
-            "percentiles": {str(k): v for k, v in summary.percentiles.items()}, "counters": dict(summary.counters)}
-
-
-def _parse_probes(ctx: LatencyContext, spec: TrialSpec, engine: str, probes: list[_Probe], raw_dir: Path,
-                  raws: list[RawOutput], env: PointEnv, meta: dict[str, Any]) -> list[Sample]:
-    samples: list[Sample] = []
-    meta["probes"] = {}
-    proto = str(spec.params["protocol"])
-    for pr in probes:
-        assert pr.client_proc is not None
-        out = read_output(pr.client_proc.stdout_path)
-        err = read_output(pr.client_proc.stderr_path)
-        launched = gate_time(pr.client_proc)       # on this machine's clock (a real host's, less its offset)
-        if launched is None:
-            raise ToolError(f"the {engine} probe never passed its start gate", where=pr.client)
-        tags = make_tags(host=pr.client, engine=engine, protocol=proto)
-        where = f"{pr.client} ({engine} to {ctx.server}:{pr.port})"
-        if engine == "sockperf":
-            sockperf.check_text(out, where)
-            text = _fetch(ctx, pr, raw_dir, f"{pr.client}-sockperf-full.csv", spec, env, raws, "sockperf")
-            run = sockperf.parse_full_log(text, where)
-            rs = run.samples
-            if not len(rs):
-                raise ToolError(f"sockperf: none of {run.summary.sent} requests was answered", where=where)
-            assert rs.sent is not None
-            # sockperf's clock counts from its process start, placed at the gate stamp
-            sent_abs = [launched + x for x in rs.sent]
-            rec = _exact(rs.rtt, sent_abs, _stated(run.summary), sent=run.summary.sent or len(rs),
-                         lost=run.summary.lost or 0, clock="sockperf's process clock placed at the gate stamp")
-            rec["warmup_s"] = run.warmup
-            samples += _bins(spec.trial_id, tags, sent_abs, rs.rtt)
-        elif engine == "irtt":
-            irtt.check_stderr(err, where)
-            text = _fetch(ctx, pr, raw_dir, f"{pr.client}-irtt.json", spec, env, raws, "irtt")
-            ir = irtt.parse(text, where)
-            irtt.check_complete(ir, IRTT_EARLY_END, where)
-            if irtt.timer_misses(ir):
-                meta.setdefault("warnings", []).append(
-                    f"{pr.client}: irtt's timer missed {irtt.timer_misses(ir)} of {ir.expected} sends (a busy host): "
-                    f"{ir.sent} requests in {ir.duration:g} s instead of {ir.expected}")
-            off = host_clock_offset(pr.client_proc)         # irtt stamps with its host's clock
-            sent = ir.samples.sent
-            rs = RttSamples(ir.client_rtt, tuple(t - off for t in sent) if off and sent else sent, "epoch")
-            assert rs.sent is not None
-            rec = _exact(rs.rtt, rs.sent, _stated(ir.summary), sent=ir.sent, lost=len(ir.lost), clock="wall clock")
-            rec["irtt_rtt_p50_no_turnaround"] = LatencyHistogram.of(ir.samples.rtt).percentile(50)
-            rec["expected"] = ir.expected
-            if ir.server_time is not None:
-                rec["server_turnaround_max"] = max(ir.server_time)
-            samples += _bins(spec.trial_id, tags, rs.sent, rs.rtt)
-        else:
-            rec, bb_samples = _bounceback(out + "\n" + err, where, launched, spec.trial_id, tags)
-            samples += bb_samples
-        rec.update(engine=engine, port=pr.port, launched=launched)
-        meta["probes"][pr.client] = rec
-    return samples
-
-
-def _bounceback(text: str, where: str, launched: float, trial_id: str,
-                tags: tuple[tuple[str, str], ...]) -> tuple[dict[str, Any], list[Sample]]:
-    """iperf 2's report: its histogram as upper bounds, its exact mean/min/max."""
-    run = bounceback.parse(text, where)
-    if run.total is None or run.histogram is None or run.summary is None:
-        raise ToolError("iperf --bounceback: the test did not finish (no final histogram)", where=where,
-                        hint="a round trip slower than half its report interval ends the test")
-    hg = run.histogram
-    h = LatencyHistogram()
-    for k, n in sorted(hg.bins.items()):
-        # every round trip of bin k is below its upper edge: recorded there (less 1 ns, the
-        # edge itself belongs to the next bin), percentiles are upper bounds, never under-stated
-        h.record(min(hg.edges(k)[1] - 1e-9, run.total.max), n)
-    if hg.above:
-        h.record(run.total.max, hg.above)
-    if hg.below:
-        h.record(run.total.min, hg.below)
-    start = launched + (run.connect_time or 0.0)
-    rec = {"histogram": h.to_json(), "percentiles_bound": "upper", "resolution_s": hg.width,
-           "count": run.total.count, "sent": run.total.count, "lost": 0, "mean": run.total.mean,
-           "min": run.total.min, "max": run.total.max, "window": [start + run.total.start, start + run.total.end],
-           "clock": "iperf's test clock placed at the gate stamp + its connect time",
-           "stated": _stated(run.summary) | {"bins": {str(k): n for k, n in hg.bins.items()},
-                                            "bin_width_s": hg.width, "bounds": {str(k): v for k, v in
-                                                                                hg.bounds.items()}}}
-    samples = []
-    for iv in run.intervals:
-        a, b = start + iv.start, start + iv.end
-        samples.append(Sample(trial_id, "latency.requests", float(iv.count), "count", a, b, tags))
-        if iv.count:
-            samples.append(Sample(trial_id, "latency.rtt_mean", iv.mean, "s", a, b, tags))
-            samples.append(Sample(trial_id, "latency.rtt_max", iv.max, "s", a, b, tags))
-    return rec, samples
 
 
 def _parse_load(ctx: LatencyContext, spec: TrialSpec, clis: Sequence[tuple[ProcSlot, Process]],
