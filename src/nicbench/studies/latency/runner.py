@@ -12,7 +12,11 @@ process waits at its gate first (:func:`nicbench.run.kit.release_staggered`).
 Engines are units: each is one file under ``engines/`` behind the
 ``ProbeEngine`` protocol (its version, its server and client argv, its
 reading of what a probe left), one line in ``engines.ENGINES``.  This module
-knows no engine by name.
+knows no engine by name.  The point's sequence (raw files, pinned spawns
+with their argv, the guard, samplers, clients awaited with a limit, the
+record and its overhead) is :class:`nicbench.run.point.Point`'s; this module
+holds what is the latency study's: the layout, the two-stage release, the
+probes' logs and records.
 
 What is stored (the store is the waist; raw outputs are kept beside it but a
 report never needs them):
@@ -55,10 +59,11 @@ from ...hosts.base import Hosts
 from ...hosts.transport import Process, Transport, gate_time, read_output
 from ...plan.model import Plan
 from ...plan.studies.latency import TAIL, LatencyStudy, TcpLoad, probe_timing
-from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ...records import RawOutput, Sample, TrialSpec, make_tags
 from ...run import iperf
 from ...run.iperf import MODE, ProcSlot, layout
-from ...run.kit import PointEnv, PointGuard, PointSamplers, release_staggered
+from ...run.kit import PointEnv, PointSamplers, release_staggered
+from ...run.point import Point
 from ...run.preflight import busy_ports, reach_problems
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
@@ -214,53 +219,41 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
     s = ctx.study
     p = spec.params
     eng = ENGINES[str(p["engine"])]
-    engine, proto = eng.name, str(p["protocol"])
+    proto = str(p["protocol"])
     probe = ProbeSpec("tcp" if proto == "tcp" else "udp", int(p["message_size"]),
                       None if s.rate == "max" else int(s.rate), s.duration)
     load = s.load if p["condition"] == "loaded" else None
-    offset, load_s = staging(load, engine, s.duration)
-    run_s = probe_timing(engine, s.duration)[1]
+    offset, load_s = staging(load, eng.name, s.duration)
+    run_s = probe_timing(eng.name, s.duration)[1]
     srv_t = ctx.transports[ctx.server]
-    started = time.time()
     probes = [_Probe(c, ctx.port_of(c)) for c in ctx.probes]
     slots = (layout(load.connections, ctx.load_clients, load.connections_per,
                     iperf.stream_cap("iperf3", load.streams_per_process), load.port_base) if load else [])
     load_srv: list[tuple[ProcSlot, Process]] = []
     load_cli: list[tuple[ProcSlot, Process]] = []
-    raws: list[RawOutput] = []
-    meta: dict[str, Any] = {"engine": engine, "engine_version": ctx.engines.get(engine), "protocol": proto,
-                            "server": ctx.server, "waiting": p.get("waiting"), "argv": {},
-                            "ports": {pr.client: pr.port for pr in probes}}
+    pt = Point(spec, env, raw_dir, eng.name,
+               {"engine": eng.name, "engine_version": ctx.engines.get(eng.name), "protocol": proto,
+                "server": ctx.server, "waiting": p.get("waiting"), "argv": {},
+                "ports": {pr.client: pr.port for pr in probes}},
+               nominal_s=offset + run_s, grace=0.5, sig=signal.SIGINT)
+    meta = pt.meta
     if load is not None:
         meta["load"] = {"layout": [vars(x) for x in slots], "seconds": load_s, "probes_after_s": offset,
                         "lead_s": load.lead, "direction": load.direction}
-
-    def procs() -> list[Process]:
-        return ([x for pr in probes for x in (pr.client_proc, pr.server) if x is not None]
-                + [x for _, x in load_cli + load_srv])
-    guard = PointGuard(meta, procs, grace=0.5, sig=signal.SIGINT)
-
-    def raw(host: str, role: str, tool: str, name: str) -> tuple[Path, Path]:
-        out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
-        raws.append(RawOutput(spec.trial_id, host, role, tool, "stdout", env.rel(out)))
-        raws.append(RawOutput(spec.trial_id, host, role, tool, "stderr", env.rel(err)))
-        return out, err
-
-    tool = eng.tool
     limit = run_s + s.timeout_margin
-    with guard:
+    with pt:
         # 1. an engine server per probe on the study server, and the load's servers
         lifetime = offset + run_s + s.timeout_margin + 5
         for pr in probes:
-            argv = env.pinned(ctx.server, eng.server_argv(probe, ctx.addresses[ctx.server], pr.port, lifetime))
-            out, err = raw(ctx.server, "latency-server", engine, f"{ctx.server}-{engine}-server-{pr.port}")
-            pr.server = srv_t.spawn(argv, stdout=out, stderr=err)
-            meta["argv"][f"{ctx.server}:server:{pr.port}"] = argv
-        for slot in slots:
-            argv = env.pinned(slot.client, iperf3.server_argv(slot.port, load.interval if load else 0.5))
-            out, err = raw(slot.client, "load-server", "iperf3", f"{slot.client}-load-server-{slot.port}")
-            load_srv.append((slot, ctx.transports[slot.client].spawn(argv, stdout=out, stderr=err)))
-            meta["argv"][f"{slot.client}:load-server:{slot.port}"] = argv
+            pr.server = pt.spawn(srv_t, ctx.server, "latency-server", f"{ctx.server}-{eng.name}-server-{pr.port}",
+                                 eng.server_argv(probe, ctx.addresses[ctx.server], pr.port, lifetime),
+                                 key=f"{ctx.server}:server:{pr.port}")
+        for sl in slots:
+            assert load is not None
+            load_srv.append((sl, pt.spawn(ctx.transports[sl.client], sl.client, "load-server",
+                                          f"{sl.client}-load-server-{sl.port}",
+                                          iperf3.server_argv(sl.port, load.interval),
+                                          key=f"{sl.client}:load-server:{sl.port}", tool="iperf3")))
         deadline = time.monotonic() + 5.0
         for pr in probes:
             assert pr.server is not None
@@ -268,48 +261,43 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
         for slot, proc in load_srv:
             iperf.wait_ready(ctx.transports[slot.client], proc, slot.port, deadline)
         # 2. every client behind its gate: the load's on the study server, a probe on each probe client
-        for slot in slots:
+        for sl in slots:
             assert load is not None and ctx.load_tool is not None
-            argv = env.pinned(ctx.server, iperf3.client_argv(
-                ctx.load_tool, target=ctx.addresses[slot.client], port=slot.port,
+            argv = iperf3.client_argv(
+                ctx.load_tool, target=ctx.addresses[sl.client], port=sl.port,
                 duration=load_s, omit=0, interval=load.interval, io_size=load.io_size,
-                streams=slot.streams, mode=MODE[load.direction], zerocopy=load.zerocopy, no_delay=load.no_delay,
-                window=load.window, congestion=load.congestion))
-            out, err = raw(ctx.server, "load-client", "iperf3", f"{slot.client}-load-client-{slot.port}")
-            load_cli.append((slot, srv_t.spawn(argv, stdout=out, stderr=err, gated=True)))
-            meta["argv"][f"{ctx.server}:load-client:{slot.client}:{slot.port}"] = argv
+                streams=sl.streams, mode=MODE[load.direction], zerocopy=load.zerocopy, no_delay=load.no_delay,
+                window=load.window, congestion=load.congestion)
+            load_cli.append((sl, pt.spawn(srv_t, ctx.server, "load-client", f"{sl.client}-load-client-{sl.port}", argv,
+                                          key=f"{ctx.server}:load-client:{sl.client}:{sl.port}", gated=True,
+                                          tool="iperf3")))
         for pr in probes:
             if eng.log_ext is not None:
                 pr.log = f"{ctx.scratch[pr.client]}/{spec.trial_id}-{pr.client}.{eng.log_ext}"
-            argv = env.pinned(pr.client, eng.client_argv(probe, ctx.addresses[ctx.server], pr.port, pr.log))
-            out, err = raw(pr.client, "latency-client", engine, f"{pr.client}-{engine}-client")
-            pr.client_proc = ctx.transports[pr.client].spawn(argv, stdout=out, stderr=err, gated=True)
-            meta["argv"][f"{pr.client}:client"] = argv
+            pr.client_proc = pt.spawn(ctx.transports[pr.client], pr.client, "latency-client",
+                                      f"{pr.client}-{eng.name}-client",
+                                      eng.client_argv(probe, ctx.addresses[ctx.server], pr.port, pr.log),
+                                      key=f"{pr.client}:client", gated=True)
         # 3. samplers first (their first read before anything starts), then the one barrier
-        guard.samplers = PointSamplers(
+        samplers = pt.sample(PointSamplers(
             spec.trial_id, _net_targets(ctx, env, probes, load_srv, load_cli), env.cpu_transport,
-            _tool_procs(ctx, env, engine, probes, load_srv, load_cli), machine=env.cpu_machine,
-            nic_irqs=env.nic_irqs, net_interval=s.sample_interval,
-            cpu_interval=s.sample_interval).start(first_read=True)
+            _tool_procs(ctx, env, eng.name, probes, load_srv, load_cli), machine=env.cpu_machine,
+            nic_irqs=env.nic_irqs, net_interval=s.sample_interval, cpu_interval=s.sample_interval),
+            first_read=True)
         stages = [(0.0, [x for _, x in load_cli]), (offset, [pr.client_proc for pr in probes if pr.client_proc])]
         released = release_staggered([st for st in stages if st[1]], "latency and load clients", ctx.server)
         meta["released"] = released[-1]
         if load is not None:
             meta["load"]["released"] = released[0]
-        # 4. the probes, then the load; a hung process is stopped at its time limit
-        end_by = time.monotonic() + limit
-        for pr in probes:
-            assert pr.client_proc is not None
-            if pr.client_proc.wait(end_by - time.monotonic()) is None:
-                raise ToolError(f"{tool} client still running after {limit:g}s (duration + timeout_margin)",
-                                where=pr.client, hint="the path may be stalled; raise study.timeout_margin if the "
-                                                      "host is slow")
-        load_by = time.monotonic() + load_s + s.timeout_margin
-        for slot, proc in load_cli:
-            if proc.wait(load_by - time.monotonic()) is None:
-                raise ToolError(f"load client to {slot.client}:{slot.port} still running after its "
-                                f"{load_s} s + timeout_margin", where=ctx.server)
-        guard.samplers.last_read()
+        # 4. the probes, then the load; one still running at its time limit fails the point
+        _await_all(pt, [(pr.client, pr.client_proc) for pr in probes if pr.client_proc], limit,
+                   lambda client, _: ToolError(
+                       f"{eng.tool} client still running after {limit:g}s (duration + timeout_margin)",
+                       where=client, hint="the path may be stalled; raise study.timeout_margin if the host is slow"))
+        _await_all(pt, [(f"{sl.client}:{sl.port}", x) for sl, x in load_cli], load_s + s.timeout_margin,
+                   lambda key, _: ToolError(f"load client to {key} still running after its {load_s} s + "
+                                            "timeout_margin", where=ctx.server))
+        samplers.last_read()
         # 5. servers: the engine's are stopped (sockperf has no lifetime), iperf3 -1 exits by itself
         for pr in probes:
             if pr.server is not None and pr.server.poll() is None:
@@ -317,12 +305,13 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
         for _, proc in load_srv:
             if proc.wait(3.0) is None:
                 proc.stop(0.5)
-    status, error, samples = guard.status, guard.error, list(guard.counters)
+    status, error = pt.status, pt.error
+    samples: list[Sample] = []
 
     # 6. parse (also after a failure: what parsed is kept)
     if status != "interrupted":
         try:
-            samples += _read_probes(ctx, spec, eng, probes, raw_dir, raws, env, meta)
+            samples += _read_probes(ctx, pt, eng, probes)
             if load is not None:
                 samples += _parse_load(ctx, spec, load_cli, meta["load"])
         except NicbenchError as e:
@@ -331,14 +320,20 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
         except (ValueError, KeyError, TypeError, IndexError) as e:   # a parser bug fails the point, not the run
             if status == "ok":
                 status, error = "failed", f"tool output not understood: {type(e).__name__}: {e}"
-    ended = time.time()
-    meta["overhead_s"] = (ended - started) - (offset + run_s)
-    return TrialOutcome(TrialRecord(spec, status, started, ended, error, meta), samples, raws)  # type: ignore[arg-type]
+    return pt.outcome(status, error, samples)
 
 
-def _read_probes(ctx: LatencyContext, spec: TrialSpec, eng: ProbeEngine, probes: list[_Probe], raw_dir: Path,
-                 raws: list[RawOutput], env: PointEnv, meta: dict[str, Any]) -> list[Sample]:
+def _await_all(pt: Point, clis: Sequence[tuple[str, Process]], limit: float,
+               why: Callable[[str, Process], ToolError]) -> None:
+    """Every one of ``clis`` done within ``limit`` s, or the point fails: a
+    probe or load process cut short leaves the point's figures unsaid."""
+    if hung := pt.await_clients(clis, limit, str, why):
+        raise why(*hung[0])
+
+
+def _read_probes(ctx: LatencyContext, pt: Point, eng: ProbeEngine, probes: list[_Probe]) -> list[Sample]:
     """Each probe as its engine reads it: its record into ``meta["probes"]``, its binned Samples."""
+    spec, meta = pt.spec, pt.meta
     samples: list[Sample] = []
     meta["probes"] = {}
     proto = str(spec.params["protocol"])
@@ -350,7 +345,7 @@ def _read_probes(ctx: LatencyContext, spec: TrialSpec, eng: ProbeEngine, probes:
         got = eng.read(ProbeOutput(
             spec.trial_id, pr.client, f"{pr.client} ({eng.name} to {ctx.server}:{pr.port})", pr.client_proc,
             launched, make_tags(host=pr.client, engine=eng.name, protocol=proto),
-            fetch=partial(_fetch, ctx, pr, raw_dir, spec, env, raws, eng.tool),
+            fetch=partial(_fetch, ctx, pt, eng, pr),
             warn=lambda w: meta.setdefault("warnings", []).append(w)))
         samples += got.samples
         got.record.update(engine=eng.name, port=pr.port, launched=launched)
@@ -358,20 +353,20 @@ def _read_probes(ctx: LatencyContext, spec: TrialSpec, eng: ProbeEngine, probes:
     return samples
 
 
-def _fetch(ctx: LatencyContext, pr: _Probe, raw_dir: Path, spec: TrialSpec, env: PointEnv, raws: list[RawOutput],
-           tool: str, name: str) -> str:
+def _fetch(ctx: LatencyContext, pt: Point, eng: ProbeEngine, pr: _Probe, name: str) -> str:
     """The engine's output file from the probe host, kept with the run, removed there."""
     assert pr.log is not None
     t = ctx.transports[pr.client]
     try:
         text = t.read_text(pr.log)
     except OSError:
-        raise ToolError(f"{tool} wrote no {pr.log}", where=pr.client,
+        raise ToolError(f"{eng.tool} wrote no {pr.log}", where=pr.client,
                         hint=tail(read_output(pr.client_proc.stdout_path)) if pr.client_proc else None) from None
-    path = raw_dir / name
+    path = pt.raw_dir / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    raws.append(RawOutput(spec.trial_id, pr.client, "latency-log", tool, "stdout", env.rel(path)))
+    pt.raws.outputs.append(RawOutput(pt.spec.trial_id, pr.client, "latency-log", eng.tool, "stdout",
+                                     pt.env.rel(path)))
     t.drop_files([pr.log])
     return text
 
