@@ -5,9 +5,10 @@ Layout: the study server (the host under test) runs one engine server per
 probe client, each on its own port (``port_base`` + i), so one probe's
 queue never delays another's; each probe client runs the engine's client
 towards its port.  A loaded point also runs the load as the TCP study would
-(iperf3 clients on the study server, an iperf3 server per port on each load
-client), released ``lead`` seconds before the probes by one barrier: every
-process waits at its gate first (:func:`nicbench.run.kit.release_staggered`).
+(``load.py``: iperf3 clients on the study server, an iperf3 server per port
+on each load client), released ``lead`` seconds before the probes by one
+barrier: every process waits at its gate first
+(:func:`nicbench.run.kit.release_staggered`).
 
 Engines are units: each is one file under ``engines/`` behind the
 ``ProbeEngine`` protocol (its version, its server and client argv, its
@@ -45,30 +46,28 @@ stamps.
 
 from __future__ import annotations
 
-import math
 import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
 from ...hosts.transport import Process, Transport, gate_time, read_output
 from ...plan.model import Plan
-from ...plan.studies.latency import TAIL, LatencyStudy, TcpLoad, probe_timing
+from ...plan.studies.latency import LatencyStudy, TcpLoad, probe_timing
 from ...records import RawOutput, Sample, TrialSpec, make_tags
 from ...run import iperf
-from ...run.iperf import MODE, ProcSlot, layout
+from ...run.iperf import ProcSlot
 from ...run.kit import PointEnv, PointSamplers, release_staggered
 from ...run.point import Point
 from ...run.preflight import busy_ports, reach_problems
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
-from ...tools import iperf3
 from ...tools.base import ToolInfo
+from . import load as tcp_load
 from .engines import ENGINES, ProbeEngine
 from .engines.base import ProbeOutput, ProbeSpec, engine_info
 
@@ -159,28 +158,14 @@ def preflight(s: LatencyStudy, server: str, clients: list[str], transports: dict
                     found[name] = info.version_str
             except PreflightError as e:
                 problems.append(f"{host}: {e.message}" + (f" ({e.hint})" if e.hint else ""))
-    load_tool = None
-    if load is not None:
-        tools = iperf.detect_everywhere("iperf3", [server, *load_clients], transports, problems)
-        floor = [iperf3.MIN_VERSION] + ([iperf3.MIN_BIDIR] if load.direction == "bidir" else [])
-        for host, info in tools.items():
-            problems += [p for m in floor if (p := m.problem(info.version, host))][:1]
-        load_tool = tools.get(server)
-        if load_tool is not None and load.zerocopy and not load_tool.has("zerocopy"):
-            problems.append(f"{server}: iperf3 {load_tool.version_str} has no -Z/--zerocopy (study.load.zerocopy)")
+    load_tool = tcp_load.tool_problems(load, server, load_clients, transports, problems) if load is not None else None
     problems += reach_problems(transports[server], {c: addresses[c] for c in dict.fromkeys(probes + load_clients)})
     ports = {s.port_base + i for i in range(len(probes))}
     taken = sorted(ports & busy_ports(transports[server]))
     if taken:
         problems.append(f"{server}: port(s) {', '.join(map(str, taken))} already in use (study.port_base)")
     if load is not None:
-        cap = iperf.stream_cap("iperf3", load.streams_per_process)
-        for c in load_clients:
-            want = {sl.port for sl in layout(load.connections, load_clients, load.connections_per, cap,
-                                             load.port_base) if sl.client == c}
-            taken = sorted(want & busy_ports(transports[c]))
-            if taken:
-                problems.append(f"{c}: port(s) {', '.join(map(str, taken))} already in use (study.load.port_base)")
+        problems += tcp_load.port_problems(load, load_clients, transports)
     if problems:
         raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
     rate = None if s.rate == "max" else int(s.rate)
@@ -202,16 +187,7 @@ class _Probe:
     log: str | None = None                 # the engine's output file on the probe host
 
 
-def staging(load: TcpLoad | None, engine: str, duration: int) -> tuple[float, int]:
-    """(seconds between the load's release and the probes', whole seconds of
-    load for iperf3's -t): the load runs ``lead`` seconds before the probes'
-    first timed request (sockperf's own warm-up counts), through every probe
-    and ``TAIL`` seconds after them."""
-    if load is None:
-        return 0.0, 0
-    pre, run = probe_timing(engine, duration)
-    offset = max(0.0, load.lead - pre)
-    return offset, int(math.ceil(offset + run + TAIL))
+Slots = Sequence[tuple[ProcSlot, Process]]
 
 
 def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path) -> TrialOutcome:
@@ -223,12 +199,11 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
     probe = ProbeSpec("tcp" if proto == "tcp" else "udp", int(p["message_size"]),
                       None if s.rate == "max" else int(s.rate), s.duration)
     load = s.load if p["condition"] == "loaded" else None
-    offset, load_s = staging(load, eng.name, s.duration)
+    offset, load_s = tcp_load.staging(load, eng.name, s.duration)
     run_s = probe_timing(eng.name, s.duration)[1]
     srv_t = ctx.transports[ctx.server]
     probes = [_Probe(c, ctx.port_of(c)) for c in ctx.probes]
-    slots = (layout(load.connections, ctx.load_clients, load.connections_per,
-                    iperf.stream_cap("iperf3", load.streams_per_process), load.port_base) if load else [])
+    slots = tcp_load.slots(load, ctx.load_clients)
     load_srv: list[tuple[ProcSlot, Process]] = []
     load_cli: list[tuple[ProcSlot, Process]] = []
     pt = Point(spec, env, raw_dir, eng.name,
@@ -248,12 +223,8 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
             pr.server = pt.spawn(srv_t, ctx.server, "latency-server", f"{ctx.server}-{eng.name}-server-{pr.port}",
                                  eng.server_argv(probe, ctx.addresses[ctx.server], pr.port, lifetime),
                                  key=f"{ctx.server}:server:{pr.port}")
-        for sl in slots:
-            assert load is not None
-            load_srv.append((sl, pt.spawn(ctx.transports[sl.client], sl.client, "load-server",
-                                          f"{sl.client}-load-server-{sl.port}",
-                                          iperf3.server_argv(sl.port, load.interval),
-                                          key=f"{sl.client}:load-server:{sl.port}", tool="iperf3")))
+        if load is not None:
+            load_srv = tcp_load.start_servers(pt, load, slots, ctx.transports)
         deadline = time.monotonic() + 5.0
         for pr in probes:
             assert pr.server is not None
@@ -261,16 +232,10 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
         for slot, proc in load_srv:
             iperf.wait_ready(ctx.transports[slot.client], proc, slot.port, deadline)
         # 2. every client behind its gate: the load's on the study server, a probe on each probe client
-        for sl in slots:
-            assert load is not None and ctx.load_tool is not None
-            argv = iperf3.client_argv(
-                ctx.load_tool, target=ctx.addresses[sl.client], port=sl.port,
-                duration=load_s, omit=0, interval=load.interval, io_size=load.io_size,
-                streams=sl.streams, mode=MODE[load.direction], zerocopy=load.zerocopy, no_delay=load.no_delay,
-                window=load.window, congestion=load.congestion)
-            load_cli.append((sl, pt.spawn(srv_t, ctx.server, "load-client", f"{sl.client}-load-client-{sl.port}", argv,
-                                          key=f"{ctx.server}:load-client:{sl.client}:{sl.port}", gated=True,
-                                          tool="iperf3")))
+        if load is not None:
+            assert ctx.load_tool is not None
+            load_cli = tcp_load.start_clients(pt, load, slots, ctx.server, srv_t, ctx.load_tool, ctx.addresses,
+                                              load_s)
         for pr in probes:
             if eng.log_ext is not None:
                 pr.log = f"{ctx.scratch[pr.client]}/{spec.trial_id}-{pr.client}.{eng.log_ext}"
@@ -313,7 +278,7 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
         try:
             samples += _read_probes(ctx, pt, eng, probes)
             if load is not None:
-                samples += _parse_load(ctx, spec, load_cli, meta["load"])
+                samples += tcp_load.samples(spec.trial_id, ctx.server, load_cli, meta["load"])
         except NicbenchError as e:
             if status == "ok":
                 status, error = "failed", e.one_line().removeprefix("nicbench: ")
@@ -369,23 +334,6 @@ def _fetch(ctx: LatencyContext, pt: Point, eng: ProbeEngine, pr: _Probe, name: s
                                      pt.env.rel(path)))
     t.drop_files([pr.log])
     return text
-
-
-def _parse_load(ctx: LatencyContext, spec: TrialSpec, clis: Sequence[tuple[ProcSlot, Process]],
-                meta: dict[str, Any]) -> list[Sample]:
-    """The load's receiver and sender bytes, as the TCP study stores them."""
-    stamps, ends = iperf.gate_stamps(clis, meta)
-    samples: list[Sample] = []
-    for slot, proc in clis:
-        key = f"{slot.client}:{slot.port}"
-        rep = iperf.iperf3_report(proc, key, ctx.server)
-        anchor, peer_anchor = iperf.place_iperf3(rep, key, stamps, ends, meta, ctx.server)
-        samples += iperf.flow_samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
-    meta["start_skew_s"] = iperf.start_skew(meta)
-    return samples
-
-
-Slots = Sequence[tuple[ProcSlot, Process]]
 
 
 def _net_targets(ctx: LatencyContext, env: PointEnv, probes: list[_Probe], load_srv: Slots,
