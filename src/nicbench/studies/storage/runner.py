@@ -6,8 +6,9 @@ listen, stopped after the last point.  Each point runs one fio per initiator
 (one job per LUN it drives) behind the start barrier; fio's JSON gives bytes,
 IOs and latency per job over ``runtime`` after ``ramp_time``.  A point is
 bounded by ramp + duration + timeout_margin: fio stuck on a dead target is
-killed by process group and the point fails, the sweep goes on.  The
-point's sequence (raw files, pinned spawns, guard, samplers, the initiators
+killed by process group and the point fails, the sweep goes on.  With
+``target = "iscsi"`` the target is one tgtd (``tgt.py``) and each initiator
+is one iscsi-perf per LUN.  The point's sequence (raw files, pinned spawns, guard, samplers, the initiators
 awaited with that limit, the record and its overhead) is
 :class:`nicbench.run.point.Point`'s; this module says only what is the
 targets' and the initiators'.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,21 +45,8 @@ from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
 from ...tools import fio, iscsi_perf
 from ...tools.base import parse_version
-
-
-@dataclass
-class StorageContext:
-    """The storage study's state: what preflight decided, and the targets while they run."""
-
-    study: StorageStudy
-    server: str
-    clients: list[str]
-    transports: dict[str, Transport]
-    addresses: dict[str, str]
-    versions: dict[str, str]
-    targets: list[Process] = field(default_factory=list)
-    raws: list[RawOutput] = field(default_factory=list)
-    tgt_up: bool = False                 # our tgtd answered: its socket files are ours to remove
+from . import tgt
+from .context import StorageContext
 
 
 def assignment(luns: int, clients: list[str], devices: dict[str, list[str]] | None = None) -> dict[str, list[int]]:
@@ -163,53 +151,13 @@ def target_argv(s: StorageStudy, address: str, lun: int) -> list[str]:
     return ["nbdkit", "--foreground", "--exit-with-parent", "-i", address, "-p", str(s.port_base + lun), *plugin]
 
 
-IQN = "iqn.2026-11.org.nicbench"
-
-
-def control_port(s: StorageStudy) -> int:
-    """tgtd's management channel (``-C``): its socket lives in /var/run/tgtd,
-    shared by every namespace, so each study's tgtd gets its own."""
-    return 20000 + s.iscsi_port % 10000
-
-
 def lun_url(ctx: StorageContext, lun: int) -> str:
     s = ctx.study
     if s.target == "devices":
         return [d for c in ctx.clients for d in (s.devices or {}).get(c, [])][lun]
     if s.target == "nbd":
         return f"nbd://{ctx.addresses[ctx.server]}:{s.port_base + lun}"
-    return f"iscsi://{ctx.addresses[ctx.server]}:{s.iscsi_port}/{IQN}:lun{lun}/1"
-
-
-def _start_tgt(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> None:
-    """tgtd in the foreground, then one target per LUN with a null LUN 1 (the seed's null-rw)."""
-    s, t = ctx.study, ctx.transports[ctx.server]
-    out, err = raw_dir / "tgtd.out", raw_dir / "tgtd.err"
-    ctx.raws += [RawOutput("target", ctx.server, "server", "tgtd", "stdout", env.rel(out)),
-                 RawOutput("target", ctx.server, "server", "tgtd", "stderr", env.rel(err))]
-    c = str(control_port(s))
-    if t.run(["tgtadm", "-C", c, "--lld", "iscsi", "--op", "show", "--mode", "target"], timeout=10).returncode == 0:
-        raise ToolError(f"another tgtd already answers on management port {c}", where=ctx.server,
-                        hint="stop it, or give this study another iscsi_port (the port is derived from it)")
-    ctx.targets.append(t.spawn(env.pinned(ctx.server, ["tgtd", "-f", "-C", c, "--iscsi",
-                                                       f"portal={ctx.addresses[ctx.server]}:{s.iscsi_port}"]),
-                               stdout=out, stderr=err))
-    deadline = time.monotonic() + 10
-    while True:
-        r = t.run(["tgtadm", "-C", c, "--lld", "iscsi", "--op", "show", "--mode", "target"], timeout=10)
-        if r.returncode == 0 and ctx.targets[0].poll() is None:
-            ctx.tgt_up = True
-            break
-        if ctx.targets[0].poll() is not None or time.monotonic() > deadline:
-            raise ToolError(f"tgtd did not start: {tail(read_output(err)) or tail(r.stderr)}", where=ctx.server)
-        time.sleep(0.05)
-    for lun in range(s.luns):
-        for args in (["--op", "new", "--mode", "target", "--tid", str(lun + 1), "-T", f"{IQN}:lun{lun}"],
-                     ["--op", "new", "--mode", "logicalunit", "--tid", str(lun + 1), "--lun", "1",
-                      "--bstype", "null", "-b", f"/nicbench-null{lun}"],
-                     ["--op", "bind", "--mode", "target", "--tid", str(lun + 1), "-I", "ALL"]):
-            t.run(["tgtadm", "-C", c, "--lld", "iscsi", *args], timeout=10).check(
-                f"tgtadm {' '.join(args[:4])}", hint="the target's log is in the run's raw/storage/tgtd.err")
+    return f"iscsi://{ctx.addresses[ctx.server]}:{s.iscsi_port}/{tgt.IQN}:lun{lun}/1"
 
 
 def start(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
@@ -218,7 +166,7 @@ def start(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
     t = ctx.transports[ctx.server]
     raw_dir.mkdir(parents=True, exist_ok=True)
     if s.target == "iscsi":
-        _start_tgt(ctx, env, raw_dir)
+        tgt.start(ctx, env, raw_dir)
         return []
     if s.target == "devices":
         return []                                # the LUNs exist already, exported by someone else
@@ -251,11 +199,8 @@ def stop(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
     for p in ctx.targets:
         # tgtd ignores SIGTERM while it has targets: it is killed (its LUNs are null, nothing to flush)
         p.stop(grace=0.0 if s.target == "iscsi" else 2.0, sig=signal.SIGKILL if s.target == "iscsi" else signal.SIGTERM)
-    if s.target == "iscsi" and ctx.tgt_up:
-        ctx.tgt_up = False
-        c = control_port(s)
-        ctx.transports[ctx.server].run(["rm", "-f", f"/var/run/tgtd/socket.{c}", f"/var/run/tgtd/socket.{c}.lock"],
-                                       timeout=10)
+    if s.target == "iscsi":
+        tgt.remove_sockets(ctx)
     ctx.targets = []
     raws, ctx.raws = ctx.raws, []
     return raws
@@ -400,7 +345,7 @@ def _initiator_argvs(ctx: StorageContext, client: str, luns: list[int], op: str,
                 lun_url(ctx, n),
                 block_size=bs,
                 queue=s.iodepth,
-                initiator=f"{IQN}:{client}",
+                initiator=f"{tgt.IQN}:{client}",
                 seconds=s.ramp + s.duration + 0.5,
                 random=s.pattern == "random",
             ),
