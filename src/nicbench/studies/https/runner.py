@@ -6,7 +6,11 @@ host, in the foreground under nicbench, with its own pid and logs -- checked
 with ``nginx -t`` first, and stopped after the last point.  Each point starts
 one wrk per client behind the same start barrier as the TCP study, samples
 CPU and counters on every host, and reads the kernel's TLS counters before
-and after, so the report says whether kTLS was used from evidence.
+and after, so the report says whether kTLS was used from evidence.  The
+point's sequence (raw files, pinned spawns, guard, samplers, wrk awaited
+with a limit -- one wrk still running fails the point --, the record and
+its overhead) is :class:`nicbench.run.point.Point`'s; this module says only
+what is wrk's and nginx's.
 
 Measured per point: application bytes (wrk: bodies and headers it read) over
 each wrk's run, wire bytes from the server's counters over the same span,
@@ -27,8 +31,9 @@ from ...hosts.base import Hosts
 from ...hosts.transport import Process, Transport, gate_time, host_os, read_output
 from ...plan.model import Plan
 from ...plan.studies.https import HttpsStudy
-from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
-from ...run.kit import PointEnv, PointGuard, PointSamplers, even_shares, release_together, stall_causes, stalled
+from ...records import RawOutput, Sample, TrialSpec, make_tags
+from ...run.kit import PointEnv, PointSamplers, even_shares, release_together, stall_causes, stalled
+from ...run.point import Point
 from ...run.preflight import NOFILE_HINT, busy_ports, nofile_limit, problems_found, reach_problems, tool_version
 from ...run.sockstat import tcp_listening_of
 from ...run.study import Preflight, TrialOutcome
@@ -87,7 +92,7 @@ class HttpsRunner:
 
     def trial(self, env: PointEnv, spec: TrialSpec, raw_dir: Path) -> TrialOutcome:
         assert self.ctx is not None, "preflight first"
-        return TrialOutcome(*run_trial(self.ctx, env, spec, raw_dir))
+        return run_trial(self.ctx, env, spec, raw_dir)
 
     def stop(self, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
         return stop(self.ctx, env, raw_dir) if self.ctx is not None else []
@@ -294,53 +299,48 @@ def _tls_stat(ctx: HttpsContext) -> dict[str, int] | None:
         return None
 
 
-def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec,
-              raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec, raw_dir: Path) -> TrialOutcome:
     s = ctx.study
     scheme, conns = str(spec.params["scheme"]), int(spec.params["connections"])
     threads = int(spec.params.get("threads") or 1)
     port = s.https_port if scheme == "https" else s.http_port
     url = f"{scheme}://{ctx.addresses[ctx.server]}:{port}/{PAYLOAD}"
-    started = time.time()
-    meta: dict = {"url": url, "engine": "wrk", "server": ctx.server, "argv": {}, "layout": [],
-                  "error_budget": s.error_budget}
-    raws: list[RawOutput] = []
+    pt = Point(spec, env, raw_dir, "wrk", {"url": url, "engine": "wrk", "server": ctx.server, "argv": {},
+                                           "layout": [], "error_budget": s.error_budget}, nominal_s=s.duration)
+    meta = pt.meta
     procs: list[tuple[str, Process]] = []
-    guard = PointGuard(meta, lambda: [p for _, p in procs], grace=0.5)
     samples: list[Sample] = []
     bsd = freebsd.TlsDuringPoint(ctx.transports[ctx.server]) if host_os(ctx.transports[ctx.server]) == "FreeBSD" \
         else None
     before = _tls_stat(ctx) if bsd is None else None
-    with guard:
+    with pt:
         if ctx.nginx is None or ctx.nginx.poll() is not None:
             raise ToolError("nginx is not running", where=ctx.server,
                             hint="its error log is in the run's raw/https/")
         for client, n in shares(conns, ctx.clients):
-            argv = env.pinned(client, wrk.client_argv(url, script=ctx.lua[client], threads=min(threads, n),
-                                                      connections=n, duration=s.duration, timeout=s.duration + 5))
-            out, err = raw_dir / f"{client}-wrk.out", raw_dir / f"{client}-wrk.err"
-            raws += [RawOutput(spec.trial_id, client, "client", "wrk", "stdout", env.rel(out)),
-                     RawOutput(spec.trial_id, client, "client", "wrk", "stderr", env.rel(err))]
-            procs.append((client, ctx.transports[client].spawn(argv, stdout=out, stderr=err, gated=True)))
-            meta["argv"][client] = argv
+            argv = wrk.client_argv(url, script=ctx.lua[client], threads=min(threads, n), connections=n,
+                                   duration=s.duration, timeout=s.duration + 5)
+            procs.append((client, pt.spawn(ctx.transports[client], client, "client", f"{client}-wrk", argv,
+                                           key=client, gated=True)))
             meta["layout"].append({"client": client, "connections": n, "threads": min(threads, n)})
         # samplers first: the window starts at the first wrk's start, so their
         # first read must come before it
-        samplers = guard.samplers = PointSamplers(spec.trial_id, _net_targets(ctx, env, procs), env.cpu_transport,
-                                                  _tool_procs(ctx, env, procs), machine=env.cpu_machine,
-                                                  nic_irqs=env.nic_irqs).start(first_read=True)
+        samplers = pt.sample(PointSamplers(spec.trial_id, _net_targets(ctx, env, procs), env.cpu_transport,
+                                           _tool_procs(ctx, env, procs), machine=env.cpu_machine,
+                                           nic_irqs=env.nic_irqs), first_read=True)
         meta["released"] = release_together([p for _, p in procs], "wrk", "clients")
         if bsd is not None:       # FreeBSD's session gauges: read while the sessions are open
             bsd.read_in(meta["released"] - time.time() + s.duration / 2)
-        end_by = time.monotonic() + s.duration + s.timeout_margin
-        for client, p in procs:
-            if p.wait(end_by - time.monotonic()) is None:
-                hosts = {h: ctx.transports[h] for h in (ctx.server, client)}
-                raise stalled(f"wrk on {client}", s.duration + s.timeout_margin, client,
-                              stall_causes(hosts, env.ifnames, [p]),
-                              "the server stopped answering; raise study.timeout_margin if the host is only slow")
+        limit = s.duration + s.timeout_margin
+
+        def hung_wrk(client: str, p: Process) -> ToolError:
+            hosts = {h: ctx.transports[h] for h in (ctx.server, client)}
+            return stalled(f"wrk on {client}", limit, client, stall_causes(hosts, env.ifnames, [p]),
+                           "the server stopped answering; raise study.timeout_margin if the host is only slow")
+        if hung := pt.await_clients(procs, limit, str, hung_wrk):
+            raise hung_wrk(*hung[0])        # one wrk short fails the point: the server's bytes are everyone's
         samplers.last_read()
-    status, error, counters = guard.status, guard.error, guard.counters
+    status, error = pt.status, pt.error
     if bsd is None:
         after = _tls_stat(ctx)
         meta["tls_stat"] = {"before": before, "after": after}
@@ -352,48 +352,7 @@ def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec,
     results: dict[str, dict] = {}
     if status == "ok":
         try:
-            for client, p in procs:
-                res = wrk.parse(read_output(p.stdout_path), read_output(p.stderr_path))
-                t0 = gate_time(p)
-                if t0 is None:
-                    raise ToolError("the start gate recorded no time", where=client)
-                tags = make_tags(host=client, scheme=scheme, side="receiver", direction="tx")
-                samples += [
-                    Sample(spec.trial_id, "http.bytes", float(res.bytes), "bytes", t0, t0 + res.duration_s, tags),
-                    Sample(spec.trial_id, "http.requests", float(res.requests), "count", t0, t0 + res.duration_s, tags),
-                    Sample(
-                        spec.trial_id,
-                        "http.socket_errors",
-                        float(res.socket_errors),
-                        "count",
-                        t0,
-                        t0 + res.duration_s,
-                        tags,
-                    ),
-                    Sample(
-                        spec.trial_id, "http.bad_status", float(res.bad_status), "count", t0, t0 + res.duration_s, tags
-                    ),
-                ]
-                results[client] = {
-                    "gbps": res.gbps,
-                    "requests": res.requests,
-                    "errors": res.errors,
-                    "latency_us": res.latency_us,
-                    "percentiles_us": res.percentiles_us,
-                }
-                if res.bad_status:
-                    raise ToolError(
-                        f"wrk on {client}: {res.bad_status} of {res.requests} responses were not "
-                        "2xx/3xx, so its bytes are not the payload",
-                        where=client,
-                        hint="the server's error log is in the run's raw/https/error.log",
-                    )
-                if res.requests == 0:
-                    raise ToolError(
-                        f"wrk on {client} completed no request in {res.duration_s:.1f}s (file of {s.file_size} bytes)",
-                        where=client,
-                        hint="a smaller study.file_size or a longer duration",
-                    )
+            _read_wrks(procs, spec.trial_id, scheme, s.file_size, samples, results)
         except NicbenchError as e:
             status, error = "failed", e.one_line().removeprefix("nicbench: ")
     meta["wrk"] = results
@@ -408,13 +367,38 @@ def run_trial(ctx: HttpsContext, env: PointEnv, spec: TrialSpec,
     ctx.log_offset = len(log)
     if limits:
         meta.setdefault("warnings", []).append(f"nginx hit a limit: {limits[0]} ({len(limits)} lines)")
-    samples += counters
-    ended = time.time()
-    meta["overhead_s"] = (ended - started) - s.duration
-    return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+    return pt.outcome(status, error, samples)
 
 
 Procs = Sequence[tuple[str, Process]]
+
+
+def _read_wrks(procs: Procs, trial_id: str, scheme: str, file_size: int, samples: list[Sample],
+               results: dict[str, dict]) -> None:
+    """Each wrk's bytes, requests and errors over its own run (from its gate
+    stamp) into ``samples``, its figures into ``results``; a ToolError when a
+    wrk's bytes are not the payload's (error responses) or it completed no
+    request (what the wrks before it said is kept)."""
+    for client, p in procs:
+        res = wrk.parse(read_output(p.stdout_path), read_output(p.stderr_path))
+        t0 = gate_time(p)
+        if t0 is None:
+            raise ToolError("the start gate recorded no time", where=client)
+        tags = make_tags(host=client, scheme=scheme, side="receiver", direction="tx")
+        t1 = t0 + res.duration_s
+        samples += [Sample(trial_id, "http.bytes", float(res.bytes), "bytes", t0, t1, tags),
+                    Sample(trial_id, "http.requests", float(res.requests), "count", t0, t1, tags),
+                    Sample(trial_id, "http.socket_errors", float(res.socket_errors), "count", t0, t1, tags),
+                    Sample(trial_id, "http.bad_status", float(res.bad_status), "count", t0, t1, tags)]
+        results[client] = {"gbps": res.gbps, "requests": res.requests, "errors": res.errors,
+                           "latency_us": res.latency_us, "percentiles_us": res.percentiles_us}
+        if res.bad_status:
+            raise ToolError(f"wrk on {client}: {res.bad_status} of {res.requests} responses were not "
+                            "2xx/3xx, so its bytes are not the payload", where=client,
+                            hint="the server's error log is in the run's raw/https/error.log")
+        if res.requests == 0:
+            raise ToolError(f"wrk on {client} completed no request in {res.duration_s:.1f}s (file of {file_size} "
+                            "bytes)", where=client, hint="a smaller study.file_size or a longer duration")
 
 
 def _net_targets(ctx: HttpsContext, env: PointEnv, procs: Procs) -> list[NetTarget]:

@@ -5,9 +5,19 @@ Layout: the study server (the host under test) runs one engine server per
 probe client, each on its own port (``port_base`` + i), so one probe's
 queue never delays another's; each probe client runs the engine's client
 towards its port.  A loaded point also runs the load as the TCP study would
-(iperf3 clients on the study server, an iperf3 server per port on each load
-client), released ``lead`` seconds before the probes by one barrier: every
-process waits at its gate first (:func:`nicbench.run.kit.release_staggered`).
+(``load.py``: iperf3 clients on the study server, an iperf3 server per port
+on each load client), released ``lead`` seconds before the probes by one
+barrier: every process waits at its gate first
+(:func:`nicbench.run.kit.release_staggered`).
+
+Engines are units: each is one file under ``engines/`` behind the
+``ProbeEngine`` protocol (its version, its server and client argv, its
+reading of what a probe left), one line in ``engines.ENGINES``.  This module
+knows no engine by name.  The point's sequence (raw files, pinned spawns
+with their argv, the guard, samplers, clients awaited with a limit, the
+record and its overhead) is :class:`nicbench.run.point.Point`'s; this module
+holds what is the latency study's: the layout, the two-stage release, the
+probes' logs and records.
 
 What is stored (the store is the waist; raw outputs are kept beside it but a
 report never needs them):
@@ -26,53 +36,40 @@ report never needs them):
 - the load's ``tcp.bytes`` Samples, exactly as the TCP study stores them,
   and the CPU and counter samplers' Samples.
 
-Round-trip times are each engine's own: sockperf and irtt per request, the
-server's turnaround included (irtt's ``client_rtt``, as sockperf times it);
-iperf 2 gives only its 100 us-bin histogram (percentiles are upper bounds)
-and exact mean/min/max.  A probe's send times are placed on the wall clock:
-irtt's are wall-clock stamps; sockperf's count from its process start, which
-is placed at the gate stamp (the exec of its launcher: a few ms early at
-most); iperf 2's intervals count from the test start, placed at the gate
-stamp plus its connect time.
+Round-trip times are each engine's own (each engine's module says how):
+sockperf and irtt per request, the server's turnaround included; iperf 2
+gives only its 100 us-bin histogram (percentiles are upper bounds) and exact
+mean/min/max.  A probe's send times are placed on the wall clock from its
+gate stamp (the exec of its launcher) or from the engine's own wall-clock
+stamps.
 """
 
 from __future__ import annotations
 
-import math
 import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
-from ...core.histogram import LatencyHistogram
 from ...hosts.base import Hosts
-from ...hosts.transport import Process, Transport, gate_time, host_clock_offset, read_output
+from ...hosts.transport import Process, Transport, gate_time, read_output
 from ...plan.model import Plan
-from ...plan.studies.latency import IRTT_WAIT, TAIL, LatencyStudy, TcpLoad, probe_timing
-from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
+from ...plan.studies.latency import LatencyStudy, TcpLoad, probe_timing
+from ...records import RawOutput, Sample, TrialSpec, make_tags
 from ...run import iperf
-from ...run.iperf import MODE, ProcSlot, layout
-from ...run.kit import PointEnv, PointGuard, PointSamplers, release_staggered
+from ...run.iperf import ProcSlot
+from ...run.kit import PointEnv, PointSamplers, release_staggered
+from ...run.point import Point
 from ...run.preflight import busy_ports, reach_problems
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
-from ...tools import bounceback, iperf3, irtt, sockperf
 from ...tools.base import ToolInfo
-from ...tools.rtt import RttSamples
-
-BIN = 0.5                  # s, the width of the per-probe time series
-IRTT_EARLY_END = 0.05      # irtt's sends and timer misses short of its requests by more: its test ended early
-BB_INTERVAL = 1.0          # s between iperf 2 bounce-back reports (it gives up on a round trip of half this)
-
-# engine -> (tool on PATH, version argv, facts parser)
-_TOOLS: dict[str, tuple[str, list[str], Callable[[str | None, str], ToolInfo]]] = {
-    "sockperf": ("sockperf", sockperf.version_argv(), sockperf.info_from),
-    "irtt": ("irtt", irtt.version_argv(), irtt.info_from),
-    "iperf2": ("iperf", bounceback.version_argv(), bounceback.info_from),
-}
+from . import load as tcp_load
+from .engines import ENGINES, ProbeEngine
+from .engines.base import ProbeOutput, ProbeSpec, engine_info
 
 
 @dataclass
@@ -110,7 +107,7 @@ class LatencyRunner:
     def preflight(self) -> Preflight:
         self.ctx, warnings = preflight(self.study, self.server, self.clients, self.transports, self.addresses)
         s, c = self.study, self.ctx
-        tools = [_TOOLS[e][0] for e in s.engines] + (["iperf3"] if "loaded" in s.conditions_run() else [])
+        tools = [ENGINES[e].tool for e in s.engines] + (["iperf3"] if "loaded" in s.conditions_run() else [])
         load = s.load.model_dump() if s.load is not None else None
         return Preflight(tools=(*dict.fromkeys(tools), "ethtool"), warnings=tuple(warnings),
                          meta={"engine": ", ".join(s.engines),
@@ -144,17 +141,6 @@ class LatencyRunner:
         return []
 
 
-def engine_info(t: Transport, engine: str) -> ToolInfo:
-    """The engine's version on one host, or PreflightError naming the host."""
-    _, argv, info_from = _TOOLS[engine]
-    try:
-        r = t.run(argv, timeout=10)
-        out: str | None = r.stdout + r.stderr
-    except PreflightError:          # command not found
-        out = None
-    return info_from(out, t.host)
-
-
 def preflight(s: LatencyStudy, server: str, clients: list[str], transports: dict[str, Transport],
               addresses: dict[str, str]) -> tuple[LatencyContext, list[str]]:
     """Check every host at once; raise PreflightError listing all problems."""
@@ -164,41 +150,27 @@ def preflight(s: LatencyStudy, server: str, clients: list[str], transports: dict
     load: TcpLoad | None = s.load if "loaded" in s.conditions_run() else None
     load_clients = list(load.clients or clients) if load is not None else []
     found: dict[str, str] = {}
-    for engine in s.engines:
+    for name in s.engines:
         for host in [server, *probes]:
             try:
-                info = engine_info(transports[host], engine)
+                info = engine_info(ENGINES[name], transports[host])
                 if host == server:
-                    found[engine] = info.version_str
+                    found[name] = info.version_str
             except PreflightError as e:
                 problems.append(f"{host}: {e.message}" + (f" ({e.hint})" if e.hint else ""))
-    load_tool = None
-    if load is not None:
-        tools = iperf.detect_everywhere("iperf3", [server, *load_clients], transports, problems)
-        floor = [iperf3.MIN_VERSION] + ([iperf3.MIN_BIDIR] if load.direction == "bidir" else [])
-        for host, info in tools.items():
-            problems += [p for m in floor if (p := m.problem(info.version, host))][:1]
-        load_tool = tools.get(server)
-        if load_tool is not None and load.zerocopy and not load_tool.has("zerocopy"):
-            problems.append(f"{server}: iperf3 {load_tool.version_str} has no -Z/--zerocopy (study.load.zerocopy)")
+    load_tool = tcp_load.tool_problems(load, server, load_clients, transports, problems) if load is not None else None
     problems += reach_problems(transports[server], {c: addresses[c] for c in dict.fromkeys(probes + load_clients)})
     ports = {s.port_base + i for i in range(len(probes))}
     taken = sorted(ports & busy_ports(transports[server]))
     if taken:
         problems.append(f"{server}: port(s) {', '.join(map(str, taken))} already in use (study.port_base)")
     if load is not None:
-        cap = iperf.stream_cap("iperf3", load.streams_per_process)
-        for c in load_clients:
-            want = {sl.port for sl in layout(load.connections, load_clients, load.connections_per, cap,
-                                             load.port_base) if sl.client == c}
-            taken = sorted(want & busy_ports(transports[c]))
-            if taken:
-                problems.append(f"{c}: port(s) {', '.join(map(str, taken))} already in use (study.load.port_base)")
+        problems += tcp_load.port_problems(load, load_clients, transports)
     if problems:
         raise PreflightError("; ".join(problems), where="preflight", hint="fix every item listed, then run again")
-    if "sockperf" in s.engines and s.rate != "max":
-        warnings.append(f"sockperf at a fixed rate spins a core per probe client between requests "
-                        f"({len(probes)} probe(s)): on hosts without a core to spare this competes with the load")
+    rate = None if s.rate == "max" else int(s.rate)
+    for name in s.engines:
+        warnings += ENGINES[name].warnings(rate, probes)
     return (LatencyContext(s, server, probes, load_clients, dict(transports), addresses, found, load_tool),
             warnings)
 
@@ -215,143 +187,82 @@ class _Probe:
     log: str | None = None                 # the engine's output file on the probe host
 
 
-def _server_argv(engine: str, proto: str, bind: str, port: int, size: int, lifetime: float) -> list[str]:
-    if engine == "sockperf":
-        return sockperf.server_argv(bind=bind, port=port, protocol=proto, max_size=size,  # type: ignore[arg-type]
-                                    lifetime=lifetime)
-    if engine == "irtt":
-        return irtt.server_argv(port=port, lifetime=lifetime)
-    return bounceback.server_argv(port=port, lifetime=lifetime, max_size=size)
-
-
-def _client_argv(s: LatencyStudy, engine: str, proto: str, target: str, port: int, size: int,
-                 log: str | None) -> list[str]:
-    rate = None if s.rate == "max" else int(s.rate)
-    if engine == "sockperf":
-        assert log is not None
-        return sockperf.client_argv(target=target, port=port, protocol=proto, size=size,  # type: ignore[arg-type]
-                                    duration=s.duration, log_path=log, rate=rate)
-    if engine == "irtt":
-        assert log is not None and rate is not None
-        return irtt.client_argv(target=target, port=port, size=size, interval=1.0 / rate, duration=float(s.duration),
-                                out_path=log, wait=IRTT_WAIT)
-    return bounceback.client_argv(target=target, port=port, size=size, duration=float(s.duration), rate=rate,
-                                  interval=BB_INTERVAL, server_buffer=max(size, bounceback.SERVER_READ_BUFFER))
-
-
-def staging(load: TcpLoad | None, engine: str, duration: int) -> tuple[float, int]:
-    """(seconds between the load's release and the probes', whole seconds of
-    load for iperf3's -t): the load runs ``lead`` seconds before the probes'
-    first timed request (sockperf's own warm-up counts), through every probe
-    and ``TAIL`` seconds after them."""
-    if load is None:
-        return 0.0, 0
-    pre, run = probe_timing(engine, duration)
-    offset = max(0.0, load.lead - pre)
-    return offset, int(math.ceil(offset + run + TAIL))
+Slots = Sequence[tuple[ProcSlot, Process]]
 
 
 def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path) -> TrialOutcome:
     """Run one point; never raises for a point-level failure (it is recorded)."""
     s = ctx.study
     p = spec.params
-    proto, engine, size = str(p["protocol"]), str(p["engine"]), int(p["message_size"])
+    eng = ENGINES[str(p["engine"])]
+    proto = str(p["protocol"])
+    probe = ProbeSpec("tcp" if proto == "tcp" else "udp", int(p["message_size"]),
+                      None if s.rate == "max" else int(s.rate), s.duration)
     load = s.load if p["condition"] == "loaded" else None
-    offset, load_s = staging(load, engine, s.duration)
-    run_s = probe_timing(engine, s.duration)[1]
+    offset, load_s = tcp_load.staging(load, eng.name, s.duration)
+    run_s = probe_timing(eng.name, s.duration)[1]
     srv_t = ctx.transports[ctx.server]
-    started = time.time()
     probes = [_Probe(c, ctx.port_of(c)) for c in ctx.probes]
-    slots = (layout(load.connections, ctx.load_clients, load.connections_per,
-                    iperf.stream_cap("iperf3", load.streams_per_process), load.port_base) if load else [])
+    slots = tcp_load.slots(load, ctx.load_clients)
     load_srv: list[tuple[ProcSlot, Process]] = []
     load_cli: list[tuple[ProcSlot, Process]] = []
-    raws: list[RawOutput] = []
-    meta: dict[str, Any] = {"engine": engine, "engine_version": ctx.engines.get(engine), "protocol": proto,
-                            "server": ctx.server, "waiting": p.get("waiting"), "argv": {},
-                            "ports": {pr.client: pr.port for pr in probes}}
+    pt = Point(spec, env, raw_dir, eng.name,
+               {"engine": eng.name, "engine_version": ctx.engines.get(eng.name), "protocol": proto,
+                "server": ctx.server, "waiting": p.get("waiting"), "argv": {},
+                "ports": {pr.client: pr.port for pr in probes}},
+               nominal_s=offset + run_s, grace=0.5, sig=signal.SIGINT)
+    meta = pt.meta
     if load is not None:
         meta["load"] = {"layout": [vars(x) for x in slots], "seconds": load_s, "probes_after_s": offset,
                         "lead_s": load.lead, "direction": load.direction}
-
-    def procs() -> list[Process]:
-        return ([x for pr in probes for x in (pr.client_proc, pr.server) if x is not None]
-                + [x for _, x in load_cli + load_srv])
-    guard = PointGuard(meta, procs, grace=0.5, sig=signal.SIGINT)
-
-    def raw(host: str, role: str, tool: str, name: str) -> tuple[Path, Path]:
-        out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
-        raws.append(RawOutput(spec.trial_id, host, role, tool, "stdout", env.rel(out)))
-        raws.append(RawOutput(spec.trial_id, host, role, tool, "stderr", env.rel(err)))
-        return out, err
-
-    tool = _TOOLS[engine][0]
     limit = run_s + s.timeout_margin
-    with guard:
+    with pt:
         # 1. an engine server per probe on the study server, and the load's servers
         lifetime = offset + run_s + s.timeout_margin + 5
         for pr in probes:
-            argv = env.pinned(ctx.server, _server_argv(engine, proto, ctx.addresses[ctx.server], pr.port, size,
-                                                      lifetime))
-            out, err = raw(ctx.server, "latency-server", engine, f"{ctx.server}-{engine}-server-{pr.port}")
-            pr.server = srv_t.spawn(argv, stdout=out, stderr=err)
-            meta["argv"][f"{ctx.server}:server:{pr.port}"] = argv
-        for slot in slots:
-            argv = env.pinned(slot.client, iperf3.server_argv(slot.port, load.interval if load else 0.5))
-            out, err = raw(slot.client, "load-server", "iperf3", f"{slot.client}-load-server-{slot.port}")
-            load_srv.append((slot, ctx.transports[slot.client].spawn(argv, stdout=out, stderr=err)))
-            meta["argv"][f"{slot.client}:load-server:{slot.port}"] = argv
+            pr.server = pt.spawn(srv_t, ctx.server, "latency-server", f"{ctx.server}-{eng.name}-server-{pr.port}",
+                                 eng.server_argv(probe, ctx.addresses[ctx.server], pr.port, lifetime),
+                                 key=f"{ctx.server}:server:{pr.port}")
+        if load is not None:
+            load_srv = tcp_load.start_servers(pt, load, slots, ctx.transports)
         deadline = time.monotonic() + 5.0
         for pr in probes:
             assert pr.server is not None
-            iperf.wait_ready(srv_t, pr.server, pr.port, deadline, "udp" if proto == "udp" else "tcp", wrapped=True)
+            iperf.wait_ready(srv_t, pr.server, pr.port, deadline, probe.protocol, wrapped=True)
         for slot, proc in load_srv:
             iperf.wait_ready(ctx.transports[slot.client], proc, slot.port, deadline)
         # 2. every client behind its gate: the load's on the study server, a probe on each probe client
-        for slot in slots:
-            assert load is not None and ctx.load_tool is not None
-            argv = env.pinned(ctx.server, iperf3.client_argv(
-                ctx.load_tool, target=ctx.addresses[slot.client], port=slot.port,
-                duration=load_s, omit=0, interval=load.interval, io_size=load.io_size,
-                streams=slot.streams, mode=MODE[load.direction], zerocopy=load.zerocopy, no_delay=load.no_delay,
-                window=load.window, congestion=load.congestion))
-            out, err = raw(ctx.server, "load-client", "iperf3", f"{slot.client}-load-client-{slot.port}")
-            load_cli.append((slot, srv_t.spawn(argv, stdout=out, stderr=err, gated=True)))
-            meta["argv"][f"{ctx.server}:load-client:{slot.client}:{slot.port}"] = argv
+        if load is not None:
+            assert ctx.load_tool is not None
+            load_cli = tcp_load.start_clients(pt, load, slots, ctx.server, srv_t, ctx.load_tool, ctx.addresses,
+                                              load_s)
         for pr in probes:
-            if engine in ("sockperf", "irtt"):
-                ext = "csv" if engine == "sockperf" else "json"
-                pr.log = f"{ctx.scratch[pr.client]}/{spec.trial_id}-{pr.client}.{ext}"
-            argv = env.pinned(pr.client, _client_argv(s, engine, proto, ctx.addresses[ctx.server], pr.port, size,
-                                                      pr.log))
-            out, err = raw(pr.client, "latency-client", engine, f"{pr.client}-{engine}-client")
-            pr.client_proc = ctx.transports[pr.client].spawn(argv, stdout=out, stderr=err, gated=True)
-            meta["argv"][f"{pr.client}:client"] = argv
+            if eng.log_ext is not None:
+                pr.log = f"{ctx.scratch[pr.client]}/{spec.trial_id}-{pr.client}.{eng.log_ext}"
+            pr.client_proc = pt.spawn(ctx.transports[pr.client], pr.client, "latency-client",
+                                      f"{pr.client}-{eng.name}-client",
+                                      eng.client_argv(probe, ctx.addresses[ctx.server], pr.port, pr.log),
+                                      key=f"{pr.client}:client", gated=True)
         # 3. samplers first (their first read before anything starts), then the one barrier
-        guard.samplers = PointSamplers(
+        samplers = pt.sample(PointSamplers(
             spec.trial_id, _net_targets(ctx, env, probes, load_srv, load_cli), env.cpu_transport,
-            _tool_procs(ctx, env, engine, probes, load_srv, load_cli), machine=env.cpu_machine,
-            nic_irqs=env.nic_irqs, net_interval=s.sample_interval,
-            cpu_interval=s.sample_interval).start(first_read=True)
+            _tool_procs(ctx, env, eng.name, probes, load_srv, load_cli), machine=env.cpu_machine,
+            nic_irqs=env.nic_irqs, net_interval=s.sample_interval, cpu_interval=s.sample_interval),
+            first_read=True)
         stages = [(0.0, [x for _, x in load_cli]), (offset, [pr.client_proc for pr in probes if pr.client_proc])]
         released = release_staggered([st for st in stages if st[1]], "latency and load clients", ctx.server)
         meta["released"] = released[-1]
         if load is not None:
             meta["load"]["released"] = released[0]
-        # 4. the probes, then the load; a hung process is stopped at its time limit
-        end_by = time.monotonic() + limit
-        for pr in probes:
-            assert pr.client_proc is not None
-            if pr.client_proc.wait(end_by - time.monotonic()) is None:
-                raise ToolError(f"{tool} client still running after {limit:g}s (duration + timeout_margin)",
-                                where=pr.client, hint="the path may be stalled; raise study.timeout_margin if the "
-                                                      "host is slow")
-        load_by = time.monotonic() + load_s + s.timeout_margin
-        for slot, proc in load_cli:
-            if proc.wait(load_by - time.monotonic()) is None:
-                raise ToolError(f"load client to {slot.client}:{slot.port} still running after its "
-                                f"{load_s} s + timeout_margin", where=ctx.server)
-        guard.samplers.last_read()
+        # 4. the probes, then the load; one still running at its time limit fails the point
+        _await_all(pt, [(pr.client, pr.client_proc) for pr in probes if pr.client_proc], limit,
+                   lambda client, _: ToolError(
+                       f"{eng.tool} client still running after {limit:g}s (duration + timeout_margin)",
+                       where=client, hint="the path may be stalled; raise study.timeout_margin if the host is slow"))
+        _await_all(pt, [(f"{sl.client}:{sl.port}", x) for sl, x in load_cli], load_s + s.timeout_margin,
+                   lambda key, _: ToolError(f"load client to {key} still running after its {load_s} s + "
+                                            "timeout_margin", where=ctx.server))
+        samplers.last_read()
         # 5. servers: the engine's are stopped (sockperf has no lifetime), iperf3 -1 exits by itself
         for pr in probes:
             if pr.server is not None and pr.server.poll() is None:
@@ -359,185 +270,70 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
         for _, proc in load_srv:
             if proc.wait(3.0) is None:
                 proc.stop(0.5)
-    status, error, samples = guard.status, guard.error, list(guard.counters)
+    status, error = pt.status, pt.error
+    samples: list[Sample] = []
 
     # 6. parse (also after a failure: what parsed is kept)
     if status != "interrupted":
         try:
-            samples += _parse_probes(ctx, spec, engine, probes, raw_dir, raws, env, meta)
+            samples += _read_probes(ctx, pt, eng, probes)
             if load is not None:
-                samples += _parse_load(ctx, spec, load_cli, meta["load"])
+                samples += tcp_load.samples(spec.trial_id, ctx.server, load_cli, meta["load"])
         except NicbenchError as e:
             if status == "ok":
                 status, error = "failed", e.one_line().removeprefix("nicbench: ")
         except (ValueError, KeyError, TypeError, IndexError) as e:   # a parser bug fails the point, not the run
             if status == "ok":
                 status, error = "failed", f"tool output not understood: {type(e).__name__}: {e}"
-    ended = time.time()
-    meta["overhead_s"] = (ended - started) - (offset + run_s)
-    return TrialOutcome(TrialRecord(spec, status, started, ended, error, meta), samples, raws)  # type: ignore[arg-type]
+    return pt.outcome(status, error, samples)
 
 
-def _fetch(ctx: LatencyContext, pr: _Probe, raw_dir: Path, name: str, spec: TrialSpec, env: PointEnv,
-           raws: list[RawOutput], tool: str) -> str:
+def _await_all(pt: Point, clis: Sequence[tuple[str, Process]], limit: float,
+               why: Callable[[str, Process], ToolError]) -> None:
+    """Every one of ``clis`` done within ``limit`` s, or the point fails: a
+    probe or load process cut short leaves the point's figures unsaid."""
+    if hung := pt.await_clients(clis, limit, str, why):
+        raise why(*hung[0])
+
+
+def _read_probes(ctx: LatencyContext, pt: Point, eng: ProbeEngine, probes: list[_Probe]) -> list[Sample]:
+    """Each probe as its engine reads it: its record into ``meta["probes"]``, its binned Samples."""
+    spec, meta = pt.spec, pt.meta
+    samples: list[Sample] = []
+    meta["probes"] = {}
+    proto = str(spec.params["protocol"])
+    for pr in probes:
+        assert pr.client_proc is not None
+        launched = gate_time(pr.client_proc)       # on this machine's clock (a real host's, less its offset)
+        if launched is None:
+            raise ToolError(f"the {eng.name} probe never passed its start gate", where=pr.client)
+        got = eng.read(ProbeOutput(
+            spec.trial_id, pr.client, f"{pr.client} ({eng.name} to {ctx.server}:{pr.port})", pr.client_proc,
+            launched, make_tags(host=pr.client, engine=eng.name, protocol=proto),
+            fetch=partial(_fetch, ctx, pt, eng, pr),
+            warn=lambda w: meta.setdefault("warnings", []).append(w)))
+        samples += got.samples
+        got.record.update(engine=eng.name, port=pr.port, launched=launched)
+        meta["probes"][pr.client] = got.record
+    return samples
+
+
+def _fetch(ctx: LatencyContext, pt: Point, eng: ProbeEngine, pr: _Probe, name: str) -> str:
     """The engine's output file from the probe host, kept with the run, removed there."""
     assert pr.log is not None
     t = ctx.transports[pr.client]
     try:
         text = t.read_text(pr.log)
     except OSError:
-        raise ToolError(f"{tool} wrote no {pr.log}", where=pr.client,
+        raise ToolError(f"{eng.tool} wrote no {pr.log}", where=pr.client,
                         hint=tail(read_output(pr.client_proc.stdout_path)) if pr.client_proc else None) from None
-    path = raw_dir / name
+    path = pt.raw_dir / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    raws.append(RawOutput(spec.trial_id, pr.client, "latency-log", tool, "stdout", env.rel(path)))
+    pt.raws.outputs.append(RawOutput(pt.spec.trial_id, pr.client, "latency-log", eng.tool, "stdout",
+                                     pt.env.rel(path)))
     t.drop_files([pr.log])
     return text
-
-
-def _bins(trial_id: str, tags: tuple[tuple[str, str], ...], sent: Sequence[float],
-          rtt: Sequence[float]) -> list[Sample]:
-    """Per BIN seconds of the window (from the first send): answered requests,
-    their mean and largest RTT.  ``sent``: wall-clock send times, in order."""
-    if not sent:
-        return []
-    t0 = sent[0]
-    groups: dict[int, list[float]] = {}
-    for t, r in zip(sent, rtt, strict=True):
-        groups.setdefault(int((t - t0) / BIN), []).append(r)
-    out = []
-    for k in range(max(groups) + 1):
-        rs = groups.get(k, [])
-        a, b = t0 + k * BIN, t0 + (k + 1) * BIN
-        out.append(Sample(trial_id, "latency.requests", float(len(rs)), "count", a, b, tags))
-        if rs:
-            out.append(Sample(trial_id, "latency.rtt_mean", sum(rs) / len(rs), "s", a, b, tags))
-            out.append(Sample(trial_id, "latency.rtt_max", max(rs), "s", a, b, tags))
-    return out
-
-
-def _exact(rtt: Sequence[float], sent_abs: Sequence[float], stated: dict[str, Any], *, sent: int, lost: int,
-           clock: str) -> dict[str, Any]:
-    """A probe's record from per-request samples: the exact histogram and its window."""
-    h = LatencyHistogram.of(rtt)
-    return {"histogram": h.to_json(), "percentiles_bound": "exact", "resolution_s": None,
-            "count": h.count, "sent": sent, "lost": lost, "mean": h.mean, "min": h.min, "max": h.max,
-            "window": [sent_abs[0], sent_abs[-1] + rtt[-1]], "clock": clock, "stated": stated}
-
-
-def _stated(summary: Any) -> dict[str, Any]:
-    return {"count": summary.count, "sent": summary.sent, "lost": summary.lost, "duration_s": summary.duration,
-            "rate": summary.rate, "mean": summary.mean, "stdev": summary.stdev, "min": summary.min,
-            "max": summary.max, "median": summary.median,
-            "percentiles": {str(k): v for k, v in summary.percentiles.items()}, "counters": dict(summary.counters)}
-
-
-def _parse_probes(ctx: LatencyContext, spec: TrialSpec, engine: str, probes: list[_Probe], raw_dir: Path,
-                  raws: list[RawOutput], env: PointEnv, meta: dict[str, Any]) -> list[Sample]:
-    samples: list[Sample] = []
-    meta["probes"] = {}
-    proto = str(spec.params["protocol"])
-    for pr in probes:
-        assert pr.client_proc is not None
-        out = read_output(pr.client_proc.stdout_path)
-        err = read_output(pr.client_proc.stderr_path)
-        launched = gate_time(pr.client_proc)       # on this machine's clock (a real host's, less its offset)
-        if launched is None:
-            raise ToolError(f"the {engine} probe never passed its start gate", where=pr.client)
-        tags = make_tags(host=pr.client, engine=engine, protocol=proto)
-        where = f"{pr.client} ({engine} to {ctx.server}:{pr.port})"
-        if engine == "sockperf":
-            sockperf.check_text(out, where)
-            text = _fetch(ctx, pr, raw_dir, f"{pr.client}-sockperf-full.csv", spec, env, raws, "sockperf")
-            run = sockperf.parse_full_log(text, where)
-            rs = run.samples
-            if not len(rs):
-                raise ToolError(f"sockperf: none of {run.summary.sent} requests was answered", where=where)
-            assert rs.sent is not None
-            # sockperf's clock counts from its process start, placed at the gate stamp
-            sent_abs = [launched + x for x in rs.sent]
-            rec = _exact(rs.rtt, sent_abs, _stated(run.summary), sent=run.summary.sent or len(rs),
-                         lost=run.summary.lost or 0, clock="sockperf's process clock placed at the gate stamp")
-            rec["warmup_s"] = run.warmup
-            samples += _bins(spec.trial_id, tags, sent_abs, rs.rtt)
-        elif engine == "irtt":
-            irtt.check_stderr(err, where)
-            text = _fetch(ctx, pr, raw_dir, f"{pr.client}-irtt.json", spec, env, raws, "irtt")
-            ir = irtt.parse(text, where)
-            irtt.check_complete(ir, IRTT_EARLY_END, where)
-            if irtt.timer_misses(ir):
-                meta.setdefault("warnings", []).append(
-                    f"{pr.client}: irtt's timer missed {irtt.timer_misses(ir)} of {ir.expected} sends (a busy host): "
-                    f"{ir.sent} requests in {ir.duration:g} s instead of {ir.expected}")
-            off = host_clock_offset(pr.client_proc)         # irtt stamps with its host's clock
-            sent = ir.samples.sent
-            rs = RttSamples(ir.client_rtt, tuple(t - off for t in sent) if off and sent else sent, "epoch")
-            assert rs.sent is not None
-            rec = _exact(rs.rtt, rs.sent, _stated(ir.summary), sent=ir.sent, lost=len(ir.lost), clock="wall clock")
-            rec["irtt_rtt_p50_no_turnaround"] = LatencyHistogram.of(ir.samples.rtt).percentile(50)
-            rec["expected"] = ir.expected
-            if ir.server_time is not None:
-                rec["server_turnaround_max"] = max(ir.server_time)
-            samples += _bins(spec.trial_id, tags, rs.sent, rs.rtt)
-        else:
-            rec, bb_samples = _bounceback(out + "\n" + err, where, launched, spec.trial_id, tags)
-            samples += bb_samples
-        rec.update(engine=engine, port=pr.port, launched=launched)
-        meta["probes"][pr.client] = rec
-    return samples
-
-
-def _bounceback(text: str, where: str, launched: float, trial_id: str,
-                tags: tuple[tuple[str, str], ...]) -> tuple[dict[str, Any], list[Sample]]:
-    """iperf 2's report: its histogram as upper bounds, its exact mean/min/max."""
-    run = bounceback.parse(text, where)
-    if run.total is None or run.histogram is None or run.summary is None:
-        raise ToolError("iperf --bounceback: the test did not finish (no final histogram)", where=where,
-                        hint="a round trip slower than half its report interval ends the test")
-    hg = run.histogram
-    h = LatencyHistogram()
-    for k, n in sorted(hg.bins.items()):
-        # every round trip of bin k is below its upper edge: recorded there (less 1 ns, the
-        # edge itself belongs to the next bin), percentiles are upper bounds, never under-stated
-        h.record(min(hg.edges(k)[1] - 1e-9, run.total.max), n)
-    if hg.above:
-        h.record(run.total.max, hg.above)
-    if hg.below:
-        h.record(run.total.min, hg.below)
-    start = launched + (run.connect_time or 0.0)
-    rec = {"histogram": h.to_json(), "percentiles_bound": "upper", "resolution_s": hg.width,
-           "count": run.total.count, "sent": run.total.count, "lost": 0, "mean": run.total.mean,
-           "min": run.total.min, "max": run.total.max, "window": [start + run.total.start, start + run.total.end],
-           "clock": "iperf's test clock placed at the gate stamp + its connect time",
-           "stated": _stated(run.summary) | {"bins": {str(k): n for k, n in hg.bins.items()},
-                                            "bin_width_s": hg.width, "bounds": {str(k): v for k, v in
-                                                                                hg.bounds.items()}}}
-    samples = []
-    for iv in run.intervals:
-        a, b = start + iv.start, start + iv.end
-        samples.append(Sample(trial_id, "latency.requests", float(iv.count), "count", a, b, tags))
-        if iv.count:
-            samples.append(Sample(trial_id, "latency.rtt_mean", iv.mean, "s", a, b, tags))
-            samples.append(Sample(trial_id, "latency.rtt_max", iv.max, "s", a, b, tags))
-    return rec, samples
-
-
-def _parse_load(ctx: LatencyContext, spec: TrialSpec, clis: Sequence[tuple[ProcSlot, Process]],
-                meta: dict[str, Any]) -> list[Sample]:
-    """The load's receiver and sender bytes, as the TCP study stores them."""
-    stamps, ends = iperf.gate_stamps(clis, meta)
-    samples: list[Sample] = []
-    for slot, proc in clis:
-        key = f"{slot.client}:{slot.port}"
-        rep = iperf.iperf3_report(proc, key, ctx.server)
-        anchor, peer_anchor = iperf.place_iperf3(rep, key, stamps, ends, meta, ctx.server)
-        samples += iperf.flow_samples(spec.trial_id, slot.client, slot.port, anchor, rep.intervals, peer_anchor)
-    meta["start_skew_s"] = iperf.start_skew(meta)
-    return samples
-
-
-Slots = Sequence[tuple[ProcSlot, Process]]
 
 
 def _net_targets(ctx: LatencyContext, env: PointEnv, probes: list[_Probe], load_srv: Slots,

@@ -280,6 +280,13 @@ def _cdf_xy(h: LatencyHistogram) -> tuple[list[float], list[float]]:
     return xs, ys
 
 
+def _binned(points: Sequence[LatencyPoint], text: str) -> str:
+    """``text`` with the bin width when the points' percentiles are bins' upper
+    edges (an engine without per-request samples: iperf 2), else nothing."""
+    res = [p.resolution_s for p in points if p.bound == "upper" and p.resolution_s]
+    return text.format(engine=points[0].engine, us=f"{max(res) * 1e6:g}") if res else ""
+
+
 def cdf_figures(points: Sequence[LatencyPoint], out: Path, title: str) -> list[Path]:
     """One figure per protocol and engine: a CDF per message size, idle solid
     and loaded dashed, on a log latency axis."""
@@ -299,8 +306,7 @@ def cdf_figures(points: Sequence[LatencyPoint], out: Path, title: str) -> list[P
                     linestyle="--" if p.condition == "loaded" else "-", linewidth=1.4,
                     label=f"{format_size(p.message_size)} B {p.condition}{load}")
         ax.set_xscale("log")
-        ax.set_xlabel("round-trip time (us, log scale)" + (" — iperf 2: 100 us bins, upper edges"
-                                                           if engine == "iperf2" else ""))
+        ax.set_xlabel("round-trip time (us, log scale)" + _binned(ps, " — {engine}: {us} us bins, upper edges"))
         ax.set_ylabel("fraction of requests ≤ x")
         ax.set_ylim(0, 1.0)
         ax.grid(True, which="both", alpha=0.3)
@@ -337,7 +343,7 @@ def cost_figures(points: Sequence[LatencyPoint], out: Path, title: str) -> list[
                             linestyle=style, alpha=alpha, label=f"{k} {cond}")
         size_axis(ax, {p.message_size for p in ps}, "message size (bytes)")
         ax.set_yscale("log")
-        bound = " (upper bounds: 100 us bins)" if engine == "iperf2" else ""
+        bound = _binned(ps, " (upper bounds: {us} us bins)")
         ax.set_ylabel("round-trip time (us, log scale)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7, ncol=2)

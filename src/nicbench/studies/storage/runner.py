@@ -6,7 +6,12 @@ listen, stopped after the last point.  Each point runs one fio per initiator
 (one job per LUN it drives) behind the start barrier; fio's JSON gives bytes,
 IOs and latency per job over ``runtime`` after ``ramp_time``.  A point is
 bounded by ramp + duration + timeout_margin: fio stuck on a dead target is
-killed by process group and the point fails, the sweep goes on.
+killed by process group and the point fails, the sweep goes on.  With
+``target = "iscsi"`` the target is one tgtd (``tgt.py``) and each initiator
+is one iscsi-perf per LUN.  The point's sequence (raw files, pinned spawns, guard, samplers, the initiators
+awaited with that limit, the record and its overhead) is
+:class:`nicbench.run.point.Point`'s; this module says only what is the
+targets' and the initiators'.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,29 +36,17 @@ from ...hosts.transport import (
 )
 from ...plan.model import Plan
 from ...plan.studies.storage import StorageStudy
-from ...records import RawOutput, Sample, TrialRecord, TrialSpec, make_tags
-from ...run.kit import PointEnv, PointGuard, PointSamplers, release_together, stall_causes, stalled
+from ...records import RawOutput, Sample, TrialSpec, make_tags
+from ...run.kit import PointEnv, PointSamplers, release_together, stall_causes, stalled
+from ...run.point import Point
 from ...run.preflight import busy_ports, problems_found, tool_version
 from ...run.sockstat import tcp_listening_of
 from ...run.study import Preflight, TrialOutcome
 from ...sampling.sampler import NetTarget, tool_procs
 from ...tools import fio, iscsi_perf
 from ...tools.base import parse_version
-
-
-@dataclass
-class StorageContext:
-    """The storage study's state: what preflight decided, and the targets while they run."""
-
-    study: StorageStudy
-    server: str
-    clients: list[str]
-    transports: dict[str, Transport]
-    addresses: dict[str, str]
-    versions: dict[str, str]
-    targets: list[Process] = field(default_factory=list)
-    raws: list[RawOutput] = field(default_factory=list)
-    tgt_up: bool = False                 # our tgtd answered: its socket files are ours to remove
+from . import tgt
+from .context import StorageContext
 
 
 def assignment(luns: int, clients: list[str], devices: dict[str, list[str]] | None = None) -> dict[str, list[int]]:
@@ -104,7 +97,7 @@ class StorageRunner:
 
     def trial(self, env: PointEnv, spec: TrialSpec, raw_dir: Path) -> TrialOutcome:
         assert self.ctx is not None, "preflight first"
-        return TrialOutcome(*run_trial(self.ctx, env, spec, raw_dir))
+        return run_trial(self.ctx, env, spec, raw_dir)
 
     def stop(self, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
         return stop(self.ctx, env, raw_dir) if self.ctx is not None else []
@@ -158,53 +151,13 @@ def target_argv(s: StorageStudy, address: str, lun: int) -> list[str]:
     return ["nbdkit", "--foreground", "--exit-with-parent", "-i", address, "-p", str(s.port_base + lun), *plugin]
 
 
-IQN = "iqn.2026-11.org.nicbench"
-
-
-def control_port(s: StorageStudy) -> int:
-    """tgtd's management channel (``-C``): its socket lives in /var/run/tgtd,
-    shared by every namespace, so each study's tgtd gets its own."""
-    return 20000 + s.iscsi_port % 10000
-
-
 def lun_url(ctx: StorageContext, lun: int) -> str:
     s = ctx.study
     if s.target == "devices":
         return [d for c in ctx.clients for d in (s.devices or {}).get(c, [])][lun]
     if s.target == "nbd":
         return f"nbd://{ctx.addresses[ctx.server]}:{s.port_base + lun}"
-    return f"iscsi://{ctx.addresses[ctx.server]}:{s.iscsi_port}/{IQN}:lun{lun}/1"
-
-
-def _start_tgt(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> None:
-    """tgtd in the foreground, then one target per LUN with a null LUN 1 (the seed's null-rw)."""
-    s, t = ctx.study, ctx.transports[ctx.server]
-    out, err = raw_dir / "tgtd.out", raw_dir / "tgtd.err"
-    ctx.raws += [RawOutput("target", ctx.server, "server", "tgtd", "stdout", env.rel(out)),
-                 RawOutput("target", ctx.server, "server", "tgtd", "stderr", env.rel(err))]
-    c = str(control_port(s))
-    if t.run(["tgtadm", "-C", c, "--lld", "iscsi", "--op", "show", "--mode", "target"], timeout=10).returncode == 0:
-        raise ToolError(f"another tgtd already answers on management port {c}", where=ctx.server,
-                        hint="stop it, or give this study another iscsi_port (the port is derived from it)")
-    ctx.targets.append(t.spawn(env.pinned(ctx.server, ["tgtd", "-f", "-C", c, "--iscsi",
-                                                       f"portal={ctx.addresses[ctx.server]}:{s.iscsi_port}"]),
-                               stdout=out, stderr=err))
-    deadline = time.monotonic() + 10
-    while True:
-        r = t.run(["tgtadm", "-C", c, "--lld", "iscsi", "--op", "show", "--mode", "target"], timeout=10)
-        if r.returncode == 0 and ctx.targets[0].poll() is None:
-            ctx.tgt_up = True
-            break
-        if ctx.targets[0].poll() is not None or time.monotonic() > deadline:
-            raise ToolError(f"tgtd did not start: {tail(read_output(err)) or tail(r.stderr)}", where=ctx.server)
-        time.sleep(0.05)
-    for lun in range(s.luns):
-        for args in (["--op", "new", "--mode", "target", "--tid", str(lun + 1), "-T", f"{IQN}:lun{lun}"],
-                     ["--op", "new", "--mode", "logicalunit", "--tid", str(lun + 1), "--lun", "1",
-                      "--bstype", "null", "-b", f"/nicbench-null{lun}"],
-                     ["--op", "bind", "--mode", "target", "--tid", str(lun + 1), "-I", "ALL"]):
-            t.run(["tgtadm", "-C", c, "--lld", "iscsi", *args], timeout=10).check(
-                f"tgtadm {' '.join(args[:4])}", hint="the target's log is in the run's raw/storage/tgtd.err")
+    return f"iscsi://{ctx.addresses[ctx.server]}:{s.iscsi_port}/{tgt.IQN}:lun{lun}/1"
 
 
 def start(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
@@ -213,7 +166,7 @@ def start(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
     t = ctx.transports[ctx.server]
     raw_dir.mkdir(parents=True, exist_ok=True)
     if s.target == "iscsi":
-        _start_tgt(ctx, env, raw_dir)
+        tgt.start(ctx, env, raw_dir)
         return []
     if s.target == "devices":
         return []                                # the LUNs exist already, exported by someone else
@@ -246,57 +199,48 @@ def stop(ctx: StorageContext, env: PointEnv, raw_dir: Path) -> list[RawOutput]:
     for p in ctx.targets:
         # tgtd ignores SIGTERM while it has targets: it is killed (its LUNs are null, nothing to flush)
         p.stop(grace=0.0 if s.target == "iscsi" else 2.0, sig=signal.SIGKILL if s.target == "iscsi" else signal.SIGTERM)
-    if s.target == "iscsi" and ctx.tgt_up:
-        ctx.tgt_up = False
-        c = control_port(s)
-        ctx.transports[ctx.server].run(["rm", "-f", f"/var/run/tgtd/socket.{c}", f"/var/run/tgtd/socket.{c}.lock"],
-                                       timeout=10)
+    if s.target == "iscsi":
+        tgt.remove_sockets(ctx)
     ctx.targets = []
     raws, ctx.raws = ctx.raws, []
     return raws
 
 
-def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
-              raw_dir: Path) -> tuple[TrialRecord, list[Sample], list[RawOutput]]:
+def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec, raw_dir: Path) -> TrialOutcome:
     s = ctx.study
     op, bs = str(spec.params["op"]), int(spec.params["block_size"])
-    started = time.time()
-    meta: dict = {"engine": "fio", "server": ctx.server, "argv": {}, "layout": []}
-    raws: list[RawOutput] = []
-    procs: list[tuple[str, Process]] = []
+    tool = "iscsi-perf" if s.target == "iscsi" else "fio"
     # fio stuck in a dead connection ignores TERM: KILL at once
-    guard = PointGuard(meta, lambda: [p for _, p in procs], grace=0.5, sig=signal.SIGKILL)
+    pt = Point(spec, env, raw_dir, tool, {"engine": "fio", "server": ctx.server, "argv": {}, "layout": []},
+               nominal_s=s.ramp + s.duration, sig=signal.SIGKILL)
+    meta = pt.meta
+    procs: list[tuple[str, Process]] = []
     samples: list[Sample] = []
-    with guard:
+    with pt:
         dead = [lun for lun, p in enumerate(ctx.targets) if p.poll() is not None]
         if dead:
             what = "tgtd exited" if s.target == "iscsi" else "their nbdkit exited"
             raise ToolError(f"LUN(s) {', '.join(map(str, dead))} are gone: {what}", where=ctx.server)
         for client, luns in assignment(s.luns, ctx.clients, s.devices).items():
             for name, argv in _initiator_argvs(ctx, client, luns, op, bs):
-                tool = argv[0] if argv[0] != "timeout" else "iscsi-perf"
-                out, err = raw_dir / f"{name}.out", raw_dir / f"{name}.err"
-                raws += [RawOutput(spec.trial_id, client, "client", tool, "stdout", env.rel(out)),
-                         RawOutput(spec.trial_id, client, "client", tool, "stderr", env.rel(err))]
-                argv = env.pinned(client, argv)
-                procs.append((client, ctx.transports[client].spawn(argv, stdout=out, stderr=err, gated=True)))
-                meta["argv"][name] = argv
+                procs.append((client, pt.spawn(ctx.transports[client], client, "client", name, argv, key=name,
+                                               gated=True)))
             meta["layout"].append({"client": client, "luns": luns})
-        samplers = guard.samplers = PointSamplers(spec.trial_id, _net_targets(ctx, env, procs), env.cpu_transport,
-                                                  _tool_procs(ctx, env, procs), machine=env.cpu_machine,
-                                                  nic_irqs=env.nic_irqs).start(first_read=True)
+        samplers = pt.sample(PointSamplers(spec.trial_id, _net_targets(ctx, env, procs), env.cpu_transport,
+                                           _tool_procs(ctx, env, procs), machine=env.cpu_machine,
+                                           nic_irqs=env.nic_irqs), first_read=True)
         meta["released"] = release_together([p for _, p in procs], "initiators", "initiators")
         limit = s.ramp + s.duration + s.timeout_margin
-        end_by = time.monotonic() + limit
-        for client, p in procs:
-            if p.wait(end_by - time.monotonic()) is None:
-                tool = "iscsi-perf" if s.target == "iscsi" else "fio"
-                hosts = {h: ctx.transports[h] for h in (ctx.server, client)}
-                raise stalled(f"{tool} on {client}", limit, client, stall_causes(hosts, env.ifnames, [p]),
-                              "the target stopped answering (ramp + duration + timeout_margin passed); check the "
-                              "target, or raise study.timeout_margin if it is only slow")
+
+        def hung_initiator(client: str, p: Process) -> ToolError:
+            hosts = {h: ctx.transports[h] for h in (ctx.server, client)}
+            return stalled(f"{tool} on {client}", limit, client, stall_causes(hosts, env.ifnames, [p]),
+                           "the target stopped answering (ramp + duration + timeout_margin passed); check the "
+                           "target, or raise study.timeout_margin if it is only slow")
+        if hung := pt.await_clients(procs, limit, str, hung_initiator):
+            raise hung_initiator(*hung[0])      # one initiator short fails the point: the target's IOPS are everyone's
         samplers.last_read()
-    status, error, counters = guard.status, guard.error, guard.counters
+    status, error = pt.status, pt.error
     results: dict[str, dict] = {}
     if status == "ok":
         try:
@@ -332,10 +276,7 @@ def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec,
         except NicbenchError as e:
             status, error = "failed", e.one_line().removeprefix("nicbench: ")
     meta["fio"] = results
-    samples += counters
-    ended = time.time()
-    meta["overhead_s"] = (ended - started) - (s.ramp + s.duration)
-    return TrialRecord(spec, status, started, ended, error, meta), samples, raws  # type: ignore[arg-type]
+    return pt.outcome(status, error, samples)
 
 
 def interval_samples(progress: dict[tuple[str, str], list[fio.Reading]], trial: str, host: str) -> list[Sample]:
@@ -404,7 +345,7 @@ def _initiator_argvs(ctx: StorageContext, client: str, luns: list[int], op: str,
                 lun_url(ctx, n),
                 block_size=bs,
                 queue=s.iodepth,
-                initiator=f"{IQN}:{client}",
+                initiator=f"{tgt.IQN}:{client}",
                 seconds=s.ramp + s.duration + 0.5,
                 random=s.pattern == "random",
             ),
