@@ -65,12 +65,17 @@ class Point:
         return self.guard.__exit__(et, ev, tb)
 
     def spawn(self, t: Transport, host: str, role: str, name: str, argv: Sequence[str], *, key: str,
-              gated: bool = False, pin: bool = True) -> Process:
+              gated: bool = False, pin: bool = True, tool: str | None = None) -> Process:
         """Start ``argv`` on ``host`` (under its pinning unless ``pin`` is
-        false), its stdout and stderr kept as ``name.out``/``name.err``, its
-        argv recorded in meta under ``key``; stopped with the point."""
+        false), its stdout and stderr kept as ``name.out``/``name.err`` (the
+        output of ``tool``, when it is not the point's: a packet point's
+        receiver counts with nbgen whatever generates), its argv recorded in
+        meta under ``key``; stopped with the point."""
         full = self.env.pinned(host, argv) if pin else list(argv)
-        out, err = self.raws.pair(host, role, name)
+        files = self.raws if tool is None else RawFiles(self.spec.trial_id, self.env, self.raw_dir, tool)
+        out, err = files.pair(host, role, name)
+        if files is not self.raws:
+            self.raws.outputs += files.outputs
         proc = t.spawn(full, stdout=out, stderr=err, gated=gated)
         self.procs.append(proc)
         self.meta["argv"][key] = full
