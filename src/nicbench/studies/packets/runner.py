@@ -27,7 +27,6 @@ import json
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,6 @@ from typing import Any
 from ...core.errors import NicbenchError, PreflightError, ToolError, tail
 from ...hosts.base import Hosts
 from ...hosts.factparse_freebsd import parse_ifconfig
-from ...hosts.spec import DirectLink
 from ...hosts.transport import (
     END_MARK,
     Process,
@@ -59,6 +57,7 @@ from ...tools import frames as fr
 from ...tools import nbgen, pktgen, trafgen
 from ...tuning.knobs import cpu_set
 from .analysis import packet_trial  # the search needs each step's loss: the one upward import (see ARCHITECTURE.md)
+from .context import PacketContext, port_ifname, port_ips
 
 INSTALL = ("run 'nicbench setup' (it builds nbgen, naming any compiler or library it lacks); trafgen: "
            "apt-get install netsniff-ng")
@@ -100,41 +99,6 @@ def netmap_problems(host: str, out: str) -> list[str]:
     if not kv.get("pkt-gen"):
         out_.append(f"{host}: pkt-gen is not installed ({PKTGEN_INSTALL})")
     return out_
-
-
-def port_ifname(i: int) -> str:
-    """The lab's back-to-back port names (one place knows them: lab.topology)."""
-    return DirectLink(i, "", "").ifname
-
-
-def port_ips(i: int, ip: int) -> tuple[str, str]:
-    """The frames' (source, destination) addresses on port ``i``: the lab's own."""
-    return DirectLink(i, "", "").ips(ip)
-
-
-@dataclass
-class PacketContext:
-    """What the packet study's preflight decided, for every point."""
-
-    study: PacketStudy
-    server: str                          # the generator
-    receiver: str
-    transports: dict[str, Transport]
-    versions: dict[str, str]
-    exe: str | None                      # nbgen
-    macs: dict[tuple[str, int], str] = field(default_factory=dict)   # (host, port) -> MAC
-    cpus: list[int] = field(default_factory=lambda: [0])   # the generator's online CPUs
-    kernel: str = ""
-    devs: dict[str, list[str]] = field(default_factory=dict)   # host -> its port NICs (lab: pk0, pk1, ...)
-    exes: dict[str, str] = field(default_factory=dict)         # host -> nbgen there
-
-    @staticmethod
-    def dev_of(devs: dict[str, list[str]], host: str, i: int) -> str:
-        """Port ``i``'s NIC on ``host``: the plan's (real hosts) or the lab's."""
-        return devs[host][i] if host in devs else port_ifname(i)
-
-    def dev(self, host: str, i: int) -> str:
-        return self.dev_of(self.devs, host, i)
 
 
 def _caps(t: Transport) -> int | None:
