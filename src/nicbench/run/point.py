@@ -67,10 +67,11 @@ class Point:
     def spawn(self, t: Transport, host: str, role: str, name: str, argv: Sequence[str], *, key: str,
               gated: bool = False, pin: bool = True, tool: str | None = None) -> Process:
         """Start ``argv`` on ``host`` (under its pinning unless ``pin`` is
-        false), its stdout and stderr kept as ``name.out``/``name.err``, its
-        argv recorded in meta under ``key``; stopped with the point.  ``tool``
-        names its raw outputs when it is not the point's own tool (a latency
-        probe's TCP load)."""
+        false), its stdout and stderr kept as ``name.out``/``name.err`` (the
+        output of ``tool``, when it is not the point's: a latency probe's TCP
+        load, a packet point's receiver counting with nbgen whatever
+        generates), its argv recorded in meta under ``key``; stopped with the
+        point."""
         full = self.env.pinned(host, argv) if pin else list(argv)
         files = self.raws if tool is None else RawFiles(self.spec.trial_id, self.env, self.raw_dir, tool)
         out, err = files.pair(host, role, name)
