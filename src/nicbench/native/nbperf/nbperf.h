@@ -274,12 +274,54 @@ void addr_str(const struct sockaddr_storage *ss, char *buf, size_t n);
 int apply_sock_opts(int fd, const struct params *p, int will_send, int tcp, char *why, size_t whysz);
 void hard_deadline_alarm(int64_t deadline_ns);
 
-/* worker.c */
+/* worker.c: the worker threads (what client.c and server.c call) */
 void worker_init(struct worker *w, int index, int cpu, int side);
 void *worker_main(void *arg);
 void worker_add(struct worker *w, struct conn *c);
 void worker_handoff(struct worker *w, struct conn *c);
 void conn_init(struct conn *c, const struct params *p, uint32_t index, int side);
+
+/* ------------------------------------------------------------ inside the worker threads
+ * Called only by a worker thread, on its own connections. */
+#define BUDGET 16                /* I/O calls per connection per wakeup: fair among a thread's connections */
+
+/* worker.c: epoll registration, the end of a connection */
+int worker_memfd(struct worker *w, size_t size);
+int send_ready(struct worker *w, struct conn *c, char *why, size_t n);
+void ep_set(struct worker *w, struct conn *c, int udp, uint32_t ev);
+void ep_add(struct worker *w, struct conn *c, int udp, uint32_t ev);
+void conn_finish(struct worker *w, struct conn *c, const char *status, int reset);
+void conn_fail(struct worker *w, struct conn *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void maybe_finish(struct worker *w, struct conn *c);
+void shut_wr(struct worker *w, struct conn *c);
+void stop_sending(struct worker *w, struct conn *c);
+
+/* report.c: the JSON lines of a worker */
+void thread_line(struct worker *w, int64_t t);
+void report_interval(struct worker *w, struct conn *c, int64_t t1);
+void conn_end_line(struct worker *w, struct conn *c, const char *status);
+
+/* tcp.c: a TCP connection's data (and the peer's FIN on a UDP flow's connection) */
+void on_eof(struct worker *w, struct conn *c);
+void tcp_recv(struct worker *w, struct conn *c);
+int zc_reap(struct worker *w, struct conn *c);
+void tcp_send(struct worker *w, struct conn *c, int budget, size_t io);
+
+/* udp.c: a UDP flow's datagrams and the totals on its TCP connection */
+void udp_send(struct worker *w, struct conn *c, int64_t now);
+void udp_recv_done(struct worker *w, struct conn *c);
+void udp_recv(struct worker *w, struct conn *c);
+void udp_ctl_read(struct worker *w, struct conn *c);
+
+/* client_worker.c: a client's data connection until it is ready */
+void client_open(struct worker *w, struct conn *c);
+void client_connected(struct worker *w, struct conn *c);
+void client_read_ack(struct worker *w, struct conn *c);
+
+/* server_worker.c: a server's data connections, from the accept thread's hand-over */
+void server_setup(struct worker *w, struct conn *c);
+void take_inbox(struct worker *w);
+void compact(struct worker *w);
 
 /* client.c / server.c */
 int cmd_client(int argc, char **argv);
