@@ -65,7 +65,7 @@ void server_setup(struct worker *w, struct conn *c)
 	return;
 refuse:
 	a.status = 1;
-	snprintf(a.msg, sizeof(a.msg), "%s", why);
+	snprintf(a.msg, sizeof(a.msg), "%.*s", (int)sizeof(a.msg) - 1, why);    /* the ack has room for 95 */
 	a.server_ns = now_ns();
 	ack_encode(b, &a);
 	if (send(c->fd, b, ACK_LEN, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
