@@ -265,7 +265,8 @@ static void end_line(const struct params *p, const char *status, const struct re
 	else
 		n += snprintf(line + n, sizeof(line) - (size_t)n, ",\"peer_tx_bytes\":null,\"peer_rx_bytes\":null");
 	snprintf(line + n, sizeof(line) - (size_t)n, ",\"rt_start\":\"%s\",\"threads\":%s,\"process\":{\"utime\":%.6f,"
-		 "\"stime\":%.6f}}\n", !G.rt_start ? "off" : G.rt_refused ? "refused" : "on", threads, tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec), tv_s(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec));
+		 "\"stime\":%.6f}}\n", rt_start_word(), threads, tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec),
+		 tv_s(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec));
 	out_write(line, strlen(line));
 }
 
@@ -282,7 +283,7 @@ static void join_workers(void)
 
 static void stop_workers(void)
 {
-	G.abort_all = 1;
+	flag_set(&G.abort_all);
 	if (!joined)
 		for (int i = 0; i < G.nworkers; i++)
 			notify(G.w[i].evfd);
@@ -596,10 +597,10 @@ int cmd_client(int argc, char **argv)
 		int all_ready = 1, all_done = 1;
 
 		for (int i = 0; i < G.nworkers; i++) {
-			all_ready &= G.w[i].ready;
-			all_done &= G.w[i].done;
+			all_ready &= flag_is(&G.w[i].ready);
+			all_done &= flag_is(&G.w[i].done);
 		}
-		if (G.abort_all)
+		if (flag_is(&G.abort_all))
 			fail(&p, ctl, EX_ERR, "error", "%s", G.first_error);
 		now = now_ns();
 		if (!ready_printed && all_ready) {
@@ -643,17 +644,19 @@ int cmd_client(int argc, char **argv)
 			int ready = 0;
 
 			for (int i = 0; i < G.nworkers; i++)
-				ready += G.w[i].nready;
+				ready += atomic_load_explicit(&G.w[i].nready, memory_order_relaxed);
 			fail(&p, ctl, EX_ERR, "error", "only %d of %u connections were ready at the start time: start "
 			     "further ahead", ready, p.conns);
 		}
 		if (all_done)
 			break;
 		if (now >= deadline) {
-			int open = 0;
+			/* each worker counts its finished connections (its own, so no
+			 * other thread reads a connection's state while it runs) */
+			int open = (int)p.conns;
 
-			for (uint32_t i = 0; i < p.conns; i++)
-				open += G.conns[i].state != CS_FINISHED;
+			for (int i = 0; i < G.nworkers; i++)
+				open -= atomic_load_explicit(&G.w[i].nfinished, memory_order_relaxed);
 			fail(&p, ctl, EX_ERR, "error", "%d of %u connections still open at the hard deadline (start + "
 			     "duration + grace)", open, p.conns);
 		}

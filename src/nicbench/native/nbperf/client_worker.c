@@ -102,8 +102,8 @@ void client_read_ack(struct worker *w, struct conn *c)
 	}
 	c->kin_mark = ACK_LEN;       /* the server's handshake: the only bytes before the data */
 	ep_set(w, c, 0, EPOLLIN | EPOLLRDHUP);
-	if (++w->nready == w->n) {
-		w->ready = 1;
+	if (atomic_fetch_add_explicit(&w->nready, 1, memory_order_relaxed) + 1 == w->n) {
+		flag_set(&w->ready);    /* after every clock offset of this thread's connections */
 		notify(G.notify_fd);
 	}
 }

@@ -12,6 +12,8 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -59,6 +61,22 @@ extern const uint8_t MAGIC_HELLO[MAGIC_LEN], MAGIC_ACK[MAGIC_LEN], MAGIC_DONE[MA
 #define UDP_MAGIC 0x4e425544u    /* "NBUD" */
 
 enum { K_CONTROL = 1, K_DATA = 2 };
+
+/* ------------------------------------------------------------ flags between threads
+ * What one thread tells another without a lock is a C11 atomic.  A flag
+ * that makes the other thread act (stop, abort, ready, done) is set with
+ * release and read with acquire: what the setter wrote before it -- the
+ * first error, a connection's clock offset -- is what the reader sees.
+ * Counters read only to be reported are relaxed. */
+static inline void flag_set(atomic_bool *f)
+{
+	atomic_store_explicit(f, true, memory_order_release);
+}
+
+static inline bool flag_is(atomic_bool *f)
+{
+	return atomic_load_explicit(f, memory_order_acquire);
+}
 
 /* One test, as the client's command line describes it (both ends use it). */
 struct params {
@@ -185,7 +203,7 @@ struct session {
 	uint8_t *seen;               /* per connection index: a data connection arrived */
 	struct rec *res;             /* per connection: what this server counted */
 	char err[400];
-	volatile int aborted;        /* workers close this session's connections */
+	atomic_bool aborted;         /* workers close this session's connections (flag_set/flag_is) */
 	/* control connection input: DONE header + records */
 	uint8_t *dbuf;
 	size_t dlen, dneed;
@@ -210,9 +228,9 @@ struct worker {
 	int memfd;                   /* sendfile source, made on first use */
 	size_t memfd_size;
 	int64_t next_timer;
-	int nready, nfinished;       /* client */
+	atomic_int nready, nfinished;    /* client: written by this thread only; relaxed, the main thread reports them */
 	int nrunning;                /* connections past their start, as of the last timer scan */
-	volatile int ready, done;    /* client: all connections ready / finished */
+	atomic_bool ready, done;     /* client: all connections ready / finished (flag_set/flag_is) */
 	int poked;                   /* server: the eventfd fired: look at the inbox and aborts */
 	int rt;                      /* running SCHED_FIFO around a start */
 	char *out;                   /* output being built, flushed in one write */
@@ -227,14 +245,14 @@ struct worker {
 struct global {
 	int side;
 	pthread_mutex_t lock;        /* output, first error, sessions */
-	volatile int abort_all;      /* client: stop every connection now */
-	volatile int stop;           /* server: leave */
+	atomic_bool abort_all;       /* client: stop every connection now (flag_set/flag_is) */
+	atomic_bool stop;            /* server: leave (flag_set/flag_is) */
 	int notify_fd;               /* eventfd: workers -> main thread */
 	int nworkers;
 	struct worker *w;
 	char first_error[400];
 	int rt_start;                /* raise threads to SCHED_FIFO around the start (default) */
-	volatile int rt_refused;     /* ... and the kernel said no (no CAP_SYS_NICE) */
+	atomic_bool rt_refused;      /* ... and the kernel said no (no CAP_SYS_NICE); relaxed, read after the join */
 	/* client: where the connections go */
 	struct sockaddr_storage srv, bind_addr;
 	socklen_t srv_len, bind_len;
@@ -262,6 +280,7 @@ void out_drain(void);
 void wo_printf(struct worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void wo_flush(struct worker *w);
 double tv_s(long sec, long usec);
+const char *rt_start_word(void);
 const char *dir_name(int d);
 const char *proto_name(int p);
 const char *send_name(int s);

@@ -165,8 +165,8 @@ static void session_fail(struct session *s, const char *fmt, ...)
 		sanitize(s->err);
 	}
 	pthread_mutex_unlock(&G.lock);
-	if (!s->aborted) {
-		s->aborted = 1;
+	if (!flag_is(&s->aborted)) {
+		flag_set(&s->aborted);
 		poke_workers();
 	}
 }
@@ -259,7 +259,7 @@ static void session_check(struct session *s, int64_t now)
 	finished = s->finished;
 	connected = s->connected;
 	pthread_mutex_unlock(&G.lock);
-	if (s->err[0] || s->aborted) {
+	if (s->err[0] || flag_is(&s->aborted)) {
 		if (finished < connected)
 			return;          /* the workers are still resetting its connections */
 		send_result(s, 1, s->err);
@@ -372,6 +372,7 @@ static void open_session(struct pend *q, const struct hello *h)
 	if (!s || !(s->seen = calloc(h->p.conns, 1)) || !(s->res = calloc(h->p.conns, sizeof(*s->res))) ||
 	    !(s->client_recs = calloc(h->p.conns, sizeof(*s->client_recs))) || !(s->dbuf = malloc(SUMHDR_LEN)))
 		die(EX_ERR, "out of memory");
+	atomic_init(&s->aborted, false);
 	s->p = h->p;
 	s->ctl_fd = q->fd;
 	s->dneed = SUMHDR_LEN;
@@ -406,7 +407,7 @@ static void data_conn(struct pend *q, const struct hello *h)
 	struct session *s = find_session(h->p.session);
 	struct conn *c;
 
-	if (!s || s->state != SS_ACTIVE || s->aborted) {
+	if (!s || s->state != SS_ACTIVE || flag_is(&s->aborted)) {
 		refuse(q, s ? "this session has ended" : "no such session here (its control connection comes first)");
 		return;
 	}
@@ -499,11 +500,11 @@ static void accept_all(int lfd)
 				getrlimit(RLIMIT_NOFILE, &rl);
 				set_error("out of file descriptors (limit %llu): raise the server's limit (ulimit -n)",
 					  (unsigned long long)rl.rlim_cur);
-				G.stop = 1;
+				flag_set(&G.stop);
 				return;
 			}
 			set_error("accept: %s", strerror(errno));
-			G.stop = 1;
+			flag_set(&G.stop);
 			return;
 		}
 		struct pend *q = calloc(1, sizeof(*q));
@@ -570,7 +571,7 @@ static void end_line(const char *status)
 	snprintf(b, sizeof(b), "{\"event\":\"end\",\"side\":\"server\",\"t\":%lld.%06lld,\"status\":\"%s\","
 		 "\"error\":%s,\"sessions\":%d,\"failed\":%d,\"rejected\":%d,\"rt_start\":\"%s\",\"threads\":%s,"
 		 "\"process\":{\"utime\":%.6f,\"stime\":%.6f}}\n", TS(now_ns()), status, err, sessions_ended,
-		 sessions_failed, rejected, !G.rt_start ? "off" : G.rt_refused ? "refused" : "on", threads, tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec),
+		 sessions_failed, rejected, rt_start_word(), threads, tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec),
 		 tv_s(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec));
 	out_write(b, strlen(b));
 }
@@ -676,7 +677,7 @@ int cmd_server(int argc, char **argv)
 		rc = pthread_create(&G.w[i].tid, &attr, worker_main, &G.w[i]);
 		pthread_attr_destroy(&attr);
 		if (rc) {
-			G.stop = 1;
+			flag_set(&G.stop);
 			for (int j = 0; j < i; j++) {
 				notify(G.w[j].evfd);
 				pthread_join(G.w[j].tid, NULL);
@@ -710,7 +711,7 @@ int cmd_server(int argc, char **argv)
 		     (unsigned long long)soft);
 	}
 
-	while (!G.stop) {
+	while (!flag_is(&G.stop)) {
 		struct epoll_event evs[64];
 		int64_t now = now_ns(), next = until_ns;
 
@@ -750,7 +751,7 @@ int cmd_server(int argc, char **argv)
 
 				if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 					stopped_by = (int)si.ssi_signo;
-					G.stop = 1;
+					flag_set(&G.stop);
 				}
 			} else if (tag == T_NOTIFY) {
 				drain_fd(G.notify_fd);
@@ -780,14 +781,14 @@ int cmd_server(int argc, char **argv)
 				 stopped_by < 0 ? "--until reached" : "an error");
 		pthread_mutex_unlock(&G.lock);
 	}
-	G.stop = 1;
+	flag_set(&G.stop);
 	poke_workers();
 	for (int i = 0; i < G.nworkers; i++)
 		pthread_join(G.w[i].tid, NULL);
 	for (struct session *s = sessions; s; s = s->next) {
 		if (s->state != SS_ACTIVE)
 			continue;
-		s->aborted = 1;
+		flag_set(&s->aborted);
 		session_check(s, now_ns());
 	}
 	while (pends)

@@ -394,6 +394,15 @@ double tv_s(long sec, long usec)
 	return (double)sec + (double)usec / 1e6;
 }
 
+/* end.rt_start: SCHED_FIFO around the start off (--no-rt-start), refused by
+ * the kernel, or on.  Read after the workers were joined. */
+const char *rt_start_word(void)
+{
+	if (!G.rt_start)
+		return "off";
+	return atomic_load_explicit(&G.rt_refused, memory_order_relaxed) ? "refused" : "on";
+}
+
 const char *dir_name(int d)
 {
 	return d == D_TX ? "tx" : d == D_RX ? "rx" : "bidir";

@@ -60,6 +60,10 @@ void worker_init(struct worker *w, int index, int cpu, int side)
 	w->memfd = -1;
 	w->next_timer = 0;
 	w->poked = 1;
+	atomic_init(&w->nready, 0);
+	atomic_init(&w->nfinished, 0);
+	atomic_init(&w->ready, false);
+	atomic_init(&w->done, false);
 	pthread_mutex_init(&w->inlock, NULL);
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -212,8 +216,8 @@ void conn_finish(struct worker *w, struct conn *c, const char *status, int reset
 	c->state = CS_FINISHED;
 	if (w->side == SIDE_SERVER) {
 		session_conn_done(c);
-	} else if (++w->nfinished == w->n) {
-		w->done = 1;
+	} else if (atomic_fetch_add_explicit(&w->nfinished, 1, memory_order_relaxed) + 1 == w->n) {
+		flag_set(&w->done);
 		notify(G.notify_fd);
 	}
 }
@@ -231,7 +235,7 @@ void conn_fail(struct worker *w, struct conn *c, const char *fmt, ...)
 	c->failed = 1;
 	if (w->side == SIDE_CLIENT) {
 		set_error("connection %u to %s: %s", c->index, c->peer, c->err);
-		G.abort_all = 1;
+		flag_set(&G.abort_all);      /* after set_error: the main thread reports that first error */
 		notify(G.notify_fd);
 	}
 	conn_finish(w, c, "error", 1);
@@ -371,7 +375,8 @@ static void abort_conns(struct worker *w, const char *why)
 	for (int i = 0; i < w->n; i++) {
 		struct conn *c = w->c[i];
 
-		if (c->state != CS_FINISHED && (w->side == SIDE_CLIENT || (c->sess && c->sess->aborted) || G.stop)) {
+		if (c->state != CS_FINISHED && (w->side == SIDE_CLIENT || (c->sess && flag_is(&c->sess->aborted)) ||
+						   flag_is(&G.stop))) {
 			if (!c->err[0])
 				snprintf(c->err, sizeof(c->err), "%s", why);
 			conn_finish(w, c, "aborted", 1);
@@ -455,7 +460,7 @@ static void rt_start(struct worker *w, int on)
 	if (pthread_setschedparam(pthread_self(), on ? SCHED_FIFO : SCHED_OTHER, &sp) == 0)
 		w->rt = on;
 	else if (on)
-		G.rt_refused = 1;
+		atomic_store_explicit(&G.rt_refused, true, memory_order_relaxed);
 }
 
 static void precise_sleep_until(int64_t t)
@@ -480,7 +485,8 @@ void *worker_main(void *arg)
 		for (int i = 0; i < w->n; i++)
 			client_open(w, w->c[i]);
 		if (w->n == 0) {
-			w->ready = w->done = 1;
+			flag_set(&w->ready);
+			flag_set(&w->done);
 			notify(G.notify_fd);
 			return NULL;
 		}
@@ -488,7 +494,7 @@ void *worker_main(void *arg)
 	for (;;) {
 		int64_t now = now_ns();
 
-		if (w->side == SIDE_CLIENT && G.abort_all) {
+		if (w->side == SIDE_CLIENT && flag_is(&G.abort_all)) {
 			abort_conns(w, "stopped: another connection failed, or the client was stopped");
 			break;
 		}
@@ -496,7 +502,7 @@ void *worker_main(void *arg)
 			/* the accept thread handed over connections, failed a session, or stops us */
 			w->poked = 0;
 			take_inbox(w);
-			if (G.stop) {
+			if (flag_is(&G.stop)) {
 				abort_conns(w, "the server stopped before the end of the test");
 				compact(w);
 				break;
@@ -517,7 +523,7 @@ void *worker_main(void *arg)
 		}
 		if (w->side == SIDE_SERVER)
 			compact(w);
-		if (w->side == SIDE_CLIENT && w->nfinished == w->n)
+		if (w->side == SIDE_CLIENT && atomic_load_explicit(&w->nfinished, memory_order_relaxed) == w->n)
 			break;
 		now = now_ns();
 		int64_t wait = w->next_timer == INT64_MAX ? NS : w->next_timer - now;
@@ -551,7 +557,7 @@ void *worker_main(void *arg)
 	}
 	thread_line(w, now_ns());
 	wo_flush(w);
-	w->done = 1;
+	flag_set(&w->done);
 	notify(G.notify_fd);
 	return NULL;
 }
