@@ -250,16 +250,23 @@ static void session_end(struct session *s)
 static void session_check(struct session *s, int64_t now)
 {
 	uint32_t finished, connected;
+	bool failed;
 
 	if (s->state != SS_ACTIVE)
 		return;
-	if (now >= s->deadline_ns && !s->err[0])
+	/* a worker writes s->err (session_conn_done) under G.lock: read it so too */
+	pthread_mutex_lock(&G.lock);
+	failed = s->err[0] != 0;
+	pthread_mutex_unlock(&G.lock);
+	if (now >= s->deadline_ns && !failed)
 		session_fail(s, "not finished by the deadline (start + duration + grace)");
 	pthread_mutex_lock(&G.lock);
 	finished = s->finished;
 	connected = s->connected;
+	failed = s->err[0] != 0;
 	pthread_mutex_unlock(&G.lock);
-	if (s->err[0] || flag_is(&s->aborted)) {
+	/* once every connection finished, no worker writes s->err any more */
+	if (failed || flag_is(&s->aborted)) {
 		if (finished < connected)
 			return;          /* the workers are still resetting its connections */
 		send_result(s, 1, s->err);
