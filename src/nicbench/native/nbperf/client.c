@@ -171,7 +171,8 @@ static int control_connect(const struct params *p, int64_t *offset, int64_t *rtt
 	int err = 0;
 	socklen_t el = sizeof(err);
 
-	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el))
+		err = errno;
 	if (err)
 		die(EX_ERR, "cannot connect to %s: %s%s", peer, strerror(err),
 		    err == ECONNREFUSED ? " (is nbperf server running there, on that port?)" : "");
@@ -238,7 +239,8 @@ static void end_line(const struct params *p, const char *status, const struct re
 	json_str(test, sizeof(test), p->test);
 	json_str(err, sizeof(err), G.first_error);
 	thread_list(threads, sizeof(threads));
-	getrusage(RUSAGE_SELF, &ru);
+	if (getrusage(RUSAGE_SELF, &ru))
+		memset(&ru, 0, sizeof(ru));      /* cannot fail with these arguments: zeros, not garbage */
 	n += snprintf(line + n, sizeof(line) - (size_t)n,
 		      "{\"event\":\"end\",\"side\":\"client\",\"test\":%s,\"session\":\"%016llx\",\"t\":%lld.%06lld,"
 		      "\"status\":\"%s\",\"error\":%s,\"start\":%lld.%06lld,\"conns\":%u", test,
@@ -276,8 +278,12 @@ static void join_workers(void)
 {
 	if (joined)
 		return;
-	for (int i = 0; i < G.nworkers; i++)
-		pthread_join(G.w[i].tid, NULL);
+	for (int i = 0; i < G.nworkers; i++) {
+		int rc = pthread_join(G.w[i].tid, NULL);
+
+		if (rc)          /* only for a thread that is not ours to join: a bug */
+			die(EX_ERR, "pthread_join: %s", strerror(rc));
+	}
 	joined = 1;
 }
 
@@ -308,8 +314,9 @@ static void fail(const struct params *p, int ctl, int code, const char *status, 
 	if (ctl >= 0) {
 		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
-		setsockopt(ctl, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-		close(ctl);
+		/* refused, the close is an orderly one: the server still learns of the end */
+		(void)setsockopt(ctl, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		release_fd(ctl);
 	}
 	end_line(p, status, NULL);
 	die(code, "%s", G.first_error);
@@ -347,7 +354,7 @@ static void exchange_totals(const struct params *p, int ctl, int64_t deadline)
 		fail(p, ctl, EX_ERR, "error", "incomplete result from the server: %s", why);
 	for (size_t i = 0; i < n; i++)
 		rec_decode(b + SUMHDR_LEN + i * REC_LEN, &peer[i]);
-	close(ctl);
+	release_fd(ctl);
 	/* TCP delivers every byte: both ends must agree exactly (UDP may lose) */
 	if (p->proto == P_TCP) {
 		for (size_t i = 0; i < n; i++) {
@@ -543,9 +550,10 @@ int cmd_client(int argc, char **argv)
 
 	if (probe < 0 || apply_sock_opts(probe, &p, 1, p.proto == P_TCP, why, sizeof(why)))
 		die(EX_USAGE, "%s", probe < 0 ? strerror(errno) : why);
-	close(probe);
+	release_fd(probe);
 
-	signal(SIGPIPE, SIG_IGN);
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		die(EX_ERR, "cannot ignore SIGPIPE: %s", strerror(errno));
 	out_start();
 	sigset_t sigs;
 
@@ -553,18 +561,24 @@ int cmd_client(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGHUP);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	/* blocked, they are read from sfd: a stop is an orderly failure (fail()) */
+	if (sigprocmask(SIG_BLOCK, &sigs, NULL))
+		die(EX_ERR, "sigprocmask: %s", strerror(errno));
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die(EX_ERR, "signalfd: %s", strerror(errno));
 	deadline = p.start_ns + p.duration_ns + p.grace_ns;
 	hard_deadline_alarm(deadline);
 
 	ctl = control_connect(&p, &offset, &rtt);
 
 	G.notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (G.notify_fd < 0)
+		die(EX_ERR, "cannot create an eventfd: %s", strerror(errno));
 	G.conns = calloc(p.conns, sizeof(*G.conns));
 	G.nworkers = o.threads;
 	G.w = calloc((size_t)o.threads, sizeof(*G.w));
-	if (!G.conns || !G.w || G.notify_fd < 0)
+	if (!G.conns || !G.w)
 		die(EX_ERR, "out of memory");
 	for (int i = 0; i < o.threads; i++)
 		worker_init(&G.w[i], i, cpus[i % ncpus], SIDE_CLIENT);
@@ -573,15 +587,7 @@ int cmd_client(int argc, char **argv)
 		worker_add(&G.w[i % (uint32_t)o.threads], &G.conns[i]);
 	}
 	for (int i = 0; i < o.threads; i++) {
-		pthread_attr_t attr;
-		cpu_set_t set;
-
-		pthread_attr_init(&attr);
-		CPU_ZERO(&set);
-		CPU_SET(G.w[i].cpu, &set);
-		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-		rc = pthread_create(&G.w[i].tid, &attr, worker_main, &G.w[i]);
-		pthread_attr_destroy(&attr);
+		rc = worker_start(&G.w[i]);
 		if (rc) {
 			G.nworkers = i;
 			fail(&p, ctl, EX_USAGE, "error", "cannot start thread %d on CPU %d (%s): is that CPU online and "

@@ -16,7 +16,8 @@ void client_connected(struct worker *w, struct conn *c)
 	uint8_t b[HELLO_LEN];
 	struct hello h = { .kind = K_DATA, .conn_index = c->index, .p = *c->p };
 
-	getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		err = errno;
 	if (err) {
 		conn_fail(w, c, "cannot connect: %s", strerror(err));
 		return;
@@ -25,7 +26,10 @@ void client_connected(struct worker *w, struct conn *c)
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 
-		getsockname(c->ufd, (struct sockaddr *)&ss, &sl);
+		if (getsockname(c->ufd, (struct sockaddr *)&ss, &sl)) {
+			conn_fail(w, c, "cannot read the UDP socket's port: %s", strerror(errno));
+			return;
+		}
 		h.udp_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port :
 					  ((struct sockaddr_in6 *)&ss)->sin6_port);
 	}
@@ -101,7 +105,8 @@ void client_read_ack(struct worker *w, struct conn *c)
 		return;
 	}
 	c->kin_mark = ACK_LEN;       /* the server's handshake: the only bytes before the data */
-	ep_set(w, c, 0, EPOLLIN | EPOLLRDHUP);
+	if (ep_set(w, c, 0, EPOLLIN | EPOLLRDHUP))
+		return;
 	if (atomic_fetch_add_explicit(&w->nready, 1, memory_order_relaxed) + 1 == w->n) {
 		flag_set(&w->ready);    /* after every clock offset of this thread's connections */
 		notify(G.notify_fd);
@@ -137,7 +142,11 @@ void client_open(struct worker *w, struct conn *c)
 			conn_fail(w, c, "UDP socket: %s", c->ufd < 0 ? strerror(errno) : why);
 			return;
 		}
-		setsockopt(c->ufd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+		/* the kernel's receive stamps: without them jitter would be the reader's */
+		if (setsockopt(c->ufd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one))) {
+			conn_fail(w, c, "UDP socket: SO_TIMESTAMPNS refused: %s", strerror(errno));
+			return;
+		}
 		struct sockaddr_storage any = G.bind_len ? G.bind_addr : (struct sockaddr_storage){ 0 };
 		socklen_t al = G.bind_len ? G.bind_len : G.srv_len;
 

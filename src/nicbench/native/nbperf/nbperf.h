@@ -272,6 +272,7 @@ int parse_abs_time(const char *s, int64_t *out_ns); /* epoch seconds, or +S from
 int parse_cpus(const char *s, int *cpus, int max);
 int default_cpus(int *cpus, int max);
 int cpu_not_allowed(const int *cpus, int n);
+void release_fd(int fd);
 void notify(int fd);
 void drain_fd(int fd);
 void out_write(const char *s, size_t n);
@@ -296,6 +297,7 @@ void hard_deadline_alarm(int64_t deadline_ns);
 /* worker.c: the worker threads (what client.c and server.c call) */
 void worker_init(struct worker *w, int index, int cpu, int side);
 void *worker_main(void *arg);
+int worker_start(struct worker *w);
 void worker_add(struct worker *w, struct conn *c);
 void worker_handoff(struct worker *w, struct conn *c);
 void conn_init(struct conn *c, const struct params *p, uint32_t index, int side);
@@ -307,7 +309,7 @@ void conn_init(struct conn *c, const struct params *p, uint32_t index, int side)
 /* worker.c: epoll registration, the end of a connection */
 int worker_memfd(struct worker *w, size_t size);
 int send_ready(struct worker *w, struct conn *c, char *why, size_t n);
-void ep_set(struct worker *w, struct conn *c, int udp, uint32_t ev);
+int ep_set(struct worker *w, struct conn *c, int udp, uint32_t ev);     /* -1: the connection failed */
 void ep_add(struct worker *w, struct conn *c, int udp, uint32_t ev);
 void conn_finish(struct worker *w, struct conn *c, const char *status, int reset);
 void conn_fail(struct worker *w, struct conn *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -50,9 +50,11 @@ void thread_line(struct worker *w, int64_t t)
 {
 	struct rusage ru;
 
-	getrusage(RUSAGE_THREAD, &ru);
-	w->utime = tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec);
-	w->stime = tv_s(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec);
+	/* it cannot fail with these arguments; if it did, the last reading stands */
+	if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+		w->utime = tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec);
+		w->stime = tv_s(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec);
+	}
 	wo_printf(w, "{\"event\":\"thread\",\"side\":\"%s\",\"thread\":%d,\"cpu\":%d,\"t\":%lld.%06lld,"
 		  "\"utime\":%.6f,\"stime\":%.6f,\"conns\":%d}\n", side_name(w->side), w->index, w->cpu, TS(t),
 		  w->utime, w->stime, w->n);

@@ -27,8 +27,11 @@ void server_setup(struct worker *w, struct conn *c)
 		struct sockaddr_storage local, peer;
 		socklen_t ll = sizeof(local), pl = sizeof(peer);
 
-		getsockname(c->fd, (struct sockaddr *)&local, &ll);
-		getpeername(c->fd, (struct sockaddr *)&peer, &pl);
+		if (getsockname(c->fd, (struct sockaddr *)&local, &ll) ||
+		    getpeername(c->fd, (struct sockaddr *)&peer, &pl)) {
+			snprintf(why, sizeof(why), "cannot read the connection's addresses: %s", strerror(errno));
+			goto refuse;
+		}
 		if (local.ss_family == AF_INET) {
 			((struct sockaddr_in *)&local)->sin_port = 0;
 			((struct sockaddr_in *)&peer)->sin_port = htons(c->peer_udp_port);
@@ -43,8 +46,15 @@ void server_setup(struct worker *w, struct conn *c)
 				snprintf(why, sizeof(why), "UDP socket: %s", strerror(errno));
 			goto refuse;
 		}
-		setsockopt(c->ufd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
-		getsockname(c->ufd, (struct sockaddr *)&local, &ll);
+		/* the kernel's receive stamps: without them jitter would be the reader's */
+		if (setsockopt(c->ufd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one))) {
+			snprintf(why, sizeof(why), "UDP socket: SO_TIMESTAMPNS refused: %s", strerror(errno));
+			goto refuse;
+		}
+		if (getsockname(c->ufd, (struct sockaddr *)&local, &ll)) {
+			snprintf(why, sizeof(why), "cannot read the UDP socket's port: %s", strerror(errno));
+			goto refuse;
+		}
 		a.udp_port = ntohs(local.ss_family == AF_INET ? ((struct sockaddr_in *)&local)->sin_port :
 				   ((struct sockaddr_in6 *)&local)->sin6_port);
 		ep_add(w, c, 1, c->receiving ? EPOLLIN : 0);

@@ -16,10 +16,13 @@ void on_eof(struct worker *w, struct conn *c)
 	if (c->p->proto == P_UDP) {
 		/* nothing more comes on the flow's TCP connection, and once both
 		 * sides are shut down EPOLLHUP would fire on every wait */
-		epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		if (epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL)) {
+			conn_fail(w, c, "epoll_ctl: %s", strerror(errno));
+			return;
+		}
 		c->events = 0;
-	} else {
-		ep_set(w, c, 0, c->events & ~(uint32_t)(EPOLLIN | EPOLLRDHUP));
+	} else if (ep_set(w, c, 0, c->events & ~(uint32_t)(EPOLLIN | EPOLLRDHUP))) {
+		return;
 	}
 	if (c->state != CS_RUNNING) {
 		/* A UDP flow's receiver sends nothing on its TCP connection and shuts
@@ -96,8 +99,8 @@ int zc_reap(struct worker *w, struct conn *c)
 	}
 	if (got && c->zc_blocked) {
 		c->zc_blocked = 0;
-		if (!c->send_stopped)
-			ep_set(w, c, 0, c->events | EPOLLOUT);
+		if (!c->send_stopped && ep_set(w, c, 0, c->events | EPOLLOUT))
+			return -1;
 	}
 	return got;
 }

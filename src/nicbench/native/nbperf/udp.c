@@ -79,7 +79,8 @@ void udp_send(struct worker *w, struct conn *c, int64_t now)
 void udp_recv_done(struct worker *w, struct conn *c)
 {
 	c->recv_done = 1;
-	ep_set(w, c, 1, 0);
+	if (ep_set(w, c, 1, 0))
+		return;
 	if (!c->sending)
 		shut_wr(w, c);
 }

@@ -64,14 +64,18 @@ void worker_init(struct worker *w, int index, int cpu, int side)
 	atomic_init(&w->nfinished, 0);
 	atomic_init(&w->ready, false);
 	atomic_init(&w->done, false);
-	pthread_mutex_init(&w->inlock, NULL);
+	int rc = pthread_mutex_init(&w->inlock, NULL);
+
+	if (rc)
+		die(EX_ERR, "pthread_mutex_init: %s", strerror(rc));
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->epfd < 0 || w->evfd < 0)
 		die(EX_ERR, "cannot create epoll/eventfd: %s", strerror(errno));
 	struct epoll_event e = { .events = EPOLLIN, .data.u64 = 0 };
 
-	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->evfd, &e);
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->evfd, &e))
+		die(EX_ERR, "epoll_ctl: %s", strerror(errno));
 	w->outcap = 1 << 16;
 	w->out = malloc(w->outcap);
 	w->mm = calloc(UDP_BATCH, sizeof(*w->mm));
@@ -129,16 +133,21 @@ int send_ready(struct worker *w, struct conn *c, char *why, size_t n)
 	return 0;
 }
 
-void ep_set(struct worker *w, struct conn *c, int udp, uint32_t ev)
+/* -1 when epoll refused: the connection has failed then (conn_fail). */
+int ep_set(struct worker *w, struct conn *c, int udp, uint32_t ev)
 {
 	uint32_t *cur = udp ? &c->uevents : &c->events;
 	int fd = udp ? c->ufd : c->fd;
 	struct epoll_event e = { .events = ev, .data.u64 = (uint64_t)(uintptr_t)c | (udp ? TAG_UDP : 0) };
 
 	if (fd < 0 || *cur == ev)
-		return;
-	epoll_ctl(w->epfd, EPOLL_CTL_MOD, fd, &e);
+		return 0;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_MOD, fd, &e)) {
+		conn_fail(w, c, "epoll_ctl: %s", strerror(errno));
+		return -1;
+	}
 	*cur = ev;
+	return 0;
 }
 
 void ep_add(struct worker *w, struct conn *c, int udp, uint32_t ev)
@@ -152,6 +161,25 @@ void ep_add(struct worker *w, struct conn *c, int udp, uint32_t ev)
 		c->uevents = ev;
 	else
 		c->events = ev;
+}
+
+/* w's thread, pinned to its CPU: 0, or the error number (pthread_create's,
+ * or the attribute's that pins it). */
+int worker_start(struct worker *w)
+{
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int rc = pthread_attr_init(&attr);
+
+	if (rc)
+		return rc;
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	rc = pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	if (!rc)
+		rc = pthread_create(&w->tid, &attr, worker_main, w);
+	(void)pthread_attr_destroy(&attr);       /* glibc: always 0 */
+	return rc;
 }
 
 void worker_add(struct worker *w, struct conn *c)
@@ -189,15 +217,18 @@ static void close_fds(struct worker *w, struct conn *c, int reset)
 			/* an abrupt end: RST tells the peer at once, and nothing lingers */
 			struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
-			setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+			/* refused, the close is an orderly one: the peer still learns of the end */
+			(void)setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 		}
-		epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-		close(c->fd);
+		/* ENOENT for a UDP flow's connection on_eof took out already; the
+		 * close takes it out of the epoll set anyway */
+		(void)epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		release_fd(c->fd);
 		c->fd = -1;
 	}
 	if (c->ufd >= 0) {
-		epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->ufd, NULL);
-		close(c->ufd);
+		(void)epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->ufd, NULL);
+		release_fd(c->ufd);
 		c->ufd = -1;
 	}
 }
@@ -269,15 +300,16 @@ void stop_sending(struct worker *w, struct conn *c)
 	if (c->p->proto == P_UDP) {
 		uint8_t fin[FIN_LEN];
 
-		ep_set(w, c, 1, c->receiving ? EPOLLIN : 0);
+		if (ep_set(w, c, 1, c->receiving ? EPOLLIN : 0))
+			return;
 		fin_encode(fin, c->tx_pkts, c->tx_bytes);
 		/* the flow's TCP connection is idle: 32 bytes always fit */
 		if (send(c->fd, fin, FIN_LEN, MSG_NOSIGNAL | MSG_DONTWAIT) != FIN_LEN) {
 			conn_fail(w, c, "cannot send the flow's totals: %s", strerror(errno));
 			return;
 		}
-	} else {
-		ep_set(w, c, 0, c->events & ~(uint32_t)EPOLLOUT);
+	} else if (ep_set(w, c, 0, c->events & ~(uint32_t)EPOLLOUT)) {
+		return;
 	}
 	shut_wr(w, c);
 }
@@ -397,7 +429,8 @@ static void dispatch(struct worker *w, struct epoll_event *ev)
 			int err = 0;
 			socklen_t len = sizeof(err);
 
-			getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &len);
+			if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &len))
+				err = errno;
 			if (err && err != ECONNREFUSED) {
 				conn_fail(w, c, "UDP socket error: %s", strerror(err));
 				return;
@@ -426,7 +459,8 @@ static void dispatch(struct worker *w, struct epoll_event *ev)
 		int err = 0;
 		socklen_t len = sizeof(err);
 
-		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len))
+			err = errno;
 		if (err) {
 			conn_fail(w, c, "connection error: %s%s", strerror(err),
 				  err == ECONNRESET || err == EPIPE ? " (the peer was killed or aborted?)" : "");
@@ -467,6 +501,8 @@ static void precise_sleep_until(int64_t t)
 {
 	struct timespec ts = { .tv_sec = t / NS, .tv_nsec = t % NS };
 
+	/* any other error (there is none for a valid absolute time) leaves the
+	 * rest of the wait to epoll */
 	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
@@ -476,10 +512,15 @@ void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct epoll_event evs[MAX_EVENTS];
 	sigset_t all;
+	int rc;
 
 	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);     /* the main thread takes the signals */
-	prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);       /* wake at the start time, not 50 us later */
+	rc = pthread_sigmask(SIG_BLOCK, &all, NULL);     /* the main thread takes the signals */
+	if (rc)
+		die(EX_ERR, "pthread_sigmask: %s", strerror(rc));
+	/* wake at the start time, not 50 us later; refused (it is not, for a
+	 * positive slack), only the start's precision would suffer */
+	(void)prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
 	worker_buffers(w, w->side == SIDE_CLIENT && G.conns ? G.conns[0].p->io : MAX_IO);
 	if (w->side == SIDE_CLIENT) {
 		for (int i = 0; i < w->n; i++)
@@ -518,7 +559,7 @@ void *worker_main(void *arg)
 			 * of the same point, in a lab) make theirs before going on */
 			if (!was_running && w->nrunning) {
 				rt_start(w, 0);
-				sched_yield();
+				(void)sched_yield();     /* always succeeds on Linux */
 			}
 		}
 		if (w->side == SIDE_SERVER)
