@@ -52,7 +52,8 @@ struct pend {                    /* an accepted connection whose hello is not co
 
 static struct session *sessions;
 static struct pend *pends;
-static int epfd, next_worker, sessions_ended, sessions_failed, rejected;
+static int epfd, sessions_ended, sessions_failed, rejected;
+static unsigned next_worker;     /* round-robin; wraps (a signed int would overflow: undefined) */
 static int64_t until_ns;
 
 static void line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -459,7 +460,7 @@ static void data_conn(struct pend *q, const struct hello *h)
 	pthread_mutex_unlock(&G.lock);
 	q->fd = -1;
 	pend_drop(q, 0);
-	worker_handoff(&G.w[next_worker++ % G.nworkers], c);
+	worker_handoff(&G.w[next_worker++ % (unsigned)G.nworkers], c);
 }
 
 static void pend_read(struct pend *q)
