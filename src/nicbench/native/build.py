@@ -33,7 +33,8 @@ from pathlib import Path
 from ..core.errors import PreflightError, ToolError, tail
 
 SOURCE_FILES = ("Makefile", "nbgen.c", "nbgen.bpf.c")
-NBPERF_FILES = ("Makefile", "nbperf.h", "main.c", "client.c", "server.c", "worker.c", "wire.c", "util.c")
+NBPERF_FILES = ("Makefile", "nbperf.h", "main.c", "client.c", "server.c", "worker.c", "client_worker.c",
+                "server_worker.c", "tcp.c", "udp.c", "report.c", "wire.c", "util.c")
 MIN_KERNEL = (5, 18)
 # tools looked for on PATH, then where Debian puts admin tools (bpftool is in /usr/sbin, often not on a user's PATH)
 EXTRA_PATH = ("/usr/sbin", "/sbin", "/usr/local/sbin")

@@ -171,7 +171,8 @@ static int control_connect(const struct params *p, int64_t *offset, int64_t *rtt
 	int err = 0;
 	socklen_t el = sizeof(err);
 
-	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el))
+		err = errno;
 	if (err)
 		die(EX_ERR, "cannot connect to %s: %s%s", peer, strerror(err),
 		    err == ECONNREFUSED ? " (is nbperf server running there, on that port?)" : "");
@@ -238,7 +239,8 @@ static void end_line(const struct params *p, const char *status, const struct re
 	json_str(test, sizeof(test), p->test);
 	json_str(err, sizeof(err), G.first_error);
 	thread_list(threads, sizeof(threads));
-	getrusage(RUSAGE_SELF, &ru);
+	if (getrusage(RUSAGE_SELF, &ru))
+		memset(&ru, 0, sizeof(ru));      /* cannot fail with these arguments: zeros, not garbage */
 	n += snprintf(line + n, sizeof(line) - (size_t)n,
 		      "{\"event\":\"end\",\"side\":\"client\",\"test\":%s,\"session\":\"%016llx\",\"t\":%lld.%06lld,"
 		      "\"status\":\"%s\",\"error\":%s,\"start\":%lld.%06lld,\"conns\":%u", test,
@@ -265,7 +267,8 @@ static void end_line(const struct params *p, const char *status, const struct re
 	else
 		n += snprintf(line + n, sizeof(line) - (size_t)n, ",\"peer_tx_bytes\":null,\"peer_rx_bytes\":null");
 	snprintf(line + n, sizeof(line) - (size_t)n, ",\"rt_start\":\"%s\",\"threads\":%s,\"process\":{\"utime\":%.6f,"
-		 "\"stime\":%.6f}}\n", !G.rt_start ? "off" : G.rt_refused ? "refused" : "on", threads, tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec), tv_s(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec));
+		 "\"stime\":%.6f}}\n", rt_start_word(), threads, tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec),
+		 tv_s(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec));
 	out_write(line, strlen(line));
 }
 
@@ -275,14 +278,18 @@ static void join_workers(void)
 {
 	if (joined)
 		return;
-	for (int i = 0; i < G.nworkers; i++)
-		pthread_join(G.w[i].tid, NULL);
+	for (int i = 0; i < G.nworkers; i++) {
+		int rc = pthread_join(G.w[i].tid, NULL);
+
+		if (rc)          /* only for a thread that is not ours to join: a bug */
+			die(EX_ERR, "pthread_join: %s", strerror(rc));
+	}
 	joined = 1;
 }
 
 static void stop_workers(void)
 {
-	G.abort_all = 1;
+	flag_set(&G.abort_all);
 	if (!joined)
 		for (int i = 0; i < G.nworkers; i++)
 			notify(G.w[i].evfd);
@@ -307,8 +314,9 @@ static void fail(const struct params *p, int ctl, int code, const char *status, 
 	if (ctl >= 0) {
 		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
-		setsockopt(ctl, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-		close(ctl);
+		/* refused, the close is an orderly one: the server still learns of the end */
+		(void)setsockopt(ctl, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		release_fd(ctl);
 	}
 	end_line(p, status, NULL);
 	die(code, "%s", G.first_error);
@@ -346,7 +354,7 @@ static void exchange_totals(const struct params *p, int ctl, int64_t deadline)
 		fail(p, ctl, EX_ERR, "error", "incomplete result from the server: %s", why);
 	for (size_t i = 0; i < n; i++)
 		rec_decode(b + SUMHDR_LEN + i * REC_LEN, &peer[i]);
-	close(ctl);
+	release_fd(ctl);
 	/* TCP delivers every byte: both ends must agree exactly (UDP may lose) */
 	if (p->proto == P_TCP) {
 		for (size_t i = 0; i < n; i++) {
@@ -542,9 +550,10 @@ int cmd_client(int argc, char **argv)
 
 	if (probe < 0 || apply_sock_opts(probe, &p, 1, p.proto == P_TCP, why, sizeof(why)))
 		die(EX_USAGE, "%s", probe < 0 ? strerror(errno) : why);
-	close(probe);
+	release_fd(probe);
 
-	signal(SIGPIPE, SIG_IGN);
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		die(EX_ERR, "cannot ignore SIGPIPE: %s", strerror(errno));
 	out_start();
 	sigset_t sigs;
 
@@ -552,18 +561,24 @@ int cmd_client(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGHUP);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	/* blocked, they are read from sfd: a stop is an orderly failure (fail()) */
+	if (sigprocmask(SIG_BLOCK, &sigs, NULL))
+		die(EX_ERR, "sigprocmask: %s", strerror(errno));
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die(EX_ERR, "signalfd: %s", strerror(errno));
 	deadline = p.start_ns + p.duration_ns + p.grace_ns;
 	hard_deadline_alarm(deadline);
 
 	ctl = control_connect(&p, &offset, &rtt);
 
 	G.notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (G.notify_fd < 0)
+		die(EX_ERR, "cannot create an eventfd: %s", strerror(errno));
 	G.conns = calloc(p.conns, sizeof(*G.conns));
 	G.nworkers = o.threads;
 	G.w = calloc((size_t)o.threads, sizeof(*G.w));
-	if (!G.conns || !G.w || G.notify_fd < 0)
+	if (!G.conns || !G.w)
 		die(EX_ERR, "out of memory");
 	for (int i = 0; i < o.threads; i++)
 		worker_init(&G.w[i], i, cpus[i % ncpus], SIDE_CLIENT);
@@ -572,15 +587,7 @@ int cmd_client(int argc, char **argv)
 		worker_add(&G.w[i % (uint32_t)o.threads], &G.conns[i]);
 	}
 	for (int i = 0; i < o.threads; i++) {
-		pthread_attr_t attr;
-		cpu_set_t set;
-
-		pthread_attr_init(&attr);
-		CPU_ZERO(&set);
-		CPU_SET(G.w[i].cpu, &set);
-		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-		rc = pthread_create(&G.w[i].tid, &attr, worker_main, &G.w[i]);
-		pthread_attr_destroy(&attr);
+		rc = worker_start(&G.w[i]);
 		if (rc) {
 			G.nworkers = i;
 			fail(&p, ctl, EX_USAGE, "error", "cannot start thread %d on CPU %d (%s): is that CPU online and "
@@ -596,10 +603,10 @@ int cmd_client(int argc, char **argv)
 		int all_ready = 1, all_done = 1;
 
 		for (int i = 0; i < G.nworkers; i++) {
-			all_ready &= G.w[i].ready;
-			all_done &= G.w[i].done;
+			all_ready &= flag_is(&G.w[i].ready);
+			all_done &= flag_is(&G.w[i].done);
 		}
-		if (G.abort_all)
+		if (flag_is(&G.abort_all))
 			fail(&p, ctl, EX_ERR, "error", "%s", G.first_error);
 		now = now_ns();
 		if (!ready_printed && all_ready) {
@@ -643,17 +650,19 @@ int cmd_client(int argc, char **argv)
 			int ready = 0;
 
 			for (int i = 0; i < G.nworkers; i++)
-				ready += G.w[i].nready;
+				ready += atomic_load_explicit(&G.w[i].nready, memory_order_relaxed);
 			fail(&p, ctl, EX_ERR, "error", "only %d of %u connections were ready at the start time: start "
 			     "further ahead", ready, p.conns);
 		}
 		if (all_done)
 			break;
 		if (now >= deadline) {
-			int open = 0;
+			/* each worker counts its finished connections (its own, so no
+			 * other thread reads a connection's state while it runs) */
+			int open = (int)p.conns;
 
-			for (uint32_t i = 0; i < p.conns; i++)
-				open += G.conns[i].state != CS_FINISHED;
+			for (int i = 0; i < G.nworkers; i++)
+				open -= atomic_load_explicit(&G.w[i].nfinished, memory_order_relaxed);
 			fail(&p, ctl, EX_ERR, "error", "%d of %u connections still open at the hard deadline (start + "
 			     "duration + grace)", open, p.conns);
 		}

@@ -12,6 +12,8 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -59,6 +61,22 @@ extern const uint8_t MAGIC_HELLO[MAGIC_LEN], MAGIC_ACK[MAGIC_LEN], MAGIC_DONE[MA
 #define UDP_MAGIC 0x4e425544u    /* "NBUD" */
 
 enum { K_CONTROL = 1, K_DATA = 2 };
+
+/* ------------------------------------------------------------ flags between threads
+ * What one thread tells another without a lock is a C11 atomic.  A flag
+ * that makes the other thread act (stop, abort, ready, done) is set with
+ * release and read with acquire: what the setter wrote before it -- the
+ * first error, a connection's clock offset -- is what the reader sees.
+ * Counters read only to be reported are relaxed. */
+static inline void flag_set(atomic_bool *f)
+{
+	atomic_store_explicit(f, true, memory_order_release);
+}
+
+static inline bool flag_is(atomic_bool *f)
+{
+	return atomic_load_explicit(f, memory_order_acquire);
+}
 
 /* One test, as the client's command line describes it (both ends use it). */
 struct params {
@@ -185,7 +203,7 @@ struct session {
 	uint8_t *seen;               /* per connection index: a data connection arrived */
 	struct rec *res;             /* per connection: what this server counted */
 	char err[400];
-	volatile int aborted;        /* workers close this session's connections */
+	atomic_bool aborted;         /* workers close this session's connections (flag_set/flag_is) */
 	/* control connection input: DONE header + records */
 	uint8_t *dbuf;
 	size_t dlen, dneed;
@@ -210,9 +228,9 @@ struct worker {
 	int memfd;                   /* sendfile source, made on first use */
 	size_t memfd_size;
 	int64_t next_timer;
-	int nready, nfinished;       /* client */
+	atomic_int nready, nfinished;    /* client: written by this thread only; relaxed, the main thread reports them */
 	int nrunning;                /* connections past their start, as of the last timer scan */
-	volatile int ready, done;    /* client: all connections ready / finished */
+	atomic_bool ready, done;     /* client: all connections ready / finished (flag_set/flag_is) */
 	int poked;                   /* server: the eventfd fired: look at the inbox and aborts */
 	int rt;                      /* running SCHED_FIFO around a start */
 	char *out;                   /* output being built, flushed in one write */
@@ -227,14 +245,14 @@ struct worker {
 struct global {
 	int side;
 	pthread_mutex_t lock;        /* output, first error, sessions */
-	volatile int abort_all;      /* client: stop every connection now */
-	volatile int stop;           /* server: leave */
+	atomic_bool abort_all;       /* client: stop every connection now (flag_set/flag_is) */
+	atomic_bool stop;            /* server: leave (flag_set/flag_is) */
 	int notify_fd;               /* eventfd: workers -> main thread */
 	int nworkers;
 	struct worker *w;
 	char first_error[400];
 	int rt_start;                /* raise threads to SCHED_FIFO around the start (default) */
-	volatile int rt_refused;     /* ... and the kernel said no (no CAP_SYS_NICE) */
+	atomic_bool rt_refused;      /* ... and the kernel said no (no CAP_SYS_NICE); relaxed, read after the join */
 	/* client: where the connections go */
 	struct sockaddr_storage srv, bind_addr;
 	socklen_t srv_len, bind_len;
@@ -254,6 +272,7 @@ int parse_abs_time(const char *s, int64_t *out_ns); /* epoch seconds, or +S from
 int parse_cpus(const char *s, int *cpus, int max);
 int default_cpus(int *cpus, int max);
 int cpu_not_allowed(const int *cpus, int n);
+void release_fd(int fd);
 void notify(int fd);
 void drain_fd(int fd);
 void out_write(const char *s, size_t n);
@@ -262,6 +281,7 @@ void out_drain(void);
 void wo_printf(struct worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void wo_flush(struct worker *w);
 double tv_s(long sec, long usec);
+const char *rt_start_word(void);
 const char *dir_name(int d);
 const char *proto_name(int p);
 const char *send_name(int s);
@@ -274,12 +294,55 @@ void addr_str(const struct sockaddr_storage *ss, char *buf, size_t n);
 int apply_sock_opts(int fd, const struct params *p, int will_send, int tcp, char *why, size_t whysz);
 void hard_deadline_alarm(int64_t deadline_ns);
 
-/* worker.c */
+/* worker.c: the worker threads (what client.c and server.c call) */
 void worker_init(struct worker *w, int index, int cpu, int side);
 void *worker_main(void *arg);
+int worker_start(struct worker *w);
 void worker_add(struct worker *w, struct conn *c);
 void worker_handoff(struct worker *w, struct conn *c);
 void conn_init(struct conn *c, const struct params *p, uint32_t index, int side);
+
+/* ------------------------------------------------------------ inside the worker threads
+ * Called only by a worker thread, on its own connections. */
+#define BUDGET 16                /* I/O calls per connection per wakeup: fair among a thread's connections */
+
+/* worker.c: epoll registration, the end of a connection */
+int worker_memfd(struct worker *w, size_t size);
+int send_ready(struct worker *w, struct conn *c, char *why, size_t n);
+int ep_set(struct worker *w, struct conn *c, int udp, uint32_t ev);     /* -1: the connection failed */
+void ep_add(struct worker *w, struct conn *c, int udp, uint32_t ev);
+void conn_finish(struct worker *w, struct conn *c, const char *status, int reset);
+void conn_fail(struct worker *w, struct conn *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void maybe_finish(struct worker *w, struct conn *c);
+void shut_wr(struct worker *w, struct conn *c);
+void stop_sending(struct worker *w, struct conn *c);
+
+/* report.c: the JSON lines of a worker */
+void thread_line(struct worker *w, int64_t t);
+void report_interval(struct worker *w, struct conn *c, int64_t t1);
+void conn_end_line(struct worker *w, struct conn *c, const char *status);
+
+/* tcp.c: a TCP connection's data (and the peer's FIN on a UDP flow's connection) */
+void on_eof(struct worker *w, struct conn *c);
+void tcp_recv(struct worker *w, struct conn *c);
+int zc_reap(struct worker *w, struct conn *c);
+void tcp_send(struct worker *w, struct conn *c, int budget, size_t io);
+
+/* udp.c: a UDP flow's datagrams and the totals on its TCP connection */
+void udp_send(struct worker *w, struct conn *c, int64_t now);
+void udp_recv_done(struct worker *w, struct conn *c);
+void udp_recv(struct worker *w, struct conn *c);
+void udp_ctl_read(struct worker *w, struct conn *c);
+
+/* client_worker.c: a client's data connection until it is ready */
+void client_open(struct worker *w, struct conn *c);
+void client_connected(struct worker *w, struct conn *c);
+void client_read_ack(struct worker *w, struct conn *c);
+
+/* server_worker.c: a server's data connections, from the accept thread's hand-over */
+void server_setup(struct worker *w, struct conn *c);
+void take_inbox(struct worker *w);
+void compact(struct worker *w);
 
 /* client.c / server.c */
 int cmd_client(int argc, char **argv);

@@ -52,7 +52,8 @@ struct pend {                    /* an accepted connection whose hello is not co
 
 static struct session *sessions;
 static struct pend *pends;
-static int epfd, next_worker, sessions_ended, sessions_failed, rejected;
+static int epfd, sessions_ended, sessions_failed, rejected;
+static unsigned next_worker;     /* round-robin; wraps (a signed int would overflow: undefined) */
 static int64_t until_ns;
 
 static void line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -93,9 +94,12 @@ static void pend_drop(struct pend *q, int close_fd)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = q->next;
-	epoll_ctl(epfd, EPOLL_CTL_DEL, q->fd, NULL);
-	if (close_fd)
-		close(q->fd);
+	if (q->fd >= 0) {          /* -1: handed on to a session or a worker */
+		/* ENOENT if it was never registered; the close takes it out anyway */
+		(void)epoll_ctl(epfd, EPOLL_CTL_DEL, q->fd, NULL);
+		if (close_fd)
+			release_fd(q->fd);
+	}
 	free(q);
 }
 
@@ -165,8 +169,8 @@ static void session_fail(struct session *s, const char *fmt, ...)
 		sanitize(s->err);
 	}
 	pthread_mutex_unlock(&G.lock);
-	if (!s->aborted) {
-		s->aborted = 1;
+	if (!flag_is(&s->aborted)) {
+		flag_set(&s->aborted);
 		poke_workers();
 	}
 }
@@ -178,10 +182,11 @@ static void ctl_close(struct session *s, int reset)
 	if (reset) {
 		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
-		setsockopt(s->ctl_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		/* refused, the close is an orderly one: the client still learns of the end */
+		(void)setsockopt(s->ctl_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	}
-	epoll_ctl(epfd, EPOLL_CTL_DEL, s->ctl_fd, NULL);
-	close(s->ctl_fd);
+	(void)epoll_ctl(epfd, EPOLL_CTL_DEL, s->ctl_fd, NULL);     /* the close takes it out anyway */
+	release_fd(s->ctl_fd);
 	s->ctl_fd = -1;
 }
 
@@ -200,9 +205,10 @@ static void send_result(struct session *s, uint32_t status, const char *msg)
 	sumhdr_encode(b, MAGIC_RESULT, status, (uint32_t)n, msg);
 	for (size_t i = 0; i < n; i++)
 		rec_encode(b + SUMHDR_LEN + i * REC_LEN, &s->res[i]);
-	/* bounded blocking write: thousands of records may not fit the buffer at once */
-	setsockopt(s->ctl_fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	fl = status ? MSG_DONTWAIT : 0;
+	/* bounded blocking write: thousands of records may not fit the buffer at
+	 * once.  Without the bound (SO_SNDTIMEO refused) it must not block at all:
+	 * a result that does not fit is cut, which the client reports */
+	fl = status || setsockopt(s->ctl_fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ? MSG_DONTWAIT : 0;
 	while (put < len) {
 		ssize_t k = send(s->ctl_fd, b + put, len - put, MSG_NOSIGNAL | fl);
 
@@ -250,16 +256,23 @@ static void session_end(struct session *s)
 static void session_check(struct session *s, int64_t now)
 {
 	uint32_t finished, connected;
+	bool failed;
 
 	if (s->state != SS_ACTIVE)
 		return;
-	if (now >= s->deadline_ns && !s->err[0])
+	/* a worker writes s->err (session_conn_done) under G.lock: read it so too */
+	pthread_mutex_lock(&G.lock);
+	failed = s->err[0] != 0;
+	pthread_mutex_unlock(&G.lock);
+	if (now >= s->deadline_ns && !failed)
 		session_fail(s, "not finished by the deadline (start + duration + grace)");
 	pthread_mutex_lock(&G.lock);
 	finished = s->finished;
 	connected = s->connected;
+	failed = s->err[0] != 0;
 	pthread_mutex_unlock(&G.lock);
-	if (s->err[0] || s->aborted) {
+	/* once every connection finished, no worker writes s->err any more */
+	if (failed || flag_is(&s->aborted)) {
 		if (finished < connected)
 			return;          /* the workers are still resetting its connections */
 		send_result(s, 1, s->err);
@@ -372,6 +385,20 @@ static void open_session(struct pend *q, const struct hello *h)
 	if (!s || !(s->seen = calloc(h->p.conns, 1)) || !(s->res = calloc(h->p.conns, sizeof(*s->res))) ||
 	    !(s->client_recs = calloc(h->p.conns, sizeof(*s->client_recs))) || !(s->dbuf = malloc(SUMHDR_LEN)))
 		die(EX_ERR, "out of memory");
+	/* the connection's events are the session's from now on */
+	struct epoll_event e = { .events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)(uintptr_t)s | 1 };
+
+	if (epoll_ctl(epfd, EPOLL_CTL_MOD, q->fd, &e)) {
+		snprintf(why, sizeof(why), "epoll_ctl: %s", strerror(errno));
+		free(s->seen);
+		free(s->res);
+		free(s->client_recs);
+		free(s->dbuf);
+		free(s);
+		refuse(q, why);
+		return;
+	}
+	atomic_init(&s->aborted, false);
 	s->p = h->p;
 	s->ctl_fd = q->fd;
 	s->dneed = SUMHDR_LEN;
@@ -382,10 +409,6 @@ static void open_session(struct pend *q, const struct hello *h)
 	snprintf(s->peer, sizeof(s->peer), "%s", q->peer);
 	s->next = sessions;
 	sessions = s;
-	epoll_ctl(epfd, EPOLL_CTL_DEL, q->fd, NULL);
-	struct epoll_event e = { .events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)(uintptr_t)s | 1 };
-
-	epoll_ctl(epfd, EPOLL_CTL_ADD, s->ctl_fd, &e);
 	send_ack(s->ctl_fd, 0, "");
 	json_str(test, sizeof(test), s->p.test);
 	json_str(peer, sizeof(peer), s->peer);
@@ -406,12 +429,20 @@ static void data_conn(struct pend *q, const struct hello *h)
 	struct session *s = find_session(h->p.session);
 	struct conn *c;
 
-	if (!s || s->state != SS_ACTIVE || s->aborted) {
+	if (!s || s->state != SS_ACTIVE || flag_is(&s->aborted)) {
 		refuse(q, s ? "this session has ended" : "no such session here (its control connection comes first)");
 		return;
 	}
 	if (h->conn_index >= s->p.conns || s->seen[h->conn_index]) {
 		refuse(q, "connection index out of range or repeated");
+		return;
+	}
+	/* from now on the worker's epoll set watches it, not this thread's */
+	if (epoll_ctl(epfd, EPOLL_CTL_DEL, q->fd, NULL)) {
+		char why[100];
+
+		snprintf(why, sizeof(why), "epoll_ctl: %s", strerror(errno));
+		refuse(q, why);
 		return;
 	}
 	c = malloc(sizeof(*c));
@@ -427,10 +458,9 @@ static void data_conn(struct pend *q, const struct hello *h)
 	pthread_mutex_lock(&G.lock);
 	s->connected++;
 	pthread_mutex_unlock(&G.lock);
-	epoll_ctl(epfd, EPOLL_CTL_DEL, q->fd, NULL);
 	q->fd = -1;
 	pend_drop(q, 0);
-	worker_handoff(&G.w[next_worker++ % G.nworkers], c);
+	worker_handoff(&G.w[next_worker++ % (unsigned)G.nworkers], c);
 }
 
 static void pend_read(struct pend *q)
@@ -496,14 +526,16 @@ static void accept_all(int lfd)
 			if (errno == EMFILE || errno == ENFILE) {
 				struct rlimit rl;
 
-				getrlimit(RLIMIT_NOFILE, &rl);
-				set_error("out of file descriptors (limit %llu): raise the server's limit (ulimit -n)",
-					  (unsigned long long)rl.rlim_cur);
-				G.stop = 1;
+				if (getrlimit(RLIMIT_NOFILE, &rl))
+					set_error("out of file descriptors: raise the server's limit (ulimit -n)");
+				else
+					set_error("out of file descriptors (limit %llu): raise the server's limit "
+						  "(ulimit -n)", (unsigned long long)rl.rlim_cur);
+				flag_set(&G.stop);
 				return;
 			}
 			set_error("accept: %s", strerror(errno));
-			G.stop = 1;
+			flag_set(&G.stop);
 			return;
 		}
 		struct pend *q = calloc(1, sizeof(*q));
@@ -517,7 +549,13 @@ static void accept_all(int lfd)
 		pends = q;
 		struct epoll_event e = { .events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)(uintptr_t)q };
 
-		epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e);
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e)) {
+			char why[100];
+
+			snprintf(why, sizeof(why), "cannot watch the connection (epoll_ctl: %s)", strerror(errno));
+			reject(q, why);
+			pend_drop(q, 1);
+		}
 	}
 }
 
@@ -540,9 +578,11 @@ static int listen_on(const char *bind_addr, const char *port)
 	}
 	if (fd < 0)
 		die(EX_ERR, "socket: %s", strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (res->ai_family == AF_INET6 && !bind_addr)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));   /* IPv4 clients too */
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
+		die(EX_ERR, "SO_REUSEADDR refused: %s", strerror(errno));
+	if (res->ai_family == AF_INET6 && !bind_addr &&
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)))    /* IPv4 clients too */
+		die(EX_ERR, "IPV6_V6ONLY 0 refused: %s (give --bind 0.0.0.0 for IPv4 only)", strerror(errno));
 	if (bind(fd, res->ai_addr, res->ai_addrlen))
 		die(errno == EADDRNOTAVAIL ? EX_USAGE : EX_ERR, "cannot listen on %s port %s: %s%s", host, port,
 		    strerror(errno), errno == EADDRINUSE ? " (another server, nbperf or iperf3, has that port?)" : "");
@@ -566,11 +606,12 @@ static void end_line(const char *status)
 	if (o < sizeof(threads))
 		snprintf(threads + o, sizeof(threads) - o, "]");
 	json_str(err, sizeof(err), G.first_error);
-	getrusage(RUSAGE_SELF, &ru);
+	if (getrusage(RUSAGE_SELF, &ru))
+		memset(&ru, 0, sizeof(ru));      /* cannot fail with these arguments: zeros, not garbage */
 	snprintf(b, sizeof(b), "{\"event\":\"end\",\"side\":\"server\",\"t\":%lld.%06lld,\"status\":\"%s\","
 		 "\"error\":%s,\"sessions\":%d,\"failed\":%d,\"rejected\":%d,\"rt_start\":\"%s\",\"threads\":%s,"
 		 "\"process\":{\"utime\":%.6f,\"stime\":%.6f}}\n", TS(now_ns()), status, err, sessions_ended,
-		 sessions_failed, rejected, !G.rt_start ? "off" : G.rt_refused ? "refused" : "on", threads, tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec),
+		 sessions_failed, rejected, rt_start_word(), threads, tv_s(ru.ru_utime.tv_sec, ru.ru_utime.tv_usec),
 		 tv_s(ru.ru_stime.tv_sec, ru.ru_stime.tv_usec));
 	out_write(b, strlen(b));
 }
@@ -640,12 +681,13 @@ int cmd_server(int argc, char **argv)
 	if (soft < hard) {
 		struct rlimit rl = { hard, hard };
 
-		setrlimit(RLIMIT_NOFILE, &rl);
+		(void)setrlimit(RLIMIT_NOFILE, &rl);     /* a refusal shows in the limit read back */
 		raise_nofile(hard, &soft, &hard);
 	}
 	lfd = listen_on(bind_addr, port);
 
-	signal(SIGPIPE, SIG_IGN);
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		die(EX_ERR, "cannot ignore SIGPIPE: %s", strerror(errno));
 	out_start();
 	sigset_t sigs;
 
@@ -653,7 +695,9 @@ int cmd_server(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGHUP);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	/* blocked, they are read from sfd: a stop is orderly (every session told) */
+	if (sigprocmask(SIG_BLOCK, &sigs, NULL))
+		die(EX_ERR, "sigprocmask: %s", strerror(errno));
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	hard_deadline_alarm(until_ns);
 
@@ -663,35 +707,31 @@ int cmd_server(int argc, char **argv)
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (!G.w || G.notify_fd < 0 || epfd < 0 || sfd < 0)
 		die(EX_ERR, "cannot set up: %s", strerror(errno));
+	/* registered before any worker runs: a refusal leaves nothing to stop */
+	struct epoll_event e = { .events = EPOLLIN, .data.u64 = T_LISTEN };
+	int fail = epoll_ctl(epfd, EPOLL_CTL_ADD, lfd, &e);
+
+	e.data.u64 = T_SIGNAL;
+	fail = fail || epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &e);
+	e.data.u64 = T_NOTIFY;
+	fail = fail || epoll_ctl(epfd, EPOLL_CTL_ADD, G.notify_fd, &e);
+	if (fail)
+		die(EX_ERR, "cannot set up: epoll_ctl: %s", strerror(errno));
 	for (int i = 0; i < threads; i++) {
-		pthread_attr_t attr;
-		cpu_set_t set;
 		int rc;
 
 		worker_init(&G.w[i], i, cpus[i % ncpus], SIDE_SERVER);
-		pthread_attr_init(&attr);
-		CPU_ZERO(&set);
-		CPU_SET(G.w[i].cpu, &set);
-		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-		rc = pthread_create(&G.w[i].tid, &attr, worker_main, &G.w[i]);
-		pthread_attr_destroy(&attr);
+		rc = worker_start(&G.w[i]);
 		if (rc) {
-			G.stop = 1;
+			flag_set(&G.stop);
 			for (int j = 0; j < i; j++) {
 				notify(G.w[j].evfd);
-				pthread_join(G.w[j].tid, NULL);
+				(void)pthread_join(G.w[j].tid, NULL);    /* on the way out: nothing to read of them */
 			}
 			die(EX_USAGE, "cannot start thread %d on CPU %d (%s): is that CPU online and allowed?", i,
 			    G.w[i].cpu, strerror(rc));
 		}
 	}
-	struct epoll_event e = { .events = EPOLLIN, .data.u64 = T_LISTEN };
-
-	epoll_ctl(epfd, EPOLL_CTL_ADD, lfd, &e);
-	e.data.u64 = T_SIGNAL;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &e);
-	e.data.u64 = T_NOTIFY;
-	epoll_ctl(epfd, EPOLL_CTL_ADD, G.notify_fd, &e);
 
 	{
 		char cpul[1024];
@@ -702,7 +742,8 @@ int cmd_server(int argc, char **argv)
 
 		for (int i = 0; i < threads && cl < sizeof(cpul); i++)
 			cl += (size_t)snprintf(cpul + cl, sizeof(cpul) - cl, "%s%d", i ? "," : "", G.w[i].cpu);
-		getsockname(lfd, (struct sockaddr *)&ss, &sl);
+		if (getsockname(lfd, (struct sockaddr *)&ss, &sl))
+			die(EX_ERR, "getsockname: %s", strerror(errno));
 		addr_str(&ss, where, sizeof(where));
 		line("{\"event\":\"listening\",\"side\":\"server\",\"version\":\"%s\",\"t\":%lld.%06lld,\"address\":\"%s\","
 		     "\"port\":%s,\"threads\":%d,\"cpus\":[%s],\"until\":%lld.%06lld,\"clients\":%d,\"fd_limit\":%llu}",
@@ -710,7 +751,7 @@ int cmd_server(int argc, char **argv)
 		     (unsigned long long)soft);
 	}
 
-	while (!G.stop) {
+	while (!flag_is(&G.stop)) {
 		struct epoll_event evs[64];
 		int64_t now = now_ns(), next = until_ns;
 
@@ -750,7 +791,7 @@ int cmd_server(int argc, char **argv)
 
 				if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 					stopped_by = (int)si.ssi_signo;
-					G.stop = 1;
+					flag_set(&G.stop);
 				}
 			} else if (tag == T_NOTIFY) {
 				drain_fd(G.notify_fd);
@@ -780,19 +821,23 @@ int cmd_server(int argc, char **argv)
 				 stopped_by < 0 ? "--until reached" : "an error");
 		pthread_mutex_unlock(&G.lock);
 	}
-	G.stop = 1;
+	flag_set(&G.stop);
 	poke_workers();
-	for (int i = 0; i < G.nworkers; i++)
-		pthread_join(G.w[i].tid, NULL);
+	for (int i = 0; i < G.nworkers; i++) {
+		int rc = pthread_join(G.w[i].tid, NULL);
+
+		if (rc)          /* only for a thread that is not ours to join: a bug */
+			die(EX_ERR, "pthread_join: %s", strerror(rc));
+	}
 	for (struct session *s = sessions; s; s = s->next) {
 		if (s->state != SS_ACTIVE)
 			continue;
-		s->aborted = 1;
+		flag_set(&s->aborted);
 		session_check(s, now_ns());
 	}
 	while (pends)
 		pend_drop(pends, 1);
-	close(lfd);
+	release_fd(lfd);
 	if (!G.first_error[0] && want_clients && sessions_ended < want_clients && stopped_by < 0)
 		set_error("only %d of %d clients ended their tests before --until", sessions_ended, want_clients);
 	if (G.first_error[0]) {

@@ -20,11 +20,15 @@
 
 struct global G = { .lock = PTHREAD_MUTEX_INITIALIZER, .notify_fd = -1, .rt_start = 1 };
 
+/* Without a clock there is no test: every time nbperf prints, every start
+ * and deadline comes from it (clock_gettime only fails for a clock this
+ * kernel lacks). */
 int64_t now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	if (clock_gettime(CLOCK_REALTIME, &ts))
+		die(EX_ERR, "clock_gettime(CLOCK_REALTIME): %s", strerror(errno));
 	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
 }
 
@@ -32,7 +36,8 @@ int64_t mono_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (clock_gettime(CLOCK_MONOTONIC, &ts))
+		die(EX_ERR, "clock_gettime(CLOCK_MONOTONIC): %s", strerror(errno));
 	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
 }
 
@@ -237,6 +242,15 @@ int cpu_not_allowed(const int *cpus, int n)
 	return -1;
 }
 
+/* close() releases the descriptor whatever it returns (Linux), and what
+ * nbperf closes -- sockets it is done with, never a file it wrote -- has
+ * nothing an error could still report: the result is not looked at. */
+void release_fd(int fd)
+{
+	if (fd >= 0)
+		(void)close(fd);
+}
+
 void notify(int fd)
 {
 	uint64_t one = 1;
@@ -281,13 +295,10 @@ static void write_all(const char *s, size_t n)
 	}
 }
 
+/* Started with every signal blocked (out_start): the main thread takes them. */
 static void *writer_main(void *arg)
 {
-	sigset_t all;
-
 	(void)arg;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_mutex_lock(&qlock);
 	for (;;) {
 		while (!qlen)
@@ -310,10 +321,23 @@ static void *writer_main(void *arg)
 
 void out_start(void)
 {
+	sigset_t all, old;
+	int rc;
+
+	/* the new thread inherits this thread's mask: every signal blocked */
+	sigfillset(&all);
+	rc = pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (rc)
+		die(EX_ERR, "pthread_sigmask: %s", strerror(rc));
 	if (pthread_create(&writer_tid, NULL, writer_main, NULL) == 0) {
-		pthread_detach(writer_tid);
+		/* it never ends; detach only fails for a thread that is not joinable */
+		(void)pthread_detach(writer_tid);
 		writer_on = 1;
 	}
+	/* (no writer thread: out_write then writes each line itself, as before out_start) */
+	rc = pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		die(EX_ERR, "pthread_sigmask: %s", strerror(rc));
 }
 
 void out_write(const char *s, size_t n)
@@ -394,6 +418,15 @@ double tv_s(long sec, long usec)
 	return (double)sec + (double)usec / 1e6;
 }
 
+/* end.rt_start: SCHED_FIFO around the start off (--no-rt-start), refused by
+ * the kernel, or on.  Read after the workers were joined. */
+const char *rt_start_word(void)
+{
+	if (!G.rt_start)
+		return "off";
+	return atomic_load_explicit(&G.rt_refused, memory_order_relaxed) ? "refused" : "on";
+}
+
 const char *dir_name(int d)
 {
 	return d == D_TX ? "tx" : d == D_RX ? "rx" : "bidir";
@@ -444,12 +477,15 @@ int raise_nofile(uint64_t need, uint64_t *soft, uint64_t *hard)
 {
 	struct rlimit rl;
 
+	*soft = *hard = 0;
 	if (getrlimit(RLIMIT_NOFILE, &rl))
 		return -1;
 	if (rl.rlim_cur < need && rl.rlim_max >= need) {
 		rl.rlim_cur = need;
-		setrlimit(RLIMIT_NOFILE, &rl);
-		getrlimit(RLIMIT_NOFILE, &rl);
+		/* a refusal shows in the limit read back */
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		if (getrlimit(RLIMIT_NOFILE, &rl))
+			return -1;
 	}
 	*soft = rl.rlim_cur;
 	*hard = rl.rlim_max;
@@ -471,13 +507,15 @@ void addr_str(const struct sockaddr_storage *ss, char *buf, size_t n)
 	if (ss->ss_family == AF_INET) {
 		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
 
-		inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+		if (!inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip)))
+			snprintf(ip, sizeof(ip), "?");
 		port = ntohs(a->sin_port);
 		snprintf(buf, n, "%s:%d", ip, port);
 	} else if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
 
-		inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+		if (!inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip)))
+			snprintf(ip, sizeof(ip), "?");
 		port = ntohs(a->sin6_port);
 		/* an IPv4 client of a dual-stack listener: show it as IPv4 */
 		if (!strncmp(ip, "::ffff:", 7) && strchr(ip + 7, '.'))
@@ -541,6 +579,7 @@ void hard_deadline_alarm(int64_t deadline_ns)
 	int64_t left = deadline_ns - now_ns();
 	unsigned s = left > 0 ? (unsigned)(left / NS) + 1 + LAST_RESORT_S : LAST_RESORT_S;
 
-	signal(SIGALRM, last_resort);
-	alarm(s);
+	if (signal(SIGALRM, last_resort) == SIG_ERR)
+		die(EX_ERR, "cannot catch SIGALRM: %s", strerror(errno));
+	alarm(s);                    /* returns the previous alarm's seconds: there was none */
 }
