@@ -12,7 +12,7 @@ from ...records import Sample, TrialRecord
 from ...report.figures import new_figure, save
 from ...report.numbers import num, whole
 from ...report.render import pinned_tools, write_exports, write_page
-from ...report.tables import Col, ok_failed, spread, table
+from ...report.tables import Col, limit_text, ok_failed, spread, table
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import HttpsPoint, HttpsTrial, https_points, https_trial
 
@@ -63,7 +63,7 @@ class HttpsView:
         return HEADLINE
 
     def analyse(self, run: StoredRun) -> Analysed:
-        hts = [https_trial(t, run.samples_of(t), run.link) for t in run.records]
+        hts = [https_trial(t, run.samples_of(t), run.link, run.clients) for t in run.records]
         return Analysed(hts, https_points(hts, run.link, run.clients))
 
     def rows(self, view: RunView) -> list[dict[str, Any]]:
@@ -116,7 +116,9 @@ def https_rows(points: Sequence[HttpsPoint]) -> list[dict[str, Any]]:
              "nginx_cores": p.nginx_cores, "wrk_cores": p.wrk_cores,
              "gbps_per_core": p.gbps_per_core, "latency_p50_s": p.latency_p50_s, "latency_p99_s": p.latency_p99_s,
              "requests": whole(p.requests), "socket_errors": whole(p.socket_errors),
-             "bad_status": whole(p.bad_status), "ktls": "; ".join(p.ktls), "errors": list(p.errors),
+             "bad_status": whole(p.bad_status), "ktls": "; ".join(p.ktls),
+             "limit": p.verdict.limit if p.verdict else None, "verdict": p.verdict.as_dict() if p.verdict else None,
+             "errors": list(p.errors),
              "warnings": list(p.warnings)} for p in points]
 
 
@@ -137,6 +139,8 @@ HEADLINE = (
     Col("errors", lambda r: (r.get("socket_errors") or 0) + (r.get("bad_status") or 0), "count",
         alert=lambda r: bool(r.get("socket_errors") or r.get("bad_status")), title="socket errors + non-2xx"),
     Col("ok/failed", ok_failed, "text"),
+    Col("limit", limit_text, "text", title="what held the point below line rate, from its measurements "
+        "(nicbench explain RUN --point KEY: the evidence)"),
 )
 DETAIL = (
     Col("point", "point", "text"), *HEADLINE[:4],
