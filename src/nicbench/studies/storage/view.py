@@ -13,9 +13,9 @@ from ...records import Sample, TrialRecord
 from ...report.figures import new_figure, save, size_axis
 from ...report.numbers import num
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
-from ...report.tables import Col, ok_failed, table
+from ...report.tables import Col, limit_text, ok_failed, table
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
-from .analysis import StoragePoint, StorageTrial, line_rate_from, storage_points, storage_trial
+from .analysis import Setting, StoragePoint, StorageTrial, line_rate_from, storage_points, storage_trial
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 COLS = ["point", "op", "block_size", "bs", "repeats_ok", "repeats_failed", "bytes_per_s", "ceiling_bytes_per_s",
@@ -50,8 +50,9 @@ class StorageView:
         return HEADLINE
 
     def analyse(self, run: StoredRun) -> Analysed:
-        sts = [storage_trial(t, run.samples_of(t)) for t in run.records]
         transport = str(run.info.meta.get("transport") or run.info.meta.get("target") or "nbd")
+        sts = [storage_trial(t, run.samples_of(t), Setting(run.link, transport, run.clients, backing(run.info.meta)))
+               for t in run.records]
         return Analysed(sts, storage_points(sts, run.link, transport, run.clients))
 
     def rows(self, view: RunView) -> list[dict[str, Any]]:
@@ -100,6 +101,16 @@ class StorageView:
         return f"{rec.spec.point} {num(st.mb_s)} MB/s" if st.mb_s is not None else f"{rec.spec.point} {st.error}"
 
 
+def backing(meta: Mapping[str, Any]) -> str:
+    """What backs the LUNs, as the run recorded it (for the verdict's word on the device side)."""
+    kind, target = meta.get("lun_kind"), meta.get("target")
+    if target == "devices":
+        return "the LUNs are the initiators' block devices"
+    return {"memory": "the LUNs are in the target's memory: no device behind them",
+            "null": "the LUNs are null (reads give zeros, writes are dropped): no device behind them"}.get(
+                str(kind), f"the LUNs are {kind}" if kind else "")
+
+
 def storage_rows(points: Sequence[StoragePoint]) -> list[dict[str, Any]]:
     """One row per storage point (op x block size), full precision: seed 004's table
     and the exports (bytes/s, and MB/s unrounded; latency and skew in seconds)."""
@@ -124,6 +135,8 @@ def storage_rows(points: Sequence[StoragePoint]) -> list[dict[str, Any]]:
             "cores_busy": p.cores_busy,
             "max_start_skew_s": p.max_skew_s,
             "max_start_skew_ms": p.max_skew_s * 1000 if p.max_skew_s is not None else None,
+            "limit": p.verdict.limit if p.verdict else None,
+            "verdict": p.verdict.as_dict() if p.verdict else None,
             "errors": list(p.errors),
             "warnings": list(p.warnings),
         }
@@ -145,6 +158,8 @@ HEADLINE = (
     Col("p99 µs", _us("latency_p99_s"), title="fio completion latency, the slowest job's"),
     Col("CPU % of machine", "cpu_pct_of_machine"),
     Col("ok/failed", ok_failed, "text"),
+    Col("limit", limit_text, "text", title="what held the point below line rate, from its measurements "
+        "(nicbench explain RUN --point KEY: the evidence)"),
 )
 DETAIL = (
     Col("point", "point", "text"), *HEADLINE[:4], Col("ceiling MB/s", "ceiling_mb_s"), *HEADLINE[4:8],
