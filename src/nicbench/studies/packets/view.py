@@ -15,7 +15,7 @@ from ...report.facts import facts_section
 from ...report.figures import new_figure, plain_log_axis, save, size_axis
 from ...report.numbers import num
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
-from ...report.tables import Col, ok_failed, spread, table
+from ...report.tables import Col, limit_text, ok_failed, spread, table
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import PacketPoint, PacketTrial, packet_points, packet_trial, port_table
 
@@ -61,8 +61,9 @@ class PacketView:
         return HEADLINE
 
     def analyse(self, run: StoredRun) -> Analysed:
-        pts = [packet_trial(t, run.samples_of(t), run.trim) for t in run.records]
-        return Analysed(pts, packet_points(pts, float_meta(run.info.meta, "line_rate_bps") or None))
+        line_rate = float_meta(run.info.meta, "line_rate_bps") or None
+        pts = [packet_trial(t, run.samples_of(t), run.trim, line_rate) for t in run.records]
+        return Analysed(pts, packet_points(pts, line_rate))
 
     def rows(self, view: RunView) -> list[dict[str, Any]]:
         return packet_rows(view.points)
@@ -212,6 +213,8 @@ def packet_rows(points: Sequence[PacketPoint]) -> list[dict[str, Any]]:
             "tx_drops_mpps": p.tx_drops_mpps,
             "xdp_mode": ", ".join(p.xdp_modes),
             "ndr_steps": p.ndr_steps,
+            "limit": p.verdict.limit if p.verdict else None,
+            "verdict": p.verdict.as_dict() if p.verdict else None,
             "errors": list(p.errors),
             "warnings": list(p.warnings),
         }
@@ -231,6 +234,8 @@ HEADLINE = (
     Col("% of ceiling", "pct_of_ceiling", alert=lambda r: bool(r.get("above_ceiling"))),
     Col("Mpps / busy core", "mpps_per_core"),
     Col("ok/failed", ok_failed, "text"),
+    Col("limit", limit_text, "text", title="what held the point below line rate, from its measurements "
+        "(nicbench explain RUN --point KEY: the evidence)"),
 )
 DETAIL = (
     Col("point", "point", "text"), *HEADLINE[:6],
