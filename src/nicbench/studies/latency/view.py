@@ -16,7 +16,7 @@ from ...records import HostFacts, Sample, TrialRecord
 from ...report.facts import facts_section
 from ...report.figures import new_figure, save, size_axis
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
-from ...report.tables import Col, ok_failed
+from ...report.tables import Col, limit_text, ok_failed
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import Agreement, LatencyPoint, LatencyTrial, agreement, point_stats, trial_result
 
@@ -75,6 +75,8 @@ HEADLINE = (
     Col("load Gbps", "load_gbps"),
     Col("p99 vs idle", "p99_vs_idle"),
     Col("ok/failed", ok_failed, "text"),
+    Col("limit", limit_text, "text", title="what the round trips waited on, from the point's measurements "
+        "(nicbench explain RUN --point KEY: the evidence)"),
 )
 
 
@@ -88,7 +90,8 @@ class LatencyView:
         return summaries(view, _values)
 
     def analyse(self, run: StoredRun) -> Analysed:
-        trials = [trial_result(t, run.samples_of(t)) for t in run.records]
+        ceiling = load_ceiling(run)
+        trials = [trial_result(t, run.samples_of(t), ceiling) for t in run.records]
         return Analysed(trials, point_stats(trials))
 
     def rows(self, view: RunView) -> list[dict[str, Any]]:
@@ -157,6 +160,17 @@ class LatencyView:
         return f"{rec.spec.point} p50 {_us(p['p50'])} p99 {_us(p['p99'])} us{load}"
 
 
+def load_ceiling(run: StoredRun) -> float | None:
+    """The most TCP goodput the load's directions allow together (the run's
+    link and load, as recorded), None when the link's speed is unknown."""
+    load = run.info.meta.get("load")
+    clients = run.info.meta.get("load_clients")
+    ceil = run.link.ceiling(len(clients) if isinstance(clients, list) and clients else None) if run.link else None
+    if ceil is None or not isinstance(load, dict):
+        return None
+    return ceil.goodput_bps * (2 if load.get("direction") == "bidir" else 1)
+
+
 def _points(view: RunView) -> list[LatencyPoint]:
     return [p for p in view.points if isinstance(p, LatencyPoint)]
 
@@ -197,6 +211,7 @@ def table_rows(points: Sequence[LatencyPoint]) -> list[dict[str, Any]]:
             "load_cores": (tools.get("load-client") or 0.0) + (tools.get("load-server") or 0.0)
             if ("load-client" in tools or "load-server" in tools) else None,
             "per_host": {h: dict(v) for h, v in p.per_host.items()},
+            "limit": p.verdict.limit if p.verdict else None, "verdict": p.verdict.as_dict() if p.verdict else None,
             "errors": list(p.errors), "warnings": list(p.warnings)})
         rows.append(row)
     return rows
