@@ -69,3 +69,24 @@ def test_what_the_archive_lacks_is_said_not_left_out(tmp_path):
     png, notes = draw([], tmp_path, "none", "none", panels=[Panel("IOPS", {})], notes=["fio's IOPS: none"])
     assert png is None and notes[0] == "fio's IOPS: none"
 
+
+@pytest.mark.parametrize(("kind", "said"), [
+    ("https", "wrk reports its totals only"),
+    ("storage", "this run kept each initiator's total only"),
+    ("packets", "the generator reported a total only"),
+    ("latency", "round-trip percentiles per interval"),
+])
+def test_every_study_draws_its_own_series_and_says_what_it_lacks(tmp_path, kind, said):
+    from nicbench.report.timeline import timelines
+    from nicbench.studies.registry import VIEWS
+    run = tmp_path / kind
+    shutil.copytree(RUNS / kind, run)
+    view = load_run(run)
+    out = tmp_path / "out"
+    out.mkdir()
+    panels = getattr(__import__(f"nicbench.studies.{kind}.view", fromlist=["timeline_panels"]), "timeline_panels")
+    tl = timelines(view, out, panels)
+    assert sorted(tl.files) == sorted({t.point for t in view.trials})
+    assert all((out / f).stat().st_size > 5000 for f in tl.files.values())
+    assert any(said in n for notes in tl.notes.values() for n in notes), tl.notes
+    assert VIEWS[kind].kind == kind

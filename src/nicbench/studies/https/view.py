@@ -13,6 +13,7 @@ from ...report.figures import new_figure, save
 from ...report.numbers import num, whole
 from ...report.render import pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed, spread, table
+from ...report.timeline import Panel, busiest_host, interface_series, series_of, timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import HttpsPoint, HttpsTrial, https_points, https_trial
 
@@ -82,7 +83,9 @@ class HttpsView:
                       [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
                         "error": t.error, "app_gbps": t.app_gbps, "wire_gbps": t.wire_gbps, "ktls": t.ktls,
                         "wrk": dict(t.wrk)} for t in trials])
+        tl = timelines(view, out, timeline_panels)
         return write_page(out, TEMPLATE, view, rows=rows, headline=table(rows, HEADLINE),
+                          timelines=tl.files, timeline_notes=tl.notes,
                           detail_table=table(rows, DETAIL), figures=[p.name for p in figs],
                           failures=view.failures, csv="points.csv", pinned=pinned_tools(view),
                           json="points.json", ktls=sorted({t.ktls for t in trials
@@ -99,6 +102,19 @@ class HttpsView:
         h = https_trial(rec, samples, None)
         return (f"{rec.spec.point} {num(h.app_gbps)} Gbps (application)" if h.app_gbps is not None
                 else f"{rec.spec.point} {h.error}")
+
+
+def timeline_panels(samples: Sequence[Sample], t: Any) -> tuple[list[Panel], list[str]]:
+    """An HTTPS point over time: wrk reports totals only, so the server's
+    interface per interval stands in, beside each client's average (dashed)."""
+    server = busiest_host(samples)
+    wire = interface_series(samples, server)
+    avg = series_of(samples, "http.bytes", lambda s: f"{s.tag('host')} (wrk's average)")
+    lacks = ["requests and bytes per interval: wrk reports its totals only (each client's average is dashed"
+             + (f"; {server}'s interface per interval stands in)" if wire else ")")]
+    if not wire:
+        lacks.append("the server's interface per interval: no interface counters of this trial in the archive")
+    return [Panel("Gbit/s", {**wire, **avg}, "rate", 8 / 1e9, styles=dict.fromkeys(avg, "--"))], lacks
 
 
 def https_rows(points: Sequence[HttpsPoint]) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from ...report.facts import facts_section
 from ...report.figures import new_figure, save, size_axis
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed
+from ...report.timeline import Panel, series_of, throughput_series, timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import Agreement, LatencyPoint, LatencyTrial, agreement, point_stats, trial_result
 
@@ -105,7 +106,9 @@ class LatencyView:
         csv_path, json_path = export(view, rows, out)
         agree = agreement(points)
         load = view.info.meta.get("load")
+        tl = timelines(view, out, timeline_panels)
         return write_page(out, TEMPLATE, view, rows=rows, shown=[_shown(r) for r in rows],
+                          timelines=tl.files, timeline_notes=tl.notes,
                           figures=[p.name for p in figs], failures=view.failures, csv=csv_path.name,
                           json=json_path.name, agreement=[_agreement_row(a) for a in agree],
                           load=load if isinstance(load, dict) else None, cpu=cpu_sentence(view),
@@ -158,6 +161,24 @@ class LatencyView:
         p = t.percentiles
         load = f", load {t.load_gbps:.2f} Gbps" if t.load_gbps is not None else ""
         return f"{rec.spec.point} p50 {_us(p['p50'])} p99 {_us(p['p99'])} us{load}"
+
+
+def timeline_panels(samples: Sequence[Sample], t: Any) -> tuple[list[Panel], list[str]]:
+    """A latency point over time: each probe's mean round trip per bin (its
+    largest dashed), log scale, and the load's throughput where it had one."""
+    mean = series_of(samples, "latency.rtt_mean", lambda s: f"{s.tag('host')} mean")
+    top = series_of(samples, "latency.rtt_max", lambda s: f"{s.tag('host')} max")
+    lacks = ["round-trip percentiles per interval: the archive keeps each probe's whole distribution, and per "
+             "interval its mean and largest round trip (drawn)" if mean else
+             "round trips per interval: no probe intervals of this trial in the archive"]
+    panels = [Panel("round trip us", {**mean, **top}, "mean", 1e6, log=True, styles=dict.fromkeys(top, "--"),
+                    hows=dict.fromkeys(top, "max"))]
+    load = throughput_series(samples)
+    if load:
+        panels.append(Panel("load Gbit/s", load, "rate", 8 / 1e9))
+    elif getattr(t, "condition", "") == "loaded":
+        lacks.append("the load's throughput: no receiver intervals of the load in the archive")
+    return panels, lacks
 
 
 def load_ceiling(run: StoredRun) -> float | None:
@@ -231,7 +252,7 @@ def _shown(r: dict[str, Any]) -> dict[str, str]:
             "lost": "—" if r["lost_pct"] is None else f"{r['lost_pct']:.2f}",
             "load": "" if r["load_gbps"] is None else f"{r['load_gbps']:.2f}",
             "p50_cost": ratio(r["p50_vs_idle"]), "p99_cost": ratio(r["p99_vs_idle"]),
-            "p999_cost": ratio(r["p999_vs_idle"]),
+            "p999_cost": ratio(r["p999_vs_idle"]), "limit": limit_text(r) or "—",
             "cores": "—" if r["cores_busy"] is None else f"{r['cores_busy']:.2f}",
             "probe_cores": "—" if r["probe_client_cores"] is None else f"{r['probe_client_cores']:.2f}",
             "per_host": ", ".join(f"{h} {_us(v.get('p50'))}/{_us(v.get('p99'))}" for h, v in r["per_host"].items())}

@@ -16,6 +16,7 @@ from ...report.figures import new_figure, plain_log_axis, save, size_axis
 from ...report.numbers import num
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed, spread, table
+from ...report.timeline import Panel, busiest_host, interface_series, series_of, timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import PacketPoint, PacketTrial, packet_points, packet_trial, port_table
 
@@ -125,11 +126,14 @@ class PacketView:
             if h.host == gen
             for k in ("packet.pktgen", "packet.netmap")
         ]
+        tl = timelines(view, out, timeline_panels)
         return write_page(
             out,
             TEMPLATE,
             view,
             rows=rows,
+            timelines=tl.files,
+            timeline_notes=tl.notes,
             table=seed,
             headline=table(rows, HEADLINE),
             detail_table=table(rows, DETAIL),
@@ -162,6 +166,22 @@ class PacketView:
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         t = packet_trial(rec, samples, float(run_meta.get("trim", 0.0)))
         return f"{rec.spec.point} {num(t.rx_pps / 1e6)} Mpps received" if t.rx_pps else f"{rec.spec.point} {t.error}"
+
+
+def timeline_panels(samples: Sequence[Sample], t: Any) -> tuple[list[Panel], list[str]]:
+    """A packet point over time: frames received per port (the receiver's
+    XDP counts) and sent (the generator's, dashed), in Mpps."""
+    rx = series_of(samples, "pkt.received", lambda s: f"received {s.tag('port')}")
+    tx = series_of(samples, "pkt.sent", lambda s: f"sent {s.tag('port')}")
+    lacks = [] if rx else ["frames received per interval: no receiver counts of this trial in the archive"]
+    if not tx or all(len(v) < 3 for v in tx.values()):
+        # trafgen says one total: its interface's transmit counter is what it sent per interval
+        gen = busiest_host(samples, "if.packets")
+        wire = {k: v for k, v in interface_series(samples, gen, "if.packets").items() if " tx " in k}
+        lacks.append("frames sent per interval: the generator reported "
+                     + ("a total only" if tx else "none") + (f"; {gen}'s interface stands in" if wire else ""))
+        tx = {**tx, **wire} if wire else tx
+    return [Panel("Mpps", {**tx, **rx}, "rate", 1e-6, styles=dict.fromkeys(tx, "--"))], lacks
 
 
 def packet_rows(points: Sequence[PacketPoint]) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from ...report.figures import new_figure, save, size_axis
 from ...report.numbers import num
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed, table
+from ...report.timeline import Panel, series_of, timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import Setting, StoragePoint, StorageTrial, line_rate_from, storage_points, storage_trial
 
@@ -80,7 +81,9 @@ class StorageView:
                                            for op in ops}} for bs in sizes]
         reached = {op: (format_size(v) if v else None) for op, v in line_rate_from(view.points).items()}
         trims = {t.trim_s for t in view.trials if isinstance(t, StorageTrial) and t.status == "ok"}
+        tl = timelines(view, out, timeline_panels)
         return write_page(out, TEMPLATE, view, rows=rows, table=seed, ops=ops, reached=reached,
+                          timelines=tl.files, timeline_notes=tl.notes,
                           headline=table(rows, HEADLINE), detail_table=table(rows, DETAIL),
                           per_job=bool(trims) and None not in trims,
                           trim_ms=sorted(round(x * 1000) for x in trims if x is not None),
@@ -99,6 +102,20 @@ class StorageView:
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         st = storage_trial(rec, samples)
         return f"{rec.spec.point} {num(st.mb_s)} MB/s" if st.mb_s is not None else f"{rec.spec.point} {st.error}"
+
+
+def timeline_panels(samples: Sequence[Sample], t: Any) -> tuple[list[Panel], list[str]]:
+    """A storage point over time: each initiator's IOPS per fio report
+    interval (its jobs summed, per op)."""
+    ios = [s for s in samples if s.metric == "storage.ios"]
+    series = series_of(ios, "storage.ios", lambda s: f"{s.tag('host')} {s.tag('op')}")
+    lacks = []
+    if not series:
+        lacks.append("fio's IOPS: no I/O counts of this trial in the archive")
+    elif not all(s.tag("proc") for s in ios):
+        lacks.append("fio's IOPS per interval: this run kept each initiator's total only (recorded before fio's "
+                     "per-interval reports were kept, or imported): its average over the run is drawn")
+    return [Panel("IOPS", series, "rate")], lacks
 
 
 def backing(meta: Mapping[str, Any]) -> str:
