@@ -4,6 +4,7 @@ state, retransmits and drops."""
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def test_every_study_draws_its_own_series_and_says_what_it_lacks(tmp_path, kind,
     view = load_run(run)
     out = tmp_path / "out"
     out.mkdir()
-    panels = getattr(__import__(f"nicbench.studies.{kind}.view", fromlist=["timeline_panels"]), "timeline_panels")
+    panels = importlib.import_module(f"nicbench.studies.{kind}.view").timeline_panels
     tl = timelines(view, out, panels)
     assert sorted(tl.files) == sorted({t.point for t in view.trials})
     assert all((out / f).stat().st_size > 5000 for f in tl.files.values())
