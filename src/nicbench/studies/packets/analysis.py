@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from ...analysis.aggregate import covers, integrate
+from ...analysis.aggregate import covers, frames_carried, integrate
+from ...analysis.counters import counters, drops
 from ...analysis.cpu import CpuUsage, cpu_usage
 from ...analysis.trials import ABOVE_CEILING_TOLERANCE, TrialHead, by_point, fraction_of, head, int_param, median_of
 from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores
@@ -84,10 +85,10 @@ def packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float,
     t = _packet_trial(rec, samples, trim)
     if t.status != "ok" or t.rx_pps is None:
         return t
-    return replace(t, verdict=decide(evidence(t, line_rate_bps)))
+    return replace(t, verdict=decide(evidence(t, line_rate_bps, samples)))
 
 
-def evidence(t: PacketTrial, line_rate_bps: float | None) -> Evidence:
+def evidence(t: PacketTrial, line_rate_bps: float | None, samples: Sequence[Sample] = ()) -> Evidence:
     """What a packet trial measured, for the verdict (analysis/verdict.py):
     frames received against the link's frame rate, what the generator sent
     (short of the line with the receiver keeping up: the generator is the
@@ -110,7 +111,9 @@ def evidence(t: PacketTrial, line_rate_bps: float | None) -> Evidence:
     threads = {engine: float(int_param(t.params, "threads", 1)) if engine != "trafgen" else 1.0}
     paced = {engine: f"paced to {t.asked_pps / 1e6:.3g} Mpps, it spins between frames by design"} \
         if t.asked_pps else {}
+    c = counters(samples, w) if w else None
     return Evidence({"rx": t.rx_pps or 0.0}, ceil * 1e6 if ceil else None, cpu=t.cpu, tool_cpus=t.tool_cpus,
+                    drops=drops(c), frames=frames_carried(samples, w, None) if w else None,
                     offered_bps=t.asked_pps, datagram_loss=t.loss, loss_where=where, tcp=False, unit="frames/s",
                     what="frames received", tool_cores=tool_cores(t.tool_cpus, threads), spinning=paced,
                     sent_bps=t.tx_pps, sender=f"the generator ({engine})", lost_what="frames")
