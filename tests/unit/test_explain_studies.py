@@ -15,10 +15,10 @@ import pytest
 
 from conftest import run_cli as nb
 from nicbench.analysis.verdict import LIMITS
+from nicbench.registry import VIEWS
 from nicbench.report.catalogue import summarise
 from nicbench.store.archive import Archive
 from nicbench.store.transfer import add_legacy
-from nicbench.studies.registry import VIEWS
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 KINDS = ("tcp", "https", "storage", "packets", "latency")

@@ -78,8 +78,8 @@ def test_what_the_archive_lacks_is_said_not_left_out(tmp_path):
     ("latency", "round-trip percentiles per interval"),
 ])
 def test_every_study_draws_its_own_series_and_says_what_it_lacks(tmp_path, kind, said):
+    from nicbench.registry import VIEWS
     from nicbench.report.timeline import timelines
-    from nicbench.studies.registry import VIEWS
     run = tmp_path / kind
     shutil.copytree(RUNS / kind, run)
     view = load_run(run)

@@ -37,8 +37,8 @@ def with_verdicts(a: Archive, rows: list[dict[str, Any]]) -> list[str]:
     """Each row's point verdict, its run analysed once from the archive;
     what could not be analysed, one line per run (those rows get none)."""
     # only an export with verdicts pays for the analysis
+    from ..registry import VIEWS
     from ..report.view import analyse, read_run
-    from ..studies.registry import VIEWS
 
     problems = []
     for run_id in dict.fromkeys(r["run_id"] for r in rows):
