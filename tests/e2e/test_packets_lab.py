@@ -106,6 +106,30 @@ def test_ipv6_at_a_set_rate(tmp_path):
           f"trafgen {tg.tx_pps:.0f} sent")
 
 
+def test_a_generator_short_of_the_line_is_the_engine_and_explain_says_so(tmp_path):
+    """Issue 26 on the packet study: no 2-core machine sends 64-byte frames at
+    40G, the receiver keeps up with what it gets, so the point's limit is the
+    generator -- alone, or beside the CPU its frames' softirq fills -- with
+    the figures that show it, in the report and in ``nicbench explain``."""
+    text = plan("e2ep5", 'engines = ["nbgen"]\nframe_sizes = [64]\nports = [1]')
+    out = execute(parse_plan(text), text, store=tmp_path)
+    assert namespaces("e2ep5") == []
+    view = load_run(out.run_dir)
+    [p] = view.points
+    v = p.verdict
+    assert p.n_ok == 1 and v is not None, p.errors
+    assert "engine" in (v.limit, v.leading, v.second), v
+    assert any("the generator (nbgen) sent only" in e and "the sender is the limit" in e for e in v.evidence), v
+    assert any(c.startswith("wire: rx frames received") for c in v.checked), v
+    print(f"nicbench-e2e packets verdict: {v.limit} ({v.leading}/{v.second}): {'; '.join(v.evidence)}")
+    proc = nicbench("explain", out.run_id, "--json", "--store", tmp_path)
+    got, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert json.loads(got)["points"][0]["verdict"]["limit"] == v.limit
+    page = render(view).read_text()
+    assert "Timelines and limits" in page and "timeline-nbgen_ipv4_p1_t1_64B.png" in page
+
+
 @pytest.fixture
 def one_port_lab():
     spec = make_spec("e2ep3", [("gen", "server"), ("sink", "client")], 1500,

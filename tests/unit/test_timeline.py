@@ -4,6 +4,7 @@ state, retransmits and drops."""
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from pathlib import Path
 
@@ -45,3 +46,48 @@ def test_every_point_of_a_stored_run_gets_its_timeline(tmp_path):
     files = point_timelines(view, out)
     assert sorted(files) == sorted({t.point for t in view.trials})
     assert all((out / f).stat().st_size > 5000 for f in files.values())
+
+
+def test_a_value_held_over_its_span_is_averaged_or_topped_per_bin_and_a_gap_stays_one():
+    import math
+
+    from nicbench.report.timeline import _levels
+    spans = [(0.0, 0.5, 100e-6), (0.5, 1.0, 300e-6), (2.0, 2.5, 50e-6)]
+    mean = _levels(spans, 0.0, 1.0, 3, "mean")
+    assert mean[0] == pytest.approx(200e-6) and math.isnan(mean[1]) and mean[2] == pytest.approx(50e-6)
+    assert _levels(spans, 0.0, 1.0, 3, "max")[0] == pytest.approx(300e-6)
+
+
+def test_what_the_archive_lacks_is_said_not_left_out(tmp_path):
+    from nicbench.report.timeline import Panel, draw
+    rx = make_tags(host="c1", proc="5201", direction="tx", side="receiver", omitted=0)
+    only = [Sample("t", "tcp.bytes", 1e8, "bytes", i * 0.5, (i + 1) * 0.5, rx) for i in range(4)]
+    png, notes = draw(only, tmp_path, "bare", "bare")
+    assert png is not None and png.stat().st_size > 5000
+    assert notes == ["the cores busy: no CPU reads of this trial in the archive",
+                     "retransmits, drops and errors: no counters of this trial in the archive"]
+    # a study's panel with no series, and nothing else either: no figure, and why
+    png, notes = draw([], tmp_path, "none", "none", panels=[Panel("IOPS", {})], notes=["fio's IOPS: none"])
+    assert png is None and notes[0] == "fio's IOPS: none"
+
+
+@pytest.mark.parametrize(("kind", "said"), [
+    ("https", "wrk reports its totals only"),
+    ("storage", "this run kept each initiator's total only"),
+    ("packets", "the generator reported a total only"),
+    ("latency", "round-trip percentiles per interval"),
+])
+def test_every_study_draws_its_own_series_and_says_what_it_lacks(tmp_path, kind, said):
+    from nicbench.registry import VIEWS
+    from nicbench.report.timeline import timelines
+    run = tmp_path / kind
+    shutil.copytree(RUNS / kind, run)
+    view = load_run(run)
+    out = tmp_path / "out"
+    out.mkdir()
+    panels = importlib.import_module(f"nicbench.studies.{kind}.view").timeline_panels
+    tl = timelines(view, out, panels)
+    assert sorted(tl.files) == sorted({t.point for t in view.trials})
+    assert all((out / f).stat().st_size > 5000 for f in tl.files.values())
+    assert any(said in n for notes in tl.notes.values() for n in notes), tl.notes
+    assert VIEWS[kind].kind == kind

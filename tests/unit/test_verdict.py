@@ -147,3 +147,79 @@ def test_a_sender_moving_a_receive_window_per_round_trip_is_window_limited():
     open_ = [x for i in range(4) for x in _sender(i * 0.5, 0.64e9, 65536, 8192, 100e-6)]
     assert window_share(open_, rx, 0.94e9)[0] == 0.0
     assert window_share([], rx, None) is None        # an engine without the sender's TCP state
+
+
+# ---- the other studies' shapes (HTTPS, storage, packets, latency) ----
+
+def test_a_thread_pool_is_full_only_at_the_cores_its_threads_can_use():
+    from nicbench.analysis.verdict import cpus_in, tool_cores
+    assert (cpus_in("0-3,8"), cpus_in("5"), cpus_in(""), cpus_in(None)) == (5, 1, None, None)
+    caps = tool_cores({"c1 wrk c1": {"allowed": "0-1"}, "srv nginx worker 0": {"allowed": "0-1"},
+                       "srv target lun0": {"allowed": "0-3"}}, {"wrk": 4.0, "target": float("inf")})
+    # wrk's 4 threads on 2 CPUs: 2 cores; an nginx worker is one thread; a pool: the CPUs it may use
+    assert caps == {"wrk c1 c1": 2.0, "nginx srv worker 0": 1.0, "target srv lun0": 4.0, "target ": float("inf")}
+    half = decide(Evidence({"tx": 0.4 * G}, 1.88 * G, cpu=cpu({"0": 0.6, "1": 0.5}, "user", {"wrk c1 c1": 1.0}),
+                           tool_cores=caps))
+    assert half.limit == "none found" and any("wrk c1 c1 at 1.00 of the 2 cores" in c for c in half.checked)
+    full = decide(Evidence({"tx": 0.4 * G}, 1.88 * G, cpu=cpu({"0": 0.99, "1": 0.98}, "user", {"wrk c1 c1": 1.95}),
+                           tool_cores=caps))
+    assert full.limit == "engine" and "wrk c1 on c1 used 1.95 of the 2 cores its threads can use" in full.evidence[0]
+    # a pool with no CPU list: no bar to judge it by, said so
+    pool = decide(Evidence({"tx": 0.4 * G}, None, cpu=cpu({"0": 0.5}, "user", {"target srv lun9": 3.0}),
+                           tool_cores=caps))
+    assert pool.limit == "none found" and any("no bar to judge it by" in c for c in pool.checked)
+
+
+def test_a_tool_spinning_by_design_is_no_finding_but_a_cpu_filled_by_others_is():
+    spin = {"nbgen": "paced to 1 Mpps, it spins between frames by design"}
+    tools = {"nbgen gen pk0": 0.97}
+    v = decide(Evidence({"rx": 1e6}, 14.88e6, cpu=cpu({"0": 0.99, "1": 0.3}, "system", tools), unit="frames/s",
+                        spinning=spin, tcp=False))
+    assert v.limit == "none found"
+    assert any(c.startswith("engine: nbgen gen pk0 at 97.0 % of a core: paced to 1 Mpps") for c in v.checked)
+    assert any("nbgen spin there by design" in c for c in v.checked)
+    # the spinning tool used little of the full CPU: something else filled it
+    other = decide(Evidence({"rx": 1e6}, 14.88e6, cpu=cpu({"0": 0.99}, "user", {"nbgen gen pk0": 0.05}),
+                            unit="frames/s", spinning=spin, tcp=False))
+    assert other.limit == "cpu"
+
+
+def test_socket_errors_are_loss_over_their_threshold():
+    from nicbench.analysis.verdict import REQUEST_ERRORS
+    v = decide(Evidence({"tx": 0.5 * G}, 1.88 * G, errors=(30.0, 1000.0, "connect 10, timeout 20")))
+    assert v.limit == "loss" and v.evidence[0] == ("30 socket errors against 1000 requests (3.0 %: connect 10, "
+                                                   "timeout 20)")
+    under = decide(Evidence({"tx": 0.5 * G}, 1.88 * G, errors=(1.0, 10000.0, "")))
+    assert under.limit == "none found" and REQUEST_ERRORS == 0.001
+    assert "loss: 1 socket errors, 0.0 % of the requests (under 0.1 %)" in under.checked
+
+
+def test_a_sender_short_of_the_line_with_the_receiver_keeping_up_is_the_engine():
+    mpps = 1e6
+    v = decide(Evidence({"rx": 4.8 * mpps}, 59.5 * mpps, unit="frames/s", what="frames received",
+                        sent_bps=4.83 * mpps, sender="the generator (nbgen)", datagram_loss=0.001, tcp=False))
+    assert v.limit == "engine"
+    assert v.evidence[0] == ("the generator (nbgen) sent only 4.83 Mpps = 8.1 % of the ceiling, and the receivers "
+                             "got 99.4 % of it: the sender is the limit")
+    assert any(c.startswith("wire: rx frames received 8.1 % of its ceiling") for c in v.checked)
+    # the receiver lost a third of it: the loss, located, not the sender
+    lossy = decide(Evidence({"rx": 3.2 * mpps}, 59.5 * mpps, unit="frames/s", sent_bps=4.8 * mpps,
+                            datagram_loss=1 / 3, lost_what="frames", tcp=False,
+                            loss_where={"between the interfaces": 1000.0}))
+    assert lossy.limit == "loss" and lossy.evidence[0].startswith("33.3 % of the frames were lost (between")
+    # a generator that sent what it was asked and the receiver got: application-limited
+    paced = decide(Evidence({"rx": 1.0 * mpps}, 59.5 * mpps, unit="frames/s", sent_bps=1.0 * mpps,
+                            offered_bps=1.0 * mpps, datagram_loss=0.0, tcp=False))
+    assert paced.limit == "none found" and "paced to 1 Mpps per direction" in paced.evidence[0]
+    # no line rate to put it against: said, not decided
+    bare = decide(Evidence({"rx": 4.8 * mpps}, None, unit="frames/s", sent_bps=4.8 * mpps, tcp=False))
+    assert bare.limit == "none found" and any("no line rate known to put it against" in c for c in bare.checked)
+
+
+def test_other_units_and_the_studies_own_checks():
+    v = decide(Evidence({"read": 235e6}, 235.4e6, unit="B/s", what="throughput",
+                        notes=("device: not measured (no device counters are sampled)",)))
+    assert v.limit == "wire" and v.evidence[0] == "read throughput 235 MB/s = 99.8 % of its 235 MB/s ceiling"
+    assert "device: not measured (no device counters are sampled)" in v.checked
+    idle = decide(Evidence({}, None, wire_note="an idle point: the probes alone, no load to fill the link"))
+    assert idle.checked[0] == "wire: an idle point: the probes alone, no load to fill the link"

@@ -178,3 +178,24 @@ def test_a_live_run_streams_each_new_point_from_the_archive(site):
             w.finish("done")
             got = _events(lines, 2)
             assert [e for e, _ in got][-1] == "end" and got[0][1]["status"] == "done"
+
+
+def test_a_storage_runs_page_shows_each_points_limit_beside_its_timeline(tmp_path):
+    """Every study's points get their verdict and timeline on the run page,
+    runs made before verdicts too (the stored storage run is one)."""
+    shutil.copytree(FIXTURES / "runs" / "storage", tmp_path / "old-storage")
+    with Archive.open(tmp_path / "arch") as a:
+        rid = add_legacy(a, tmp_path / "old-storage").run_id
+        assert rid is not None
+        summarise(a, rid, VIEWS)
+    app = create_app(parse_store(tmp_path / "arch"), token=TOKEN, allowed_hosts=["127.0.0.1"],
+                     cache_root=tmp_path / "cache")
+    with TestClient(app, base_url="http://127.0.0.1:8787") as client:
+        page = client.get(f"/run/{rid}").text
+        timelines = page[page.index('id="timelines"'):]
+        assert "<b>read/bs4K</b>" in timelines and 'limit <b class="limit">cpu</b>' in timelines
+        assert 'limit <b class="limit">wire</b>: read throughput' in timelines
+        assert "/report/timeline-read_bs4K.png" in timelines and "checked: device: not measured" in timelines
+        assert client.get(f"/run/{rid}/report/timeline-read_bs4K.png").headers["content-type"] == "image/png"
+        report = client.get(f"/run/{rid}/report/").text
+        assert "Timelines and limits" in report and "this run kept each initiator&#39;s total only" in report

@@ -226,6 +226,15 @@ def wire_rate(samples: Iterable[Sample], *, direction: str, window: tuple[float,
                     (nbytes + frames * uncounted_per_frame) * 8 / (w1 - w0))
 
 
+def frames_carried(samples: Iterable[Sample], window: tuple[float, float], host: str | None) -> float | None:
+    """Frames ``host``'s test interfaces sent and received over ``window``
+    (what a drop count is a share of); None unless both directions' counters
+    cover it."""
+    samples = list(samples)
+    rates = [wire_rate(samples, direction=d, window=window, host=host) for d in ("tx", "rx")]
+    return sum(r.frames for r in rates if r is not None) if all(r is not None for r in rates) else None
+
+
 def longest_lull(samples: Iterable[Sample], *, direction: str, window: tuple[float, float],
                  host: str | None = None, below: float = 0.01) -> tuple[float, float] | None:
     """The longest stretch of ``window`` made of consecutive interface-counter

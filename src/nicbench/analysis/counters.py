@@ -84,6 +84,13 @@ def counters(samples: Iterable[Sample], window: tuple[float, float]) -> Counters
     return Counters(window, {h: dict(m) for h, m in per_host.items()}, dict(soft), dict(irq))
 
 
+def drops(c: Counters | None) -> dict[str, float]:
+    """Every host's interface drops and errors over the window, as
+    ``"host if.drops.rx"`` -> count (the verdict's evidence)."""
+    return {f"{h} {k}": v for h, m in (c.per_host.items() if c else ()) for k, v in m.items()
+            if k.startswith(("if.drops.", "if.errors."))}
+
+
 def counter_warnings(c: Counters) -> list[str]:
     """Warnings that name the fix."""
     out = []

@@ -24,7 +24,33 @@ Limits (closed set, :data:`LIMITS`):
 - ``none found``; and ``mixed`` when two limits hold with the evidence split.
 
 Each study maps its trial to :class:`Evidence`; :func:`decide` judges one
-trial, :func:`point_verdict` a point's repeats.
+trial, :func:`point_verdict` a point's repeats.  What each study gives:
+
+- TCP and UDP: goodput per direction against the link's ceiling, the wire's
+  frames, every CPU, each engine process, the kernel's retransmits, the
+  interfaces' drops; TCP the senders' windows (iperf3's tcp_info), UDP the
+  receivers' loss located by stage and the rate the senders were paced to;
+- HTTPS: what wrk read against the TLS (or TCP) ceiling, nginx's workers
+  (one thread each: a worker at a full core is the engine; the TLS crypto
+  runs in it) and wrk's threads, wrk's socket errors, the kernel's
+  retransmits and drops;
+- storage: MB/s against the transport's ceiling at the block size, fio's
+  and the target's processes at the cores their threads can use, CPU,
+  retransmits and drops; the backing device is not sampled (no device
+  counters: said as not measured, never guessed);
+- packets: frames received against the frame rate of the link, what the
+  generator sent (a generator short of the line with the receiver keeping
+  up is the engine), the frames lost between them located (the generator's
+  interface, the wire, the receiver), the receiver's softirq CPU (a paced
+  generator spins on its cores by design: its busy cores are no finding);
+- latency: what the probes' round trips waited on -- the load filling the
+  link (``wire``: the probes queue behind it), a saturated CPU, a probe or
+  load process at a full core (a probe that busy-polls by design aside),
+  requests lost; an idle point with nothing saturated is ``none found``.
+
+No limit was added for these: a device-side limit (storage) would need
+device counters nicbench does not sample, and a latency point's offered load
+is the load's rate, judged against the same ceiling as any goodput.
 """
 
 from __future__ import annotations
@@ -65,6 +91,20 @@ WINDOW_SHARE = 0.5
 # a point that carried this share of what its senders were paced to was held
 # by its pacing (application-limited), not by the path
 OFFERED_SHARE = 0.97
+# application errors per request (wrk's socket errors: connect, read, write,
+# timeouts) that cut a rate: a timed-out request holds its connection for
+# wrk's 2 s timeout, about a thousand LAN requests' time, so 0.1 % of them
+# cost as much connection time as all the rest (a point over the study's
+# error budget is failed before any verdict)
+REQUEST_ERRORS = 0.001
+
+# a saturated CPU busy in process context is a tool spinning by design (not a
+# limit) only when the spinning processes used at least this share of that
+# CPU's user + system time: less, and something else filled it
+SPIN_SHARE = 0.5
+
+# how each unit a study's rates are in is written: (divisor, unit shown)
+UNITS = {"bit/s": (1e9, "Gbit/s"), "B/s": (1e6, "MB/s"), "frames/s": (1e6, "Mpps")}
 
 
 @dataclass(frozen=True)
@@ -89,6 +129,17 @@ class Evidence:
     datagram_loss: float | None = None               # UDP: datagrams lost / expected, the receivers' count
     loss_where: Mapping[str, float] = field(default_factory=dict)  # where datagrams were lost -> count
     tcp: bool = True                                 # a TCP point (retransmits and tcp_info apply)
+    # the other studies' shapes (every default is the TCP and UDP studies')
+    unit: str = "bit/s"                              # of goodput, ceiling, offered and sent: a key of UNITS
+    what: str = "goodput"                            # what the goodput is, as a reader says it
+    wire_note: str | None = None                     # why the wire is not judged (an idle latency point)
+    tool_cores: Mapping[str, float] = field(default_factory=dict)   # tool -> cores its threads can use (1)
+    spinning: Mapping[str, str] = field(default_factory=dict)       # tool role -> why it spins by design
+    errors: tuple[float, float, str] | None = None   # application errors, requests, what kinds
+    sent_bps: float | None = None                    # what the senders put out over the window (packets)
+    sender: str = "the senders"
+    lost_what: str = "datagrams"                     # what datagram_loss counts
+    notes: tuple[str, ...] = ()                      # the study's own checks, said with the others
 
 
 @dataclass(frozen=True)
@@ -122,20 +173,72 @@ def _pct(x: float) -> str:
     return f"{x * 100:.1f} %"
 
 
+def cpus_in(cpu_list: object) -> int | None:
+    """How many CPUs a list such as ``0-3,8`` names (None: not a list)."""
+    if not isinstance(cpu_list, str) or not cpu_list.strip():
+        return None
+    n = 0
+    try:
+        for part in cpu_list.split(","):
+            a, _, b = part.strip().partition("-")
+            n += int(b) - int(a) + 1 if b else 1
+    except ValueError:
+        return None
+    return n if n > 0 else None
+
+
+def tool_cores(tool_cpus: Mapping[str, object], threads: Mapping[str, float]) -> dict[str, float]:
+    """Tool process ("role host proc", as :class:`CpuUsage` keys them) ->
+    the cores its threads can use: the role's threads (1 unless ``threads``
+    says; ``inf`` for a pool as large as it likes), at most the CPUs it was
+    allowed (``tool_cpus``: "host role proc" -> {"allowed": "0-1", ...}).  A
+    pool with no allowed CPUs recorded is left out: no bar to judge it by."""
+    out: dict[str, float] = {}
+    for key, v in tool_cpus.items():
+        host, role, proc = (key.split(" ", 2) + ["", ""])[:3]
+        allowed = cpus_in(v.get("allowed")) if isinstance(v, Mapping) else None
+        n = min(threads.get(role, 1.0), float(allowed) if allowed else float("inf"))
+        out[f"{role} {host} {proc}"] = n
+    for role, n in threads.items():
+        if n == float("inf"):
+            out.setdefault(f"{role} ", n)     # a marker: the role's unlisted processes are pools
+    return out
+
+
+def _rate(x: float, unit: str) -> str:
+    div, shown = UNITS.get(unit, (1.0, unit))
+    return f"{x / div:.3g} {shown}"
+
+
+def _cores(cores: float, cap: float) -> str:
+    if cap == float("inf"):
+        return f"{cores:.2f} cores (a thread pool with no CPU list recorded: no bar to judge it by)"
+    return f"{_pct(cores)} of one core" if cap <= 1 else f"{cores:.2f} of the {cap:g} cores its threads can use"
+
+
+def _cap(e: Evidence, tool: str) -> float:
+    """The cores ``tool`` can use (1: one thread, unless the study says)."""
+    if tool in e.tool_cores:
+        return e.tool_cores[tool]
+    return e.tool_cores.get(tool.split(" ", 1)[0] + " ", 1.0)
+
+
 def findings(e: Evidence) -> tuple[list[Finding], list[str]]:
     """Every limit the evidence clears, and what was checked and found clear."""
     found: list[Finding] = []
     clear: list[str] = []
     # wire
-    if e.ceiling_bps and e.goodput_bps:
+    if e.wire_note is not None:
+        clear.append(f"wire: {e.wire_note}")
+    elif e.ceiling_bps and e.goodput_bps:
         shares = {d: g / e.ceiling_bps for d, g in e.goodput_bps.items()}
         worst = min(shares, key=lambda d: shares[d])
         if shares[worst] >= WIRE_SHARE:
             found.append(Finding("wire", "; ".join(
-                f"{d} goodput {g / 1e9:.3g} Gbit/s = {_pct(shares[d])} of its {e.ceiling_bps / 1e9:.3g} Gbit/s "
+                f"{d} {e.what} {_rate(g, e.unit)} = {_pct(shares[d])} of its {_rate(e.ceiling_bps, e.unit)} "
                 "ceiling" for d, g in sorted(e.goodput_bps.items())), shares[worst] / WIRE_SHARE))
         else:
-            clear.append(f"wire: {worst} goodput {_pct(shares[worst])} of its ceiling (under {_pct(WIRE_SHARE)})")
+            clear.append(f"wire: {worst} {e.what} {_pct(shares[worst])} of its ceiling (under {_pct(WIRE_SHARE)})")
     elif e.link_bps and e.wire_bps:
         shares = {d: w / e.link_bps for d, w in e.wire_bps.items()}
         worst = min(shares, key=lambda d: shares[d])
@@ -146,21 +249,35 @@ def findings(e: Evidence) -> tuple[list[Finding], list[str]]:
             clear.append(f"wire: frames at {_pct(shares[worst])} of the link's speed")
     else:
         clear.append("wire: no line rate known (the link is unshaped and its speed unknown)")
+    _sender_short(e, found, clear)
     # engine and cpu
     u = e.cpu
     if u is None:
         clear.append("cpu, engine: CPU not measured over the window")
     else:
-        full = {k: v for k, v in u.tools.items() if v >= ENGINE_FULL}
-        for tool, cores in sorted(full.items(), key=lambda kv: -kv[1]):
+        spun = {k: v for k, v in u.tools.items() if k.split(" ", 1)[0] in e.spinning}
+        for tool, cores in sorted(spun.items()):
+            clear.append(f"engine: {tool} at {_pct(cores)} of a core: {e.spinning[tool.split(' ', 1)[0]]}")
+        of_cap = {k: v / max(1.0, _cap(e, k)) for k, v in u.tools.items() if k not in spun}
+        full = {k: u.tools[k] for k, v in of_cap.items() if v >= ENGINE_FULL}
+        for tool, cores in sorted(full.items(), key=lambda kv: -of_cap[kv[0]]):
             role, host, proc = (tool.split(" ", 2) + ["", ""])[:3]
-            found.append(Finding("engine", f"{role} {proc} on {host} used {_pct(cores)} of one core "
-                                 "(one thread cannot go faster)", cores / ENGINE_FULL))
+            cap = max(1.0, _cap(e, tool))
+            found.append(Finding("engine", f"{role} {proc} on {host} used {_cores(cores, cap)} "
+                                 + ("(one thread cannot go faster)" if cap <= 1 else "(each at a full core)"),
+                                 of_cap[tool] / ENGINE_FULL))
         if not full:
-            top = max(u.tools.items(), key=lambda kv: kv[1], default=None)
-            clear.append("engine: " + (f"busiest tool process {top[0]} at {_pct(top[1])} of a core"
+            top = max(of_cap.items(), key=lambda kv: kv[1], default=None)
+            cap = max(1.0, _cap(e, top[0])) if top else 1.0
+            clear.append("engine: " + ((f"busiest tool process {top[0]} at {_pct(top[1])} of a core" if cap <= 1 else
+                                        f"busiest tool process {top[0]} at {_cores(u.tools[top[0]], cap)}")
                                        if top else "no tool process measured"))
-        if u.busiest >= CPU_FULL:
+        own = sum(u.per_cpu.get(u.busiest_cpu, {}).get(k, 0.0) for k in ("user", "system"))
+        if u.busiest >= CPU_FULL and u.busiest_state in ("user", "system") and spun \
+                and sum(spun.values()) >= SPIN_SHARE * own:
+            clear.append(f"cpu: CPU {u.busiest_cpu} of {u.host} {_pct(u.busiest)} busy, mostly {u.busiest_state}: "
+                         f"{', '.join(sorted({k.split(' ', 1)[0] for k in spun}))} spin there by design")
+        elif u.busiest >= CPU_FULL:
             states = u.per_cpu.get(u.busiest_cpu, {})
             found.append(Finding("cpu", f"CPU {u.busiest_cpu} of {u.host} {_pct(u.busiest)} busy, mostly "
                                  f"{u.busiest_state} ({_pct(states.get(u.busiest_state, 0.0))})"
@@ -174,11 +291,19 @@ def findings(e: Evidence) -> tuple[list[Finding], list[str]]:
     if e.datagram_loss is not None:
         where = ", ".join(f"{k} {v:.0f}" for k, v in sorted(e.loss_where.items(), key=lambda kv: -kv[1]) if v > 0)
         if e.datagram_loss >= DATAGRAM_LOSS:
-            lossy.append(Finding("loss", f"{_pct(e.datagram_loss)} of the datagrams were lost"
+            lossy.append(Finding("loss", f"{_pct(e.datagram_loss)} of the {e.lost_what} were lost"
                                  + (f" ({where})" if where else " (where: not told by the counters)"),
                                  e.datagram_loss / DATAGRAM_LOSS))
         else:
-            clear.append(f"loss: {_pct(e.datagram_loss)} of the datagrams lost (under {_pct(DATAGRAM_LOSS)})")
+            clear.append(f"loss: {_pct(e.datagram_loss)} of the {e.lost_what} lost (under {_pct(DATAGRAM_LOSS)})")
+    if e.errors is not None:
+        n, requests, kinds = e.errors
+        share = n / requests if requests > 0 else (1.0 if n else 0.0)
+        if share >= REQUEST_ERRORS:
+            lossy.append(Finding("loss", f"{n:.0f} socket errors against {requests:.0f} requests ({_pct(share)}"
+                                 + (f": {kinds}" if kinds else "") + ")", share / REQUEST_ERRORS))
+        else:
+            clear.append(f"loss: {n:.0f} socket errors, {_pct(share)} of the requests (under {_pct(REQUEST_ERRORS)})")
     if e.tcp and e.retrans_segs is not None and e.out_segs:
         share = e.retrans_segs / e.out_segs
         if share >= RETRANS_SHARE:
@@ -211,7 +336,33 @@ def findings(e: Evidence) -> tuple[list[Finding], list[str]]:
         found.append(Finding("window", e.window[1], e.window[0] / WINDOW_SHARE))
     else:
         clear.append(f"window: {e.window[1]}")
-    return found, clear
+    return found, clear + list(e.notes)
+
+
+def _sender_short(e: Evidence, found: list[Finding], clear: list[str]) -> None:
+    """What the senders put out, where a study counts it: short of the line
+    (and of what they were asked) with the receivers keeping up, the senders
+    are the limit."""
+    if e.sent_bps is None or not e.goodput_bps:
+        return
+    got = min(e.goodput_bps.values())
+    kept = got / e.sent_bps if e.sent_bps > 0 else 0.0
+    if not e.ceiling_bps:
+        clear.append(f"engine: {e.sender} sent {_rate(e.sent_bps, e.unit)}, the receivers got {_pct(kept)} of it; "
+                     "no line rate known to put it against")
+        return
+    asked = f" ({_pct(e.sent_bps / e.offered_bps)} of the {_rate(e.offered_bps, e.unit)} asked)" \
+        if e.offered_bps else ""
+    short = e.sent_bps < WIRE_SHARE * e.ceiling_bps and (
+        not e.offered_bps or e.sent_bps < OFFERED_SHARE * e.offered_bps)
+    if short and kept >= 1 - DATAGRAM_LOSS:
+        found.append(Finding("engine", f"{e.sender} sent only {_rate(e.sent_bps, e.unit)} = "
+                             f"{_pct(e.sent_bps / e.ceiling_bps)} of the ceiling{asked}, and the receivers got "
+                             f"{_pct(kept)} of it: the sender is the limit",
+                             WIRE_SHARE * e.ceiling_bps / max(e.sent_bps, 1e-9)))
+    else:
+        clear.append(f"engine: {e.sender} sent {_rate(e.sent_bps, e.unit)} = {_pct(e.sent_bps / e.ceiling_bps)} "
+                     f"of the ceiling{asked}; the receivers got {_pct(kept)} of it")
 
 
 def _paced(e: Evidence) -> str | None:
@@ -224,9 +375,9 @@ def _paced(e: Evidence) -> str | None:
         return None
     if e.ceiling_bps and e.offered_bps >= WIRE_SHARE * e.ceiling_bps:
         return None
-    return (f"application-limited: the senders were paced to {e.offered_bps / 1e9:.3g} Gbit/s per direction and "
+    return (f"application-limited: {e.sender} were paced to {_rate(e.offered_bps, e.unit)} per direction and "
             f"the receivers got {_pct(got / e.offered_bps)} of it" + (
-                f"; the link allows {e.ceiling_bps / 1e9:.3g}" if e.ceiling_bps else ""))
+                f"; the link allows {e.ceiling_bps / UNITS.get(e.unit, (1.0, ''))[0]:.3g}" if e.ceiling_bps else ""))
 
 
 def decide(e: Evidence) -> Verdict:

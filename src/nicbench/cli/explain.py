@@ -24,7 +24,10 @@ from .report import load_ref
 def explain(ctx: click.Context, run_ref: str, point: str | None, store: str | None) -> None:
     """Why each point of RUN (id, id prefix, run directory or 'latest') is where
     it is against line rate: its limit (wire, engine, cpu, loss, window, none
-    found, mixed) and the evidence, from the run's stored samples."""
+    found, mixed) and the evidence, from the run's stored samples.  Every
+    study: TCP, UDP, HTTPS, storage and packets say what held the rate; the
+    latency study what the round trips waited on (a loaded point's load
+    filling the link is its wire)."""
     view = load_ref(run_ref, store)
     rows = VIEWS[view.info.study].rows(view)
     if point is not None:
@@ -36,9 +39,10 @@ def explain(ctx: click.Context, run_ref: str, point: str | None, store: str | No
                              f"its points: {', '.join(keys[:8])}" + (" ..." if len(keys) > 8 else ""))
         rows = [r for r in rows if r.get("point") == point]
     out: list[dict[str, Any]] = [{"point": r.get("point"), "verdict": r.get("verdict")} for r in rows]
-    lines = [f"run {view.info.run_id} ({view.info.study}): what held each point"]
-    if not any(r.get("verdict") for r in rows) and "verdict" not in (rows[0] if rows else {}):
-        lines.append(f"  the {view.info.study} study gives no verdicts yet (the tcp study does)")
+    what = "what the round trips waited on" if view.info.study == "latency" else "what held each point"
+    lines = [f"run {view.info.run_id} ({view.info.study}): {what}"]
+    if rows and not any("verdict" in r for r in rows):
+        lines.append(f"  the {view.info.study} study gives no verdicts")
     for r in rows:
         v = r.get("verdict")
         if not v:

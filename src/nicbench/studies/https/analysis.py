@@ -12,12 +12,13 @@ plain TCP for the http baseline.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ...analysis.aggregate import WireRate, longest_lull, wire_rate
-from ...analysis.counters import Counters, counter_warnings, counters
+from ...analysis.aggregate import WireRate, frames_carried, longest_lull, wire_rate
+from ...analysis.counters import Counters, counter_warnings, counters, drops
 from ...analysis.cpu import CpuUsage, cpu_notes, cpu_usage
 from ...analysis.trials import LinkInfo, TrialHead, by_point, float_meta, fraction_of, head, int_param, median_of
+from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores
 from ...core import linerate
 from ...records import Sample, TrialRecord
 
@@ -42,6 +43,8 @@ class HttpsTrial(TrialHead):
     ktls: str = ""
     warnings: tuple[str, ...] = ()
     wrk: Mapping[str, object] = field(default_factory=dict)
+    frames: float | None = None              # the server's interface, both ways, over the window
+    verdict: Verdict | None = None           # what held it below line rate (analysis/verdict.py)
 
     def latency_s(self, percent: str) -> float | None:
         """Request latency at ``percent`` ("50", "99"), seconds: the slowest client's,
@@ -65,7 +68,43 @@ class HttpsTrial(TrialHead):
         return sum(vals) if vals else None
 
 
-def https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | None) -> HttpsTrial:
+def https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | None,
+                clients: int | None = None) -> HttpsTrial:
+    t = _https_trial(rec, samples, link)
+    if t.status != "ok":
+        return t
+    return replace(t, verdict=decide(evidence(t, link, clients)))
+
+
+# wrk's error kinds that are socket errors ("status" counts non-2xx answers: not the socket's)
+SOCKET_ERRORS = ("connect", "read", "write", "timeout")
+
+
+def evidence(t: HttpsTrial, link: LinkInfo | None, clients: int | None) -> Evidence:
+    """What an HTTPS trial measured, for the verdict (analysis/verdict.py):
+    what wrk read against the scheme's ceiling, the server's wire, nginx's
+    workers (one thread each) and wrk's threads, wrk's socket errors by
+    kind, the kernel's retransmits and the interfaces' drops."""
+    ceil = ceiling(link, str(t.params.get("scheme")), t.params.get("tls"), clients)  # type: ignore[arg-type]
+    kinds: dict[str, float] = {}
+    for res in t.wrk.values():
+        errs = res.get("errors") if isinstance(res, Mapping) else None
+        for k in SOCKET_ERRORS:
+            v = errs.get(k) if isinstance(errs, Mapping) else None
+            if isinstance(v, (int, float)) and v:
+                kinds[k] = kinds.get(k, 0.0) + float(v)
+    c = t.counters
+    threads = float(int_param(t.params, "threads", 1))
+    return Evidence({"tx": (t.app_gbps or 0.0) * 1e9}, ceil * 1e9 if ceil else None,
+                    {"tx": t.wire.wire_bps} if t.wire else {}, link.speed_for(clients) if link else None,
+                    t.cpu, t.tool_cpus, c.total("tcp.retrans_segs") if c else None,
+                    c.total("tcp.out_segs") if c else None, drops(c), t.frames,
+                    what="goodput read by wrk", tool_cores=tool_cores(t.tool_cpus, {"wrk": threads}),
+                    errors=(float(t.socket_errors), float(t.requests),
+                            ", ".join(f"{k} {v:.0f}" for k, v in kinds.items())))
+
+
+def _https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | None) -> HttpsTrial:
     by = [s for s in samples if s.metric == "http.bytes"]
     meta = rec.meta
     common = dict(**head(rec), ktls=str(meta.get("ktls") or ""),
@@ -119,6 +158,7 @@ def https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | No
         cpu=u,
         counters=c,
         warnings=warns,
+        frames=frames_carried(samples, window, str(meta.get("server"))),
         **common,
     )
 
@@ -148,6 +188,7 @@ class HttpsPoint:
     warnings: tuple[str, ...]
     latency_p50_s: float | None = None       # the slowest client's, median over repeats
     latency_p99_s: float | None = None
+    verdict: Verdict | None = None           # the limit of the point, over its ok repeats
 
     @property
     def of_ceiling(self) -> float | None:
@@ -206,6 +247,7 @@ def https_points(trials: Iterable[HttpsTrial], link: LinkInfo | None, clients: i
                 tuple(sorted({w for t in ts for w in t.warnings})),
                 med(t.latency_s("50") for t in ok),
                 med(t.latency_s("99") for t in ok),
+                point_verdict([t.verdict for t in ok if t.verdict is not None]),
             )
         )
     return sorted(out, key=lambda p: (p.scheme != "https", p.connections, p.threads))

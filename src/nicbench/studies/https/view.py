@@ -12,7 +12,8 @@ from ...records import Sample, TrialRecord
 from ...report.figures import new_figure, save
 from ...report.numbers import num, whole
 from ...report.render import pinned_tools, write_exports, write_page
-from ...report.tables import Col, ok_failed, spread, table
+from ...report.tables import Col, limit_text, ok_failed, spread, table
+from ...report.timeline import Panel, busiest_host, interface_series, series_of, timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import HttpsPoint, HttpsTrial, https_points, https_trial
 
@@ -63,7 +64,7 @@ class HttpsView:
         return HEADLINE
 
     def analyse(self, run: StoredRun) -> Analysed:
-        hts = [https_trial(t, run.samples_of(t), run.link) for t in run.records]
+        hts = [https_trial(t, run.samples_of(t), run.link, run.clients) for t in run.records]
         return Analysed(hts, https_points(hts, run.link, run.clients))
 
     def rows(self, view: RunView) -> list[dict[str, Any]]:
@@ -82,7 +83,9 @@ class HttpsView:
                       [{"trial_id": t.trial_id, "point": t.point, "repeat": t.repeat, "status": t.status,
                         "error": t.error, "app_gbps": t.app_gbps, "wire_gbps": t.wire_gbps, "ktls": t.ktls,
                         "wrk": dict(t.wrk)} for t in trials])
+        tl = timelines(view, out, timeline_panels)
         return write_page(out, TEMPLATE, view, rows=rows, headline=table(rows, HEADLINE),
+                          timelines=tl.files, timeline_notes=tl.notes,
                           detail_table=table(rows, DETAIL), figures=[p.name for p in figs],
                           failures=view.failures, csv="points.csv", pinned=pinned_tools(view),
                           json="points.json", ktls=sorted({t.ktls for t in trials
@@ -101,6 +104,19 @@ class HttpsView:
                 else f"{rec.spec.point} {h.error}")
 
 
+def timeline_panels(samples: Sequence[Sample], t: Any) -> tuple[list[Panel], list[str]]:
+    """An HTTPS point over time: wrk reports totals only, so the server's
+    interface per interval stands in, beside each client's average (dashed)."""
+    server = busiest_host(samples)
+    wire = interface_series(samples, server)
+    avg = series_of(samples, "http.bytes", lambda s: f"{s.tag('host')} (wrk's average)")
+    lacks = ["requests and bytes per interval: wrk reports its totals only (each client's average is dashed"
+             + (f"; {server}'s interface per interval stands in)" if wire else ")")]
+    if not wire:
+        lacks.append("the server's interface per interval: no interface counters of this trial in the archive")
+    return [Panel("Gbit/s", {**wire, **avg}, "rate", 8 / 1e9, styles=dict.fromkeys(avg, "--"))], lacks
+
+
 def https_rows(points: Sequence[HttpsPoint]) -> list[dict[str, Any]]:
     """One row per HTTPS point, full precision: the seed 001 table and the exports
     (bit/s in ``*_bps``, Gbps unrounded, latency in seconds, counters whole)."""
@@ -116,7 +132,9 @@ def https_rows(points: Sequence[HttpsPoint]) -> list[dict[str, Any]]:
              "nginx_cores": p.nginx_cores, "wrk_cores": p.wrk_cores,
              "gbps_per_core": p.gbps_per_core, "latency_p50_s": p.latency_p50_s, "latency_p99_s": p.latency_p99_s,
              "requests": whole(p.requests), "socket_errors": whole(p.socket_errors),
-             "bad_status": whole(p.bad_status), "ktls": "; ".join(p.ktls), "errors": list(p.errors),
+             "bad_status": whole(p.bad_status), "ktls": "; ".join(p.ktls),
+             "limit": p.verdict.limit if p.verdict else None, "verdict": p.verdict.as_dict() if p.verdict else None,
+             "errors": list(p.errors),
              "warnings": list(p.warnings)} for p in points]
 
 
@@ -124,6 +142,8 @@ def _ms(key: str) -> Any:
     return lambda r: None if r.get(key) is None else r[key] * 1000
 
 
+# p50 in the detail only: the headline keeps to 11 columns with the limit (p99 says more)
+P50 = Col("latency p50 ms", _ms("latency_p50_s"), title="request latency, the slowest client's (wrk)")
 HEADLINE = (
     Col("scheme", "scheme", "text"),
     Col("connections", "connections", "count"),
@@ -131,17 +151,18 @@ HEADLINE = (
     Col("app Gbps", "app_gbps", bold=True, title="what every wrk read x 8 over the shared span, median over repeats"),
     Col("min–max", spread("app_min", "app_max"), "text", title="over repeats"),
     Col("% of ceiling", "pct_of_ceiling", alert=lambda r: (r.get("pct_of_ceiling") or 0) > 101),
-    Col("latency p50 ms", _ms("latency_p50_s"), title="request latency, the slowest client's (wrk)"),
     Col("p99 ms", _ms("latency_p99_s"), title="request latency, the slowest client's (wrk)"),
     Col("CPU % of machine", "cpu_pct_of_machine"),
     Col("errors", lambda r: (r.get("socket_errors") or 0) + (r.get("bad_status") or 0), "count",
         alert=lambda r: bool(r.get("socket_errors") or r.get("bad_status")), title="socket errors + non-2xx"),
     Col("ok/failed", ok_failed, "text"),
+    Col("limit", limit_text, "text", title="what held the point below line rate, from its measurements "
+        "(nicbench explain RUN --point KEY: the evidence)"),
 )
 DETAIL = (
     Col("point", "point", "text"), *HEADLINE[:4],
     Col("min", "app_min"), Col("max", "app_max"), Col("wire Gbps", "wire_gbps"), Col("ceiling", "ceiling_gbps"),
-    HEADLINE[5], HEADLINE[6], HEADLINE[7],
+    HEADLINE[5], P50, HEADLINE[6],
     Col("CPU % of machine", "cpu_pct_of_machine"), Col("cores busy", "cores_busy"),
     Col("nginx cores", "nginx_cores"), Col("wrk cores", "wrk_cores"), Col("Gbps per core", "gbps_per_core"),
     Col("requests", "requests", "count"),

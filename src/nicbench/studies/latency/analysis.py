@@ -36,9 +36,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...analysis.aggregate import covers, integrate
+from ...analysis.aggregate import covers, frames_carried, integrate
+from ...analysis.counters import counters, drops
 from ...analysis.cpu import CpuUsage, cpu_usage
 from ...analysis.trials import TrialHead, by_point, head, median_of
+from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores
 from ...core.errors import NicbenchError
 from ...core.histogram import LatencyHistogram
 from ...records import Sample, TrialRecord
@@ -94,6 +96,7 @@ class LatencyTrial(TrialHead):
     load_bytes: float | None = None
     cpu: CpuUsage | None = None
     warnings: tuple[str, ...] = ()
+    verdict: Verdict | None = None       # what the round trips waited on (analysis/verdict.py)
 
     @property
     def bound(self) -> str:
@@ -204,7 +207,40 @@ def load_in_window(samples: Iterable[Sample], window: tuple[float, float]) -> tu
     return total, total * 8 / (w1 - w0) / 1e9
 
 
-def trial_result(rec: TrialRecord, samples: Sequence[Sample]) -> LatencyTrial:
+def trial_result(rec: TrialRecord, samples: Sequence[Sample], load_ceiling_bps: float | None = None) -> LatencyTrial:
+    """One trial; ``load_ceiling_bps``: the most goodput the load's
+    directions allow together (its verdict's wire), None when unknown."""
+    t = _trial_result(rec, samples)
+    if t.status != "ok" or t.window is None:
+        return t
+    return replace(t, verdict=decide(evidence(t, samples, load_ceiling_bps, str(rec.meta.get("server") or ""))))
+
+
+def evidence(t: LatencyTrial, samples: Sequence[Sample], load_ceiling_bps: float | None, server: str) -> Evidence:
+    """What a latency trial measured, for the verdict (analysis/verdict.py):
+    what the probes' round trips waited on.  A loaded point's load against
+    the link's ceiling (a full link: the probes queue behind it), a CPU, a
+    probe or load process at a full core (a probe that spins by design
+    aside), requests lost, the kernel's retransmits and the drops.  An idle
+    point has no load to fill the link."""
+    assert t.window is not None
+    c = counters(samples, t.window)
+    waiting = str(t.params.get("waiting") or "")
+    spins = {"latency-client": f"the probe {waiting}: by design"} if waiting.startswith(("spins", "busy")) else {}
+    lost = {f"probe {h}": float(p.lost) for h, p in t.probes.items() if p.lost}
+    loaded = t.condition == "loaded"
+    return Evidence({"load": t.load_gbps * 1e9} if loaded and t.load_gbps is not None else {},
+                    load_ceiling_bps if loaded else None, cpu=t.cpu, tool_cpus=t.tool_cpus,
+                    retrans_segs=c.total("tcp.retrans_segs") if c else None,
+                    out_segs=c.total("tcp.out_segs") if c else None, drops=drops(c),
+                    frames=frames_carried(samples, t.window, server or None),
+                    datagram_loss=t.lost_fraction, loss_where=lost, lost_what="requests",
+                    tcp=loaded or t.protocol == "tcp", what="goodput",
+                    wire_note=None if loaded else "an idle point: the probes alone, no load to fill the link",
+                    tool_cores=tool_cores(t.tool_cpus, {}), spinning=spins)
+
+
+def _trial_result(rec: TrialRecord, samples: Sequence[Sample]) -> LatencyTrial:
     p = rec.spec.params
     base: dict[str, Any] = dict(head(rec), protocol=str(p.get("protocol")), engine=str(p.get("engine")),
                                 message_size=int(p.get("message_size") or 0), condition=str(p.get("condition")))
@@ -288,6 +324,7 @@ class LatencyPoint:
     vs_idle: Mapping[str, float] = field(default_factory=dict)         # loaded / idle, per percentile
     errors: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    verdict: Verdict | None = None       # what the round trips waited on, over the ok repeats
 
     @property
     def protocol(self) -> str:
@@ -352,7 +389,8 @@ def point_stats(results: Iterable[LatencyTrial]) -> list[LatencyPoint]:
             median_of(u.cores_busy for u in cpus), median_of(u.percent_of_machine for u in cpus),
             {k: statistics.median(v) for k, v in sorted(roles.items())},
             errors=tuple(sorted({r.error for r in rs if r.error})),
-            warnings=tuple(sorted({w for r in ok for w in r.warnings}))))
+            warnings=tuple(sorted({w for r in ok for w in r.warnings})),
+            verdict=point_verdict([r.verdict for r in ok if r.verdict is not None])))
     return _with_costs(out)
 
 
@@ -365,9 +403,19 @@ def _with_costs(points: list[LatencyPoint]) -> list[LatencyPoint]:
         if twin is not None:
             ratios = {k: p.percentiles[k] / twin.percentiles[k] for k in p.percentiles
                       if k in twin.percentiles and twin.percentiles[k] > 0}
-            p = replace(p, idle_point=twin.point, vs_idle=ratios)
+            p = replace(p, idle_point=twin.point, vs_idle=ratios, verdict=_costed(p.verdict, ratios, twin.point))
         out.append(p)
     return out
+
+
+def _costed(v: Verdict | None, ratios: Mapping[str, float], twin: str) -> Verdict | None:
+    """A loaded point's verdict with what the load cost beside it: evidence
+    when the load filled the link (the probes queued behind it), a check
+    otherwise."""
+    if v is None or "p99" not in ratios:
+        return v
+    line = f"what the load cost: p99 {ratios['p99']:.2f}x the idle point's ({twin})"
+    return replace(v, evidence=v.evidence + (line,)) if v.limit == "wire" else replace(v, checked=v.checked + (line,))
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from ...records import HostFacts, Sample, TrialRecord
 from ...report.facts import facts_section
 from ...report.figures import new_figure, save, size_axis
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
-from ...report.tables import Col, ok_failed
+from ...report.tables import Col, limit_text, ok_failed
+from ...report.timeline import Panel, series_of, throughput_series, timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import Agreement, LatencyPoint, LatencyTrial, agreement, point_stats, trial_result
 
@@ -75,6 +76,8 @@ HEADLINE = (
     Col("load Gbps", "load_gbps"),
     Col("p99 vs idle", "p99_vs_idle"),
     Col("ok/failed", ok_failed, "text"),
+    Col("limit", limit_text, "text", title="what the round trips waited on, from the point's measurements "
+        "(nicbench explain RUN --point KEY: the evidence)"),
 )
 
 
@@ -88,7 +91,8 @@ class LatencyView:
         return summaries(view, _values)
 
     def analyse(self, run: StoredRun) -> Analysed:
-        trials = [trial_result(t, run.samples_of(t)) for t in run.records]
+        ceiling = load_ceiling(run)
+        trials = [trial_result(t, run.samples_of(t), ceiling) for t in run.records]
         return Analysed(trials, point_stats(trials))
 
     def rows(self, view: RunView) -> list[dict[str, Any]]:
@@ -102,7 +106,9 @@ class LatencyView:
         csv_path, json_path = export(view, rows, out)
         agree = agreement(points)
         load = view.info.meta.get("load")
+        tl = timelines(view, out, timeline_panels)
         return write_page(out, TEMPLATE, view, rows=rows, shown=[_shown(r) for r in rows],
+                          timelines=tl.files, timeline_notes=tl.notes,
                           figures=[p.name for p in figs], failures=view.failures, csv=csv_path.name,
                           json=json_path.name, agreement=[_agreement_row(a) for a in agree],
                           load=load if isinstance(load, dict) else None, cpu=cpu_sentence(view),
@@ -157,6 +163,35 @@ class LatencyView:
         return f"{rec.spec.point} p50 {_us(p['p50'])} p99 {_us(p['p99'])} us{load}"
 
 
+def timeline_panels(samples: Sequence[Sample], t: Any) -> tuple[list[Panel], list[str]]:
+    """A latency point over time: each probe's mean round trip per bin (its
+    largest dashed), log scale, and the load's throughput where it had one."""
+    mean = series_of(samples, "latency.rtt_mean", lambda s: f"{s.tag('host')} mean")
+    top = series_of(samples, "latency.rtt_max", lambda s: f"{s.tag('host')} max")
+    lacks = ["round-trip percentiles per interval: the archive keeps each probe's whole distribution, and per "
+             "interval its mean and largest round trip (drawn)" if mean else
+             "round trips per interval: no probe intervals of this trial in the archive"]
+    panels = [Panel("round trip us", {**mean, **top}, "mean", 1e6, log=True, styles=dict.fromkeys(top, "--"),
+                    hows=dict.fromkeys(top, "max"))]
+    load = throughput_series(samples)
+    if load:
+        panels.append(Panel("load Gbit/s", load, "rate", 8 / 1e9))
+    elif getattr(t, "condition", "") == "loaded":
+        lacks.append("the load's throughput: no receiver intervals of the load in the archive")
+    return panels, lacks
+
+
+def load_ceiling(run: StoredRun) -> float | None:
+    """The most TCP goodput the load's directions allow together (the run's
+    link and load, as recorded), None when the link's speed is unknown."""
+    load = run.info.meta.get("load")
+    clients = run.info.meta.get("load_clients")
+    ceil = run.link.ceiling(len(clients) if isinstance(clients, list) and clients else None) if run.link else None
+    if ceil is None or not isinstance(load, dict):
+        return None
+    return ceil.goodput_bps * (2 if load.get("direction") == "bidir" else 1)
+
+
 def _points(view: RunView) -> list[LatencyPoint]:
     return [p for p in view.points if isinstance(p, LatencyPoint)]
 
@@ -197,6 +232,7 @@ def table_rows(points: Sequence[LatencyPoint]) -> list[dict[str, Any]]:
             "load_cores": (tools.get("load-client") or 0.0) + (tools.get("load-server") or 0.0)
             if ("load-client" in tools or "load-server" in tools) else None,
             "per_host": {h: dict(v) for h, v in p.per_host.items()},
+            "limit": p.verdict.limit if p.verdict else None, "verdict": p.verdict.as_dict() if p.verdict else None,
             "errors": list(p.errors), "warnings": list(p.warnings)})
         rows.append(row)
     return rows
@@ -216,7 +252,7 @@ def _shown(r: dict[str, Any]) -> dict[str, str]:
             "lost": "—" if r["lost_pct"] is None else f"{r['lost_pct']:.2f}",
             "load": "" if r["load_gbps"] is None else f"{r['load_gbps']:.2f}",
             "p50_cost": ratio(r["p50_vs_idle"]), "p99_cost": ratio(r["p99_vs_idle"]),
-            "p999_cost": ratio(r["p999_vs_idle"]),
+            "p999_cost": ratio(r["p999_vs_idle"]), "limit": limit_text(r) or "—",
             "cores": "—" if r["cores_busy"] is None else f"{r['cores_busy']:.2f}",
             "probe_cores": "—" if r["probe_client_cores"] is None else f"{r['probe_client_cores']:.2f}",
             "per_host": ", ".join(f"{h} {_us(v.get('p50'))}/{_us(v.get('p99'))}" for h, v in r["per_host"].items())}

@@ -17,11 +17,13 @@ Mpps per port; seed 003 reached 45 on one port, 54 on two).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ...analysis.aggregate import covers, integrate
+from ...analysis.aggregate import covers, frames_carried, integrate
+from ...analysis.counters import counters, drops
 from ...analysis.cpu import CpuUsage, cpu_usage
 from ...analysis.trials import ABOVE_CEILING_TOLERANCE, TrialHead, by_point, fraction_of, head, int_param, median_of
+from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores
 from ...core import linerate
 from ...records import Sample, TrialRecord
 
@@ -45,6 +47,8 @@ class PacketTrial(TrialHead):
     xdp_modes: Mapping[str, str] = field(default_factory=dict)
     ndr: Mapping[str, object] | None = None   # the search's steps, when the point was a no-drop-rate search
     warnings: tuple[str, ...] = ()
+    asked_pps: float | None = None            # the rate the generator was paced to, all ports (None: flat out)
+    verdict: Verdict | None = None            # what held it below line rate (analysis/verdict.py)
 
     @property
     def loss(self) -> float | None:
@@ -76,7 +80,46 @@ def _rate(series: dict[str, list[Sample]], w0: float, w1: float, ports: int | No
     return (sum(per.values()) if per else None), per
 
 
-def packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> PacketTrial:
+def packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float,
+                 line_rate_bps: float | None = None) -> PacketTrial:
+    t = _packet_trial(rec, samples, trim)
+    if t.status != "ok" or t.rx_pps is None:
+        return t
+    return replace(t, verdict=decide(evidence(t, line_rate_bps, samples)))
+
+
+def evidence(t: PacketTrial, line_rate_bps: float | None, samples: Sequence[Sample] = ()) -> Evidence:
+    """What a packet trial measured, for the verdict (analysis/verdict.py):
+    frames received against the link's frame rate, what the generator sent
+    (short of the line with the receiver keeping up: the generator is the
+    limit), the frames lost between them and where, the receiver's CPU.  A
+    paced generator spins on its cores by design (flat out, or waiting for
+    each frame's slot): its busy cores are then no finding."""
+    engine = str(t.params.get("engine"))
+    size, ports = int_param(t.params, "frame_size", 0), int_param(t.params, "ports", 1)
+    ceil = ceiling_mpps(line_rate_bps, size, ports)
+    w = t.window
+    secs = w[1] - w[0] if w else 0.0
+    where: dict[str, float] = {}
+    if t.tx_drops_pps:
+        where["refused by the generator's interface (its transmit queue full)"] = t.tx_drops_pps * secs
+    if t.if_tx_pps is not None and t.if_rx_pps is not None and t.if_tx_pps > t.if_rx_pps:
+        where["between the interfaces"] = (t.if_tx_pps - t.if_rx_pps) * secs
+    if t.if_rx_pps is not None and t.rx_pps is not None and t.if_rx_pps > t.rx_pps:
+        where["at the receiver: its interface counted them, its XDP program did not"] = (t.if_rx_pps - t.rx_pps) * secs
+    # nbgen and pkt-gen run a port's threads in one process; trafgen one process per thread
+    threads = {engine: float(int_param(t.params, "threads", 1)) if engine != "trafgen" else 1.0}
+    paced = {engine: f"paced to {t.asked_pps / 1e6:.3g} Mpps, it spins between frames by design"} \
+        if t.asked_pps else {}
+    c = counters(samples, w) if w else None
+    return Evidence({"rx": t.rx_pps or 0.0}, ceil * 1e6 if ceil else None, cpu=t.cpu, tool_cpus=t.tool_cpus,
+                    drops=drops(c), frames=frames_carried(samples, w, None) if w else None,
+                    offered_bps=t.asked_pps, datagram_loss=t.loss, loss_where=where, tcp=False, unit="frames/s",
+                    what="frames received", tool_cores=tool_cores(t.tool_cpus, threads), spinning=paced,
+                    sent_bps=t.tx_pps, sender=f"the generator ({engine})", lost_what="frames")
+
+
+def _packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> PacketTrial:
     common = head(rec)
     if rec.status != "ok":
         return PacketTrial(status=rec.status, error=rec.error, **common)
@@ -146,6 +189,7 @@ def packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float) -> Pa
         xdp_modes=modes,
         ndr=rec.meta.get("ndr"),
         warnings=tuple(warnings),
+        asked_pps=float(asked) * ports if asked else None,
         **common,
     )
 
@@ -176,6 +220,7 @@ class PacketPoint:
     ndr_steps: int | None  # steps of the no-drop-rate search, when it was one
     errors: tuple[str, ...]
     warnings: tuple[str, ...]
+    verdict: Verdict | None = None  # the limit of the point, over its ok repeats
 
     @property
     def gbps_l2(self) -> float | None:
@@ -251,6 +296,7 @@ def packet_points(trials: Iterable[PacketTrial], line_rate_bps: float | None) ->
                 max((len(t.ndr.get("steps") or []) for t in ok if t.ndr), default=None),  # type: ignore[arg-type]
                 tuple(sorted({t.error for t in ts if t.error})),
                 tuple(sorted({w for t in ts for w in t.warnings})),
+                point_verdict([t.verdict for t in ok if t.verdict is not None]),
             )
         )
     return sorted(out, key=lambda q: (q.engine, q.ip, q.ports, q.threads, q.frame_size))

@@ -15,7 +15,8 @@ from ...report.facts import facts_section
 from ...report.figures import new_figure, plain_log_axis, save, size_axis
 from ...report.numbers import num
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
-from ...report.tables import Col, ok_failed, spread, table
+from ...report.tables import Col, limit_text, ok_failed, spread, table
+from ...report.timeline import Panel, busiest_host, interface_series, series_of, timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import PacketPoint, PacketTrial, packet_points, packet_trial, port_table
 
@@ -61,8 +62,9 @@ class PacketView:
         return HEADLINE
 
     def analyse(self, run: StoredRun) -> Analysed:
-        pts = [packet_trial(t, run.samples_of(t), run.trim) for t in run.records]
-        return Analysed(pts, packet_points(pts, float_meta(run.info.meta, "line_rate_bps") or None))
+        line_rate = float_meta(run.info.meta, "line_rate_bps") or None
+        pts = [packet_trial(t, run.samples_of(t), run.trim, line_rate) for t in run.records]
+        return Analysed(pts, packet_points(pts, line_rate))
 
     def rows(self, view: RunView) -> list[dict[str, Any]]:
         return packet_rows(view.points)
@@ -124,11 +126,14 @@ class PacketView:
             if h.host == gen
             for k in ("packet.pktgen", "packet.netmap")
         ]
+        tl = timelines(view, out, timeline_panels)
         return write_page(
             out,
             TEMPLATE,
             view,
             rows=rows,
+            timelines=tl.files,
+            timeline_notes=tl.notes,
             table=seed,
             headline=table(rows, HEADLINE),
             detail_table=table(rows, DETAIL),
@@ -161,6 +166,22 @@ class PacketView:
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         t = packet_trial(rec, samples, float(run_meta.get("trim", 0.0)))
         return f"{rec.spec.point} {num(t.rx_pps / 1e6)} Mpps received" if t.rx_pps else f"{rec.spec.point} {t.error}"
+
+
+def timeline_panels(samples: Sequence[Sample], t: Any) -> tuple[list[Panel], list[str]]:
+    """A packet point over time: frames received per port (the receiver's
+    XDP counts) and sent (the generator's, dashed), in Mpps."""
+    rx = series_of(samples, "pkt.received", lambda s: f"received {s.tag('port')}")
+    tx = series_of(samples, "pkt.sent", lambda s: f"sent {s.tag('port')}")
+    lacks = [] if rx else ["frames received per interval: no receiver counts of this trial in the archive"]
+    if not tx or all(len(v) < 3 for v in tx.values()):
+        # trafgen says one total: its interface's transmit counter is what it sent per interval
+        gen = busiest_host(samples, "if.packets")
+        wire = {k: v for k, v in interface_series(samples, gen, "if.packets").items() if " tx " in k}
+        lacks.append("frames sent per interval: the generator reported "
+                     + ("a total only" if tx else "none") + (f"; {gen}'s interface stands in" if wire else ""))
+        tx = {**tx, **wire} if wire else tx
+    return [Panel("Mpps", {**tx, **rx}, "rate", 1e-6, styles=dict.fromkeys(tx, "--"))], lacks
 
 
 def packet_rows(points: Sequence[PacketPoint]) -> list[dict[str, Any]]:
@@ -212,6 +233,8 @@ def packet_rows(points: Sequence[PacketPoint]) -> list[dict[str, Any]]:
             "tx_drops_mpps": p.tx_drops_mpps,
             "xdp_mode": ", ".join(p.xdp_modes),
             "ndr_steps": p.ndr_steps,
+            "limit": p.verdict.limit if p.verdict else None,
+            "verdict": p.verdict.as_dict() if p.verdict else None,
             "errors": list(p.errors),
             "warnings": list(p.warnings),
         }
@@ -219,6 +242,8 @@ def packet_rows(points: Sequence[PacketPoint]) -> list[dict[str, Any]]:
     ]
 
 
+# Mpps per busy core in the detail only: the headline keeps to 11 columns with the limit
+PER_CORE = Col("Mpps / busy core", "mpps_per_core")
 HEADLINE = (
     Col("engine", "engine", "text"),
     Col("IP", lambda r: f"v{r['ip']}", "text"),
@@ -229,17 +254,18 @@ HEADLINE = (
     Col("min–max", spread("rx_min", "rx_max"), "text", title="over repeats"),
     Col("loss %", "loss_pct"),
     Col("% of ceiling", "pct_of_ceiling", alert=lambda r: bool(r.get("above_ceiling"))),
-    Col("Mpps / busy core", "mpps_per_core"),
     Col("ok/failed", ok_failed, "text"),
+    Col("limit", limit_text, "text", title="what held the point below line rate, from its measurements "
+        "(nicbench explain RUN --point KEY: the evidence)"),
 )
 DETAIL = (
     Col("point", "point", "text"), *HEADLINE[:6],
     Col("tx Mpps", "tx_mpps"), HEADLINE[7], Col("Gbps L2", "gbps_l2"), Col("Gbps L1", "gbps_l1"),
     Col("ceiling Mpps", "ceiling_mpps"), HEADLINE[8], Col("cores busy", "cores_busy"),
-    Col("engine cores", "engine_cores"), HEADLINE[9],
+    Col("engine cores", "engine_cores"), PER_CORE,
     Col("if tx / rx Mpps", lambda r: f"{num(r.get('if_tx_mpps'))} / {num(r.get('if_rx_mpps'))}", "text"),
     Col("tx refused Mpps", "tx_drops_mpps"), Col("receiver XDP", "xdp_mode", "text"),
-    Col("NDR steps", "ndr_steps", "count"), HEADLINE[10],
+    Col("NDR steps", "ndr_steps", "count"), HEADLINE[9],
 )
 
 

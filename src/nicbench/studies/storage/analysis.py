@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ...analysis.aggregate import NoSharedWindow, aggregate
-from ...analysis.counters import Counters, counter_warnings, counters
+from ...analysis.aggregate import NoSharedWindow, aggregate, frames_carried
+from ...analysis.counters import Counters, counter_warnings, counters, drops
 from ...analysis.cpu import CpuUsage, cpu_usage, cpu_warnings
 from ...analysis.trials import (
     ABOVE_CEILING_TOLERANCE,
@@ -36,6 +36,7 @@ from ...analysis.trials import (
     int_param,
     median_of,
 )
+from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores
 from ...core import linerate
 from ...records import Sample, TrialRecord
 
@@ -55,6 +56,8 @@ class StorageTrial(TrialHead):
     counters: Counters | None = None
     warnings: tuple[str, ...] = ()
     fio: Mapping[str, object] = field(default_factory=dict)
+    frames: float | None = None               # the target's interface, both ways, over the window
+    verdict: Verdict | None = None            # what held it below line rate (analysis/verdict.py)
 
     def latency_s(self, percent: str) -> float | None:
         """Completion latency at ``percent`` ("50", "99"), seconds: the slowest fio
@@ -72,7 +75,44 @@ class StorageTrial(TrialHead):
         return max(vals) if vals else None
 
 
-def storage_trial(rec: TrialRecord, samples: Sequence[Sample]) -> StorageTrial:
+@dataclass(frozen=True)
+class Setting:
+    """What the verdict of a storage trial needs of its run: the link, the
+    transport (for the ceiling), how many initiators, and what backs the LUNs."""
+
+    link: LinkInfo | None = None
+    transport: str = "nbd"
+    initiators: int | None = None
+    backing: str = ""            # e.g. "nbdkit memory LUNs": said where the device side is not measured
+
+
+def storage_trial(rec: TrialRecord, samples: Sequence[Sample], setting: Setting | None = None) -> StorageTrial:
+    t = _storage_trial(rec, samples)
+    if t.status != "ok" or setting is None:
+        return t
+    return replace(t, verdict=decide(evidence(t, setting)))
+
+
+def evidence(t: StorageTrial, s: Setting) -> Evidence:
+    """What a storage trial measured, for the verdict (analysis/verdict.py):
+    MB/s against the transport's ceiling at its block size, fio (its jobs are
+    threads of one process per initiator) and the target (a thread pool: up
+    to the CPUs it may use), CPU, the kernel's retransmits and the drops.
+    The backing device is not sampled: said, never guessed."""
+    op, bs = str(t.params.get("op")), int_param(t.params, "block_size", 0)
+    ceil = ceiling_mb_s(s.link, s.transport, bs, op, s.initiators)
+    jobs = [len(r["jobs"]) for r in t.fio.values() if isinstance(r, Mapping) and isinstance(r.get("jobs"), Mapping)]
+    threads = {"fio": float(max(jobs)) if jobs else 1.0, "target": float("inf")}
+    c = t.counters
+    return Evidence({op: (t.mb_s or 0.0) * 1e6}, ceil * 1e6 if ceil else None, cpu=t.cpu, tool_cpus=t.tool_cpus,
+                    retrans_segs=c.total("tcp.retrans_segs") if c else None,
+                    out_segs=c.total("tcp.out_segs") if c else None, drops=drops(c), frames=t.frames,
+                    unit="B/s", what="throughput", tool_cores=tool_cores(t.tool_cpus, threads),
+                    notes=("device: not measured (no device counters are sampled"
+                           + (f"; {s.backing}" if s.backing else "") + ")",))
+
+
+def _storage_trial(rec: TrialRecord, samples: Sequence[Sample]) -> StorageTrial:
     common = dict(head(rec), fio=dict(rec.meta.get("fio") or {}))
     by = [s for s in samples if s.metric == "storage.bytes" and s.t_end > s.t_start]
     ios = [s for s in samples if s.metric == "storage.ios" and s.t_end > s.t_start]
@@ -92,6 +132,7 @@ def storage_trial(rec: TrialRecord, samples: Sequence[Sample]) -> StorageTrial:
     c = counters(samples, window)
     return StorageTrial(status="ok", error=None, mb_s=mb_s, iops=iops, per_initiator_mb_s=per, window=window,
                         start_skew_s=skew, trim_s=trim, cpu=u, counters=c,
+                        frames=frames_carried(samples, window, str(rec.meta.get("server") or "") or None),
                         warnings=tuple(rec.meta.get("warnings") or ()) + tuple(cpu_warnings(u) if u else ())
                         + tuple(counter_warnings(c) if c else ()), **common)
 
@@ -154,6 +195,7 @@ class StoragePoint:
     warnings: tuple[str, ...]
     latency_p50_s: float | None = None        # the slowest job's, median over repeats
     latency_p99_s: float | None = None
+    verdict: Verdict | None = None            # the limit of the point, over its ok repeats
 
     @property
     def of_ceiling(self) -> float | None:
@@ -194,7 +236,8 @@ def storage_points(trials: Iterable[StorageTrial], link: LinkInfo | None, transp
                                 max(skews) if skews else None,
                                 tuple(sorted({t.error for t in ts if t.error})),
                                 tuple(sorted({w for t in ts for w in t.warnings})),
-                                med(t.latency_s("50") for t in ok), med(t.latency_s("99") for t in ok)))
+                                med(t.latency_s("50") for t in ok), med(t.latency_s("99") for t in ok),
+                                point_verdict([t.verdict for t in ok if t.verdict is not None])))
     return sorted(out, key=lambda p: (["read", "write", "readwrite"].index(p.op), p.block_size))
 
 

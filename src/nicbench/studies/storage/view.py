@@ -13,9 +13,10 @@ from ...records import Sample, TrialRecord
 from ...report.figures import new_figure, save, size_axis
 from ...report.numbers import num
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
-from ...report.tables import Col, ok_failed, table
+from ...report.tables import Col, limit_text, ok_failed, table
+from ...report.timeline import Panel, series_of, timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
-from .analysis import StoragePoint, StorageTrial, line_rate_from, storage_points, storage_trial
+from .analysis import Setting, StoragePoint, StorageTrial, line_rate_from, storage_points, storage_trial
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 COLS = ["point", "op", "block_size", "bs", "repeats_ok", "repeats_failed", "bytes_per_s", "ceiling_bytes_per_s",
@@ -50,8 +51,9 @@ class StorageView:
         return HEADLINE
 
     def analyse(self, run: StoredRun) -> Analysed:
-        sts = [storage_trial(t, run.samples_of(t)) for t in run.records]
         transport = str(run.info.meta.get("transport") or run.info.meta.get("target") or "nbd")
+        sts = [storage_trial(t, run.samples_of(t), Setting(run.link, transport, run.clients, backing(run.info.meta)))
+               for t in run.records]
         return Analysed(sts, storage_points(sts, run.link, transport, run.clients))
 
     def rows(self, view: RunView) -> list[dict[str, Any]]:
@@ -79,7 +81,9 @@ class StorageView:
                                            for op in ops}} for bs in sizes]
         reached = {op: (format_size(v) if v else None) for op, v in line_rate_from(view.points).items()}
         trims = {t.trim_s for t in view.trials if isinstance(t, StorageTrial) and t.status == "ok"}
+        tl = timelines(view, out, timeline_panels)
         return write_page(out, TEMPLATE, view, rows=rows, table=seed, ops=ops, reached=reached,
+                          timelines=tl.files, timeline_notes=tl.notes,
                           headline=table(rows, HEADLINE), detail_table=table(rows, DETAIL),
                           per_job=bool(trims) and None not in trims,
                           trim_ms=sorted(round(x * 1000) for x in trims if x is not None),
@@ -98,6 +102,30 @@ class StorageView:
     def progress_line(self, rec: TrialRecord, samples: list[Sample], run_meta: Mapping[str, Any]) -> str:
         st = storage_trial(rec, samples)
         return f"{rec.spec.point} {num(st.mb_s)} MB/s" if st.mb_s is not None else f"{rec.spec.point} {st.error}"
+
+
+def timeline_panels(samples: Sequence[Sample], t: Any) -> tuple[list[Panel], list[str]]:
+    """A storage point over time: each initiator's IOPS per fio report
+    interval (its jobs summed, per op)."""
+    ios = [s for s in samples if s.metric == "storage.ios"]
+    series = series_of(ios, "storage.ios", lambda s: f"{s.tag('host')} {s.tag('op')}")
+    lacks = []
+    if not series:
+        lacks.append("fio's IOPS: no I/O counts of this trial in the archive")
+    elif not all(s.tag("proc") for s in ios):
+        lacks.append("fio's IOPS per interval: this run kept each initiator's total only (recorded before fio's "
+                     "per-interval reports were kept, or imported): its average over the run is drawn")
+    return [Panel("IOPS", series, "rate")], lacks
+
+
+def backing(meta: Mapping[str, Any]) -> str:
+    """What backs the LUNs, as the run recorded it (for the verdict's word on the device side)."""
+    kind, target = meta.get("lun_kind"), meta.get("target")
+    if target == "devices":
+        return "the LUNs are the initiators' block devices"
+    return {"memory": "the LUNs are in the target's memory: no device behind them",
+            "null": "the LUNs are null (reads give zeros, writes are dropped): no device behind them"}.get(
+                str(kind), f"the LUNs are {kind}" if kind else "")
 
 
 def storage_rows(points: Sequence[StoragePoint]) -> list[dict[str, Any]]:
@@ -124,6 +152,8 @@ def storage_rows(points: Sequence[StoragePoint]) -> list[dict[str, Any]]:
             "cores_busy": p.cores_busy,
             "max_start_skew_s": p.max_skew_s,
             "max_start_skew_ms": p.max_skew_s * 1000 if p.max_skew_s is not None else None,
+            "limit": p.verdict.limit if p.verdict else None,
+            "verdict": p.verdict.as_dict() if p.verdict else None,
             "errors": list(p.errors),
             "warnings": list(p.warnings),
         }
@@ -145,6 +175,8 @@ HEADLINE = (
     Col("p99 µs", _us("latency_p99_s"), title="fio completion latency, the slowest job's"),
     Col("CPU % of machine", "cpu_pct_of_machine"),
     Col("ok/failed", ok_failed, "text"),
+    Col("limit", limit_text, "text", title="what held the point below line rate, from its measurements "
+        "(nicbench explain RUN --point KEY: the evidence)"),
 )
 DETAIL = (
     Col("point", "point", "text"), *HEADLINE[:4], Col("ceiling MB/s", "ceiling_mb_s"), *HEADLINE[4:8],

@@ -19,7 +19,7 @@ from ...report.figures import DIRECTION_TITLES, cpu_axis, new_figure, save, size
 from ...report.numbers import num, whole
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed, per_host, spread, table
-from ...report.timeline import point_timelines
+from ...report.timeline import timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import PointStats, TrialResult, point_stats, trial_result
 
@@ -93,7 +93,7 @@ class TcpView:
         speed = format_speed(view.link.speed_bps) if view.link and view.link.speed_bps else None
         figs = throughput_figures(rows, out, view.info.name, mtu, speed)
         figs += cpu_figures(rows, out, view.info.name)
-        timelines = point_timelines(view, out)
+        tl = timelines(view, out)
         csv_path, json_path = export(view, rows, out)
         above = [r for r in rows if r["above_ceiling"]]
         over_link = [r for r in rows if r["wire_above_link"]]
@@ -104,7 +104,8 @@ class TcpView:
                           failures=view.failures, csv=csv_path.name, json=json_path.name, above=above,
                           over_link=over_link, cpu=cpu_sentence(view), facts=facts_section(view.facts),
                           tuning=view.info.meta.get("tuning"), pinned=pinned_tools(view),
-                          has_cpu=any(r["cores_busy"] is not None for r in rows), timelines=timelines)
+                          has_cpu=any(r["cores_busy"] is not None for r in rows), timelines=tl.files,
+                          timeline_notes=tl.notes)
 
     def compare_values(self, view: RunView) -> list[CompareValues]:
         values: dict[str, list[float]] = {}

@@ -19,7 +19,7 @@ from ...records import HostFacts, Sample, TrialRecord
 from ...report.facts import facts_section
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed
-from ...report.timeline import point_timelines
+from ...report.timeline import timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import SPLIT_STAGES, UdpPoint, UdpTrial, ceiling_gbps, udp_points, udp_trial
 from .figures import cpu_figure, headline_figure, rate_figures
@@ -122,7 +122,7 @@ class UdpView:
             buffers=buffer_facts(view.facts, view.info.meta), cpu=cpu_sentence(view),
             facts=facts_section(view.facts), tuning=view.info.meta.get("tuning"), pinned=pinned_tools(view),
             stages=SPLIT_STAGES, has_split=any(r["split_received_per_s"] is not None for r in rows),
-            udp_link=link_sentence(view, sizes), timelines=point_timelines(view, out))
+            udp_link=link_sentence(view, sizes), **_timelines(view, out))
 
     def compare_values(self, view: RunView) -> list[CompareValues]:
         gbps: dict[str, list[float]] = {}
@@ -152,6 +152,11 @@ class UdpView:
                      else ", unpaced") + f" in {steps} steps"
         part = f" (partial: survivors only; {rec.error})" if rec.status == "partial" else ""
         return f"{rec.spec.point} {t.gbps:.3f} Gbps, {t.datagrams_per_s or 0:.0f} datagrams/s, {loss}{found}{part}"
+
+
+def _timelines(view: RunView, out: Path) -> dict[str, Any]:
+    tl = timelines(view, out)
+    return {"timelines": tl.files, "timeline_notes": tl.notes}
 
 
 def table_rows(points: Sequence[UdpPoint]) -> list[dict[str, Any]]:
