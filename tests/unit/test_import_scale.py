@@ -4,6 +4,7 @@ times and peak memory of a 200 MB import are bench/import_scale.py's."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import re
@@ -24,6 +25,7 @@ from nicbench.store.archive import Archive
 from nicbench.studies.registry import VIEWS
 from nicbench.studies.tcp import analysis as tcp_analysis
 from nicbench.tools import iperf3
+from nicbench.tools.base import FlowInterval, FlowRow
 
 V3 = FIXTURES / "iperf3" / "3.12"
 
@@ -211,7 +213,6 @@ def test_an_import_runs_without_the_cycle_collector_and_gives_it_back(capsys, tm
         gc.enable()
 
 
-
 def test_a_whole_report_reads_as_the_json_module_reads_it_or_goes_its_way():
     # msgspec builds the same objects in a third of the time; what it reads differently, it refuses
     for f in sorted(V3.glob("*.json")):
@@ -239,3 +240,27 @@ def test_a_whole_report_reads_as_the_json_module_reads_it_or_goes_its_way():
     # numbers past 64 bits stay exact integers, as in the json module
     assert iperf3._whole_report('{"start": {"n": 123456789012345678901234567890}}')["start"]["n"] == \
         123456789012345678901234567890
+
+
+def test_flow_rows_are_flow_intervals_as_tuples():
+    assert FlowRow._fields == tuple(f.name for f in dataclasses.fields(FlowInterval))
+    assert FlowRow._field_defaults == {f.name: f.default for f in dataclasses.fields(FlowInterval)
+                                       if f.default is not dataclasses.MISSING}
+    n = 0
+    for f in sorted(V3.glob("*.json")):
+        try:
+            d = iperf3.load_json(f.read_text())[0]
+        except ToolError:
+            continue
+        ts = d["start"].get("test_start") or {}
+        for doc, server in ((d, False), (d.get("server_output_json"), True)):
+            if not isinstance(doc, dict) or not doc.get("intervals"):
+                continue
+            kw = dict(is_server=server, omit=float(ts.get("omit") or 0),
+                      duration=float(ts["duration"]) if ts.get("duration") else None, by_peer=server)
+            rows = iperf3.flow_rows(doc["intervals"], **kw)
+            assert all(type(r) is FlowRow for r in rows)
+            assert iperf3._intervals(doc["intervals"], **kw) == [FlowInterval(*r) for r in rows]
+            assert [r._asdict() for r in rows] == [dataclasses.asdict(FlowInterval(*r)) for r in rows]
+            n += len(rows)
+    assert n > 100

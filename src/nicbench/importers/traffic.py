@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import Sample, Tags, make_tags
-from ..tools.base import FlowInterval
+from ..tools.base import FlowInterval, FlowRow
 from .model import Kind, ParsedFile, Role, no_point, sample
 
 _CONNECTED = re.compile(r"local \S+ port (\d{1,5}) connected (?:to|with) \S+ port (\d{1,5})")
@@ -44,7 +44,7 @@ def direction_of(flow: str, role: Role | None) -> str:
 
 
 def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | None, kind: Kind,
-          params: Mapping[str, Any], intervals: Iterable[FlowInterval],
+          params: Mapping[str, Any], intervals: Iterable[FlowInterval | FlowRow],
           totals: Mapping[tuple[str, str], Total], start: float | None, host: str,
           notes: Iterable[str] = (), dropped: Iterable[str] = (), hint: str,
           pairs: Iterable[tuple[int, int]] = ()) -> ParsedFile:

@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from ..core.errors import ToolError
-from .base import FlowInterval, MinVersion, ToolInfo, damage_is_a_tool_error, parse_version
+from .base import FlowInterval, FlowRow, MinVersion, ToolInfo, damage_is_a_tool_error, parse_version
 
 NAME = "iperf3"
 MAX_STREAMS = 128
@@ -320,6 +320,15 @@ def _impossible(d: dict) -> list[str]:
 def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
                duration: float | None, by_peer: bool = False,
                default_sender: bool | None = None) -> list[FlowInterval]:
+    """Per-interval flow bytes, on one continuous clock from the test start
+    (:func:`flow_rows`, as FlowIntervals)."""
+    return [FlowInterval(*r) for r in flow_rows(intervals, is_server=is_server, omit=omit, duration=duration,
+                                                by_peer=by_peer, default_sender=default_sender)]
+
+
+def flow_rows(intervals: Sequence[dict], *, is_server: bool, omit: float,
+              duration: float | None, by_peer: bool = False,
+              default_sender: bool | None = None) -> list[FlowRow]:
     """Per-interval flow bytes, on one continuous clock from the test start.
 
     iperf3 restarts its interval clock at 0 when the ``-O`` warm-up (``omit``
@@ -335,7 +344,7 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
     sender sent, so iperf3's own total is inflated too -- and it is marked as
     warm-up: the measured part starts where it ends.
     """
-    out: list[FlowInterval] = []
+    out: list[FlowRow] = []
     omitted = [_is_omitted(iv) for iv in intervals]         # once each: a long report has 100,000s
     measured = [iv for iv, o in zip(intervals, omitted, strict=True) if not o]
     last_end = max((float(st["end"]) for iv in measured for st in iv.get("streams", [])), default=0.0)
@@ -346,6 +355,8 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
         restarted = omit > 0 and bool(firsts) and min(firsts) < 0.5 * omit
     spans = sorted(float(st["end"]) - float(st["start"]) for iv in measured[1:] for st in iv.get("streams", []))
     nominal = spans[len(spans) // 2] if spans else 0.0
+    own = (not is_server) if default_sender is None else default_sender     # a stream without a sender flag
+    row = tuple.__new__          # a FlowRow from its 17 fields, without the keyword machinery
     first_measured = True
     prev_end = 0.0
     for iv, is_omitted in zip(intervals, omitted, strict=True):
@@ -358,19 +369,24 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
             # warm-up (a -R receiver got 3.45 MB more than its sender sent):
             # it is warm-up, and the measured part starts where it ends.
             is_omitted = demoted = True
-        base = omit if (restarted and (not is_omitted or demoted)) else 0.0
+        counted = not is_omitted or demoted
+        at_restart = counted and restarted and first_measured
+        base = omit if (restarted and counted) else 0.0
         groups: dict[tuple[str, str], list[tuple[float, float, dict]]] = {}
         for st in streams:
             s0, s1 = float(st["start"]), float(st["end"])
-            if (not is_omitted or demoted) and restarted and first_measured:
+            if at_restart:
                 s0 = 0.0          # the first measured interval starts at the restart
             elif s0 > s1:
                 s0 = prev_end if not is_omitted else 0.0
-            sender = bool(st.get("sender", (not is_server) if default_sender is None else default_sender))
+            sender = bool(st.get("sender", own))
             # the engine client sends the fwd flow; the engine server receives it
-            flow = "fwd" if sender != is_server else "rev"
-            side = "sender" if sender else "receiver"
-            groups.setdefault((flow, side), []).append((s0, s1, st))
+            key = ("fwd" if sender != is_server else "rev", "sender" if sender else "receiver")
+            g = groups.get(key)
+            if g is None:
+                groups[key] = [(s0, s1, st)]
+            else:
+                g.append((s0, s1, st))
         ends = []
         for (flow, side), sts in sorted(groups.items()) if len(groups) > 1 else groups.items():
             # one pass over the group's streams (a long report has 100,000s of
@@ -387,47 +403,55 @@ def _intervals(intervals: Sequence[dict], *, is_server: bool, omit: float,
             rtt: list[float] = []
             cwnd: list[int] = []
             wnd: list[int] = []
+            sending = side == "sender"
             for a, b, st in sts:
                 if a < s0:
                     s0 = a
                 if b > s1:
                     s1 = b
                 nbytes.append(st["bytes"])
-                if st.get("retransmits") is not None:
-                    retr.append(st["retransmits"])
+                x = st.get("retransmits")
+                if x is not None:
+                    retr.append(x)
                 if "packets" in st:
                     pk.append(count(st["packets"]))
                 if "lost_packets" in st:
                     lost.append(lost_count(st))
                 if "jitter_ms" in st:
                     jit.append(float(st["jitter_ms"]) / 1000)
-                if side == "sender":
-                    r = st.get("rtt")
-                    if isinstance(r, (int, float)) and r > 0:
-                        rtt.append(r)
-                    if isinstance(st.get("snd_cwnd"), int):
-                        cwnd.append(st["snd_cwnd"])
-                    if isinstance(st.get("snd_wnd"), int):
-                        wnd.append(st["snd_wnd"])
+                if sending:
+                    x = st.get("rtt")
+                    if isinstance(x, (int, float)) and x > 0:
+                        rtt.append(x)
+                    x = st.get("snd_cwnd")
+                    if isinstance(x, int):
+                        cwnd.append(x)
+                    x = st.get("snd_wnd")
+                    if isinstance(x, int):
+                        wnd.append(x)
             ends.append(s1)
-            whole = side == "sender" and len(rtt) == len(cwnd) == len(sts)
-            out.append(FlowInterval(
-                start=base + s0, end=base + s1, flow=flow, side=side,  # type: ignore[arg-type]
-                bytes=int(sum(nbytes)), streams=len(sts), omitted=is_omitted,
-                retransmits=sum(retr) if retr else None, by_peer=by_peer,
-                packets=sum(x for x in pk if x is not None) if pk and None not in pk else None,
-                lost=sum(x for x in lost if x is not None) if lost and None not in lost else None,
-                jitter_s=max(jit) if jit else None,
-                rtt_s=sum(rtt) / len(rtt) / 1e6 if whole else None, snd_cwnd=sum(cwnd) if whole else None,
-                snd_wnd=sum(wnd) if whole and len(wnd) == len(sts) else None))
-        if (not is_omitted or demoted) and ends:
+            whole = sending and len(rtt) == len(cwnd) == len(sts)
+            out.append(row(FlowRow, (
+                base + s0, base + s1, flow, side, int(sum(nbytes)), len(sts), is_omitted,
+                sum(retr) if retr else None, None, by_peer,
+                sum(x for x in pk if x is not None) if pk and None not in pk else None,
+                sum(x for x in lost if x is not None) if lost and None not in lost else None,
+                max(jit) if jit else None, None,
+                sum(rtt) / len(rtt) / 1e6 if whole else None, sum(cwnd) if whole else None,
+                sum(wnd) if whole and len(wnd) == len(sts) else None)))
+        if counted and ends:
             prev_end = max(ends)
             first_measured = False
     return out
 
 
 def _is_omitted(iv: dict) -> bool:
-    return bool((iv.get("sum") or {}).get("omitted")) or any(s.get("omitted") for s in iv.get("streams", []))
+    if (iv.get("sum") or {}).get("omitted"):
+        return True
+    for s in iv.get("streams", []):   # noqa: SIM110 - any(), without a generator per interval
+        if s.get("omitted"):
+            return True
+    return False
 
 
 def _totals(end: dict, is_server: bool, into: dict[str, int], default_sender: bool | None = None) -> None:
