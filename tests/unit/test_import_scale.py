@@ -14,8 +14,8 @@ from conftest import run_cli as nb
 from nicbench.analysis import aggregate as agg
 from nicbench.analysis import counters as counters_mod
 from nicbench.cli import imports as cli_imports
-from nicbench.core.errors import ToolError
-from nicbench.importers import parse_file
+from nicbench.core.errors import InputError, ToolError
+from nicbench.importers import iperf3_json, parse_file
 from nicbench.importers.adapt import retag, retagger
 from nicbench.importers.flows import flow_point
 from nicbench.importers.group import group
@@ -264,3 +264,75 @@ def test_flow_rows_are_flow_intervals_as_tuples():
             assert [r._asdict() for r in rows] == [dataclasses.asdict(FlowInterval(*r)) for r in rows]
             n += len(rows)
     assert n > 100
+
+
+class _Reads(dict):
+    """A dict that notes every key read of it (get, [] and in)."""
+
+    def __init__(self, d: dict, seen: set[str]) -> None:
+        super().__init__(d)
+        self.seen = seen
+
+    def __getitem__(self, k):
+        self.seen.add(k)
+        return super().__getitem__(k)
+
+    def get(self, k, default=None):
+        self.seen.add(k)
+        return super().get(k, default)
+
+    def __contains__(self, k):
+        self.seen.add(k)
+        return super().__contains__(k)
+
+
+def _fixture_reports():
+    for f in sorted(V3.glob("*.json")):
+        try:
+            yield f, iperf3.load_json(f.read_text())[0]
+        except ToolError:
+            continue
+
+
+def test_a_lean_report_keeps_every_key_the_interval_parse_reads():
+    ivs_read, streams_read, sums_read = set(), set(), set()
+    for _, d in _fixture_reports():
+        ts = d["start"].get("test_start") or {}
+        for doc, server in ((d, False), (d.get("server_output_json"), True)):
+            if not isinstance(doc, dict) or not isinstance(doc.get("intervals"), list):
+                continue
+            ivs = [_Reads({**iv, "streams": [_Reads(st, streams_read) for st in iv.get("streams", [])],
+                           **({"sum": _Reads(iv["sum"], sums_read)} if isinstance(iv.get("sum"), dict) else {})},
+                          ivs_read) for iv in doc["intervals"]]
+            try:
+                iperf3.flow_rows(ivs, is_server=server, omit=float(ts.get("omit") or 0),
+                                 duration=float(ts["duration"]) if ts.get("duration") else None)
+            except (KeyError, TypeError, ValueError):
+                pass
+            iperf3._impossible({"intervals": ivs})
+            any("sum_bidir_reverse" in iv for iv in ivs)
+    assert streams_read and streams_read <= set(iperf3.LEAN_STREAM)
+    assert ivs_read <= {"streams", "sum", "sum_bidir_reverse"} and sums_read <= {"omitted"}
+
+
+def test_a_lean_report_parses_as_the_whole_one(monkeypatch):
+    # the importer reads its reports lean: a third less tree to make and free at 200 MB
+    real = iperf3.load_json
+    texts = {f: f.read_text() for f in sorted(V3.glob("*.json"))}
+    texts["long"] = long_report(50)
+    lean, whole = {}, {}
+    for out, flag in ((lean, True), (whole, False)):
+        monkeypatch.setattr(iperf3, "load_json", lambda text, lean=False, _f=flag: real(text, lean=_f))
+        for f, text in texts.items():
+            try:
+                out[f] = iperf3_json.parse(text, "x.json")
+            except InputError as e:
+                out[f] = str(e)
+    assert lean == whole
+    assert sum(not isinstance(p, str) for p in lean.values()) > 10
+    monkeypatch.setattr(iperf3, "load_json", real)
+    d = iperf3.load_json(texts["long"], lean=True)[0]
+    assert set(d["intervals"][0]["streams"][0]) <= set(iperf3.LEAN_STREAM) and "socket" not in \
+        d["intervals"][0]["streams"][0]
+    assert d["start"] == json.loads(texts["long"])["start"]       # the rest is whole
+    assert iperf3.load_json(texts["long"])[0] == json.loads(texts["long"])
