@@ -15,8 +15,9 @@ from nicbench.analysis import aggregate as agg
 from nicbench.analysis import counters as counters_mod
 from nicbench.cli import imports as cli_imports
 from nicbench.core.errors import InputError, ToolError
+from nicbench.importers import group as group_mod
 from nicbench.importers import iperf3_json, parse_file
-from nicbench.importers.adapt import retag, retagger
+from nicbench.importers.adapt import retag, retagged, retagger
 from nicbench.importers.flows import flow_point
 from nicbench.importers.group import group
 from nicbench.records import Sample, make_tags
@@ -336,3 +337,15 @@ def test_a_lean_report_parses_as_the_whole_one(monkeypatch):
         d["intervals"][0]["streams"][0]
     assert d["start"] == json.loads(texts["long"])["start"]       # the rest is whole
     assert iperf3.load_json(texts["long"])[0] == json.loads(texts["long"])
+
+
+def test_a_long_files_samples_are_retagged_in_one_loop_and_spanned_once(monkeypatch):
+    p = parse_file(long_report(100), "long.json")
+    tags = dict(host="long.json#2", proc=1)
+    assert retagged(p.samples, **tags) == list(map(retagger(**tags), p.samples))
+    assert len({id(s.tags) for s in retagged(p.samples, **tags)}) <= 8
+    spans = []
+    real = group_mod._span
+    monkeypatch.setattr(group_mod, "_span", lambda f: spans.append(f.name) or real(f))
+    q = parse_file(long_report(100), "again.json")
+    assert len(group_mod.group([p, q])) == 1 and sorted(spans) == ["again.json", "long.json"]

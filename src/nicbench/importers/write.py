@@ -11,6 +11,7 @@ import hashlib
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,9 @@ def provenance(src: SourceFile, p: ParsedFile, forced: bool, points: Sequence[st
             "kind": p.kind, "notes": list(p.notes), "dropped": list(p.dropped), "points": list(points)}
 
 
+_T_START, _T_END = attrgetter("t_start"), attrgetter("t_end")
+
+
 def records(study: str, run: ImportedRun) -> list[tuple[TrialRecord, list[Sample]]]:
     """The trials numbered in order (``t0001`` ...), repeats counted per point."""
     out = []
@@ -74,8 +78,8 @@ def records(study: str, run: ImportedRun) -> list[tuple[TrialRecord, list[Sample
         rep = seen.get(t.point, 0)
         seen[t.point] = rep + 1
         samples = [Sample(tid, s.metric, s.value, s.unit, s.t_start, s.t_end, s.tags) for s in t.samples]
-        started = min((s.t_start for s in samples), default=0.0)
-        ended = max((s.t_end for s in samples), default=started)
+        started = min(map(_T_START, samples), default=0.0)
+        ended = max(map(_T_END, samples), default=started)
         meta = {**t.meta, "imported": [p.name for p in t.files]}
         out.append((TrialRecord(TrialSpec(tid, i, study, t.point, rep, dict(t.params)), t.status, started, ended,
                                 t.error, meta), samples))
