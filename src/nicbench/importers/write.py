@@ -99,9 +99,9 @@ def write_run(archive: Archive, info: RunInfo, trials: Sequence[tuple[TrialRecor
             raws = []
             for p, src in files.get(tid, ()):
                 if src.given not in copied:
-                    dest = w.raw_dir(tid) / f"{len(copied) + 1:02d}-{src.path.name}"
-                    dest.write_bytes(src.data)       # the bytes that were parsed, not the file as it is now
-                    copied[src.given] = w.rel(dest)
+                    # the bytes that were parsed, not the file as it is now (their digest is src's)
+                    copied[src.given] = w.write_raw(tid, f"{len(copied) + 1:02d}-{src.path.name}", src.data,
+                                                    src.sha256)
                 raws.append(RawOutput(tid, label(p), p.role or "client", p.tool, "stdout", copied[src.given]))
             w.write_trial(rec, samples, raws)
         partial = sum(r.status == "partial" for r, _ in trials)
