@@ -50,7 +50,7 @@ def read_source(given: str) -> SourceFile:
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", where=given, hint="check the path and its permissions") \
             from None
-    if not data.strip():
+    if not data or data.isspace():          # (not data.strip(): a copy of the whole file to say so)
         raise InputError("empty file", where=given, hint="the tool wrote nothing: save its output (e.g. "
                          "iperf3 -J > out.json) and import that")
     if b"\0" in data[:65536]:
