@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
+from operator import attrgetter
 
 from ..core.units import gbps
 from ..records import Sample, Tags
@@ -78,6 +79,23 @@ def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
     return max(0.0, min(a1, b1) - max(a0, b0))
 
 
+def _pro_rata(v: list[Sample], w0: float, w1: float) -> list[float]:
+    """Each sample's value times its share inside [w0, w1], in order: what
+    ``x.value * _overlap(x.t_start, x.t_end, w0, w1) / (x.t_end - x.t_start)``
+    gives, with min and max written out (the same comparisons, so the same
+    floats) instead of three calls per sample -- a long import has 100,000s."""
+    out: list[float] = []
+    add = out.append
+    for x in v:
+        a0, a1 = x.t_start, x.t_end
+        ov = (w1 if w1 < a1 else a1) - (w0 if w0 > a0 else a0)
+        add(x.value * (ov if ov > 0.0 else 0.0) / (a1 - a0))
+    return out
+
+
+_T_START, _T_END = attrgetter("t_start"), attrgetter("t_end")
+
+
 def aggregate(samples: Iterable[Sample], *, direction: str, side: str = "receiver",
               trim: float = 0.0, metric: str = "tcp.bytes", bin_s: float = 1.0,
               along: str = "direction") -> DirectionAggregate:
@@ -89,7 +107,7 @@ def aggregate(samples: Iterable[Sample], *, direction: str, side: str = "receive
             procs[key].append(s)
     if not procs:
         raise NoSharedWindow(f"no {side}-side samples for direction {direction}")
-    spans = {k: (min(x.t_start for x in v), max(x.t_end for x in v)) for k, v in procs.items()}
+    spans = {k: (min(map(_T_START, v)), max(map(_T_END, v))) for k, v in procs.items()}
     w0 = max(a for a, _ in spans.values()) + trim
     w1 = min(b for _, b in spans.values()) - trim
     if w1 <= w0:
@@ -100,7 +118,7 @@ def aggregate(samples: Iterable[Sample], *, direction: str, side: str = "receive
     per_host: dict[str, float] = defaultdict(float)
     total = 0.0
     for (host, proc), v in sorted(procs.items()):
-        b = sum(x.value * _overlap(x.t_start, x.t_end, w0, w1) / (x.t_end - x.t_start) for x in v)
+        b = sum(_pro_rata(v, w0, w1))
         shares.append(ProcessShare(host, proc, b, spans[(host, proc)]))
         per_host[host] += b
         total += b
@@ -129,13 +147,18 @@ def _series(procs: Iterable[list[Sample]], w0: float, w1: float, bin_s: float) -
         ends.append(t_next)
         t = t_next
     acc = [0.0] * len(starts)
+    n = len(starts)
     for v in procs:
         for x in v:
-            k = bisect_right(ends, x.t_start)        # the first bin ending after the sample starts
-            while k < len(starts) and starts[k] < x.t_end:
-                ov = min(x.t_end, ends[k]) - max(x.t_start, starts[k])    # _overlap, inline: > 0 or skipped
+            a, b, value = x.t_start, x.t_end, x.value
+            span = b - a
+            k = bisect_right(ends, a)        # the first bin ending after the sample starts
+            while k < n and starts[k] < b:
+                # _overlap, inline (min and max written out: the same comparisons): > 0 or skipped
+                e, s = ends[k], starts[k]
+                ov = (e if e < b else b) - (s if s > a else a)
                 if ov > 0:
-                    acc[k] += x.value * ov / (x.t_end - x.t_start)
+                    acc[k] += value * ov / span
                 k += 1
     return tuple((a, gbps(bb, b - a)) for a, b, bb in zip(starts, ends, acc, strict=True))
 

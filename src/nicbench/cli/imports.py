@@ -10,12 +10,14 @@ no valid point is an error, and the store is left untouched.
 
 from __future__ import annotations
 
+import gc
 import shutil
 import statistics
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,25 @@ class _Stages:
 
 def _tty() -> bool:
     return sys.stderr.isatty()
+
+
+@contextmanager
+def _no_cycle_collector() -> Iterator[None]:
+    """The import without Python's cycle collector.
+
+    A 200 MB iperf3 report is millions of objects (its JSON tree, then
+    hundreds of thousands of intervals and samples), all alive until the
+    import ends, and none in a reference cycle: each full collection walked
+    them all again, about a fifth of the import's CPU time (5 of 22 s).
+    Memory is unchanged (nothing it would collect is made); the collector
+    is on again after, if it was before."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 @dataclass(frozen=True)
@@ -210,6 +231,12 @@ def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: s
     size (-o REQUEST_SIZE,RESPONSE_SIZE, or --io-size).
     """
     check_name(name)
+    with _no_cycle_collector():
+        _import(ctx, files, as_, role, together, io_size, name, store)
+
+
+def _import(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: str | None, together: bool,
+            io_size: str | None, name: str, store: str | None) -> None:
     force, args = _force(list(files), as_)
     options = ImportOptions()
     if io_size is not None:

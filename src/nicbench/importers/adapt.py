@@ -116,6 +116,21 @@ def retagger(**tags: object) -> Callable[[Sample], Sample]:
     return one
 
 
+def retagged(samples: Iterable[Sample], **tags: object) -> list[Sample]:
+    """:func:`retagger` over many samples: one loop, not a call per sample
+    (a 200 MB iperf3 report makes 340,000 samples of a few tag sets)."""
+    done: dict[Tags, Tags] = {}
+    new = typed(tags)
+    out: list[Sample] = []
+    add = out.append
+    for s in samples:
+        t = done.get(s.tags)
+        if t is None:
+            t = done[s.tags] = _merged(s.tags, new)
+        add(Sample(s.trial_id, s.metric, s.value, s.unit, s.t_start, s.t_end, t))
+    return out
+
+
 @lru_cache(maxsize=4096)
 def _merged(old: Tags, new: tuple[tuple[str, type, object], ...]) -> Tags:
     """Tags ``old`` with ``new`` replacing theirs, once per distinct pair

@@ -21,12 +21,12 @@ intervals.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..core.errors import InputError
 from ..records import Sample, Tags
-from .adapt import common, file_notes, label, retag, retagger, shifted
+from .adapt import common, file_notes, label, retag, retagged, shifted
 from .group import Group, engine_direction
 from .model import ParsedFile
 
@@ -93,7 +93,7 @@ def _by_side(samples: list[Sample]) -> dict[tuple[str | None, str | None], list[
     return out
 
 
-def _all_whole(ss: list[Sample]) -> bool:
+def _all_whole(ss: Iterable[Sample]) -> bool:
     return all(_tag(t, "whole") == "1" for t in {s.tags for s in ss})
 
 
@@ -155,10 +155,12 @@ def flow_point(group: Group, kind: str) -> FlowPoint:
         for d, side in keys:
             cands = [(i, split[i].get((d, side), [])) for i in members]
             cands = [(i, ss) for i, ss in cands if any(s.metric == metric for s in ss)]
-            i, ss = min(cands, key=lambda c: _rank(files[c[0]], [s for s in c[1] if s.metric == metric], d, side))
-            out += map(retagger(host=plabel, proc=str(n)), ss)
+            # (one file: no ranking to do, and no pass over its samples for it)
+            i, ss = cands[0] if len(cands) == 1 else \
+                min(cands, key=lambda c: _rank(files[c[0]], [s for s in c[1] if s.metric == metric], d, side))
+            out += retagged(ss, host=plabel, proc=str(n))
             have[(d, side)].add(n)
-            if side == "receiver" and _all_whole([s for s in ss if s.metric == metric]):
+            if side == "receiver" and _all_whole(s for s in ss if s.metric == metric):
                 whole.add(d)
                 secs = max(s.t_end for s in ss) - min(s.t_start for s in ss)
                 notes.append(f"{d}: {plabel}: no receiver intervals in the file(s); the figure is the receiver's "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from .model import ParsedFile
 
@@ -52,7 +53,10 @@ def point_key(p: ParsedFile) -> str:
 def _span(p: ParsedFile) -> tuple[float, float] | None:
     if p.relative_time or not p.samples:
         return None
-    return min(s.t_start for s in p.samples), max(s.t_end for s in p.samples)
+    return min(map(_T_START, p.samples)), max(map(_T_END, p.samples))
+
+
+_T_START, _T_END = attrgetter("t_start"), attrgetter("t_end")
 
 
 def group(files: Sequence[ParsedFile], together: bool = False) -> list[Group]:
@@ -64,12 +68,13 @@ def group(files: Sequence[ParsedFile], together: bool = False) -> list[Group]:
         return [Group("together", 0, tuple(files))] if files else []
     out: list[Group] = []
     by_key: dict[str, list[list[ParsedFile]]] = {}
-    for p in sorted(files, key=lambda f: (_span(f) or (0.0, 0.0))[0]):
+    span = {id(f): _span(f) for f in files}     # once per file: a long one has 100,000s of samples
+    for p in sorted(files, key=lambda f: (span[id(f)] or (0.0, 0.0))[0]):
         runs = by_key.setdefault(point_key(p), [])
-        sp = _span(p)
+        sp = span[id(p)]
         last = runs[-1] if runs else None
         if last is not None:
-            spans = [s for s in (_span(x) for x in last) if s]
+            spans = [s for s in (span[id(x)] for x in last) if s]
             if sp is None or not spans or sp[0] < max(e for _, e in spans):
                 last.append(p)
                 continue

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import InputError, ToolError
 from ..tools import iperf3 as tool
-from ..tools.base import FlowInterval
+from ..tools.base import FlowInterval, FlowRow
 from . import iperf3_text, traffic
 from .model import ParsedFile, Role, finite
 
@@ -95,7 +95,7 @@ def _udp_totals(end: dict, own_sends: bool, streams: int, name: str, notes: list
 def parse(text: str, name: str) -> ParsedFile:
     """One iperf3 JSON report; InputError when it holds no usable point."""
     try:
-        d, damage = tool.load_json(text)
+        d, damage = tool.load_json(text, lean=True)     # its intervals: what flow_rows reads
     except ToolError as e:
         raise InputError(e.message, where=name, hint=e.hint) from None
     start = d["start"]
@@ -116,8 +116,10 @@ def parse(text: str, name: str) -> ParsedFile:
     omit = finite(ts.get("omit") or 0, "test_start.omit", name)
     duration = finite(ts["duration"], "test_start.duration", name) if ts.get("duration") else None
     streams = int(finite(ts.get("num_streams") or 1, "test_start.num_streams", name))
-    ivs: list[FlowInterval] = tool._intervals(d.get("intervals") or [], is_server=is_server, omit=omit,
-                                              duration=duration, default_sender=own_sends)
+    # rows, not FlowIntervals: the same fields, built in a fraction of the time (a long report has 100,000s)
+    ivs: list[FlowInterval | FlowRow] = []
+    ivs += tool.flow_rows(d.get("intervals") or [], is_server=is_server, omit=omit, duration=duration,
+                          default_sender=own_sends)
     end = d.get("end") if isinstance(d.get("end"), dict) else {}
     assert isinstance(end, dict)
     if not any(end.get(k) for k in _END_KEYS):
@@ -130,8 +132,8 @@ def parse(text: str, name: str) -> ParsedFile:
               else _tcp_totals(end, is_server, own_sends, role, name))
     server = d.get("server_output_json")
     if isinstance(server, dict):
-        ivs += tool._intervals(server.get("intervals") or [], is_server=True, omit=omit, duration=duration,
-                               by_peer=True, default_sender=not own_sends)
+        ivs += tool.flow_rows(server.get("intervals") or [], is_server=True, omit=omit, duration=duration,
+                              by_peer=True, default_sender=not own_sends)
         send = server.get("end") if isinstance(server.get("end"), dict) else {}
         assert isinstance(send, dict)
         if kind == "udp":

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import Sample, Tags, make_tags
-from ..tools.base import FlowInterval
+from ..tools.base import FlowInterval, FlowRow
 from .model import Kind, ParsedFile, Role, no_point, sample
 
 _CONNECTED = re.compile(r"local \S+ port (\d{1,5}) connected (?:to|with) \S+ port (\d{1,5})")
@@ -44,7 +44,7 @@ def direction_of(flow: str, role: Role | None) -> str:
 
 
 def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | None, kind: Kind,
-          params: Mapping[str, Any], intervals: Iterable[FlowInterval],
+          params: Mapping[str, Any], intervals: Iterable[FlowInterval | FlowRow],
           totals: Mapping[tuple[str, str], Total], start: float | None, host: str,
           notes: Iterable[str] = (), dropped: Iterable[str] = (), hint: str,
           pairs: Iterable[tuple[int, int]] = ()) -> ParsedFile:
@@ -66,30 +66,43 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
     bytes_metric = f"{kind}.bytes"
     have_rcv_iv: set[str] = set()
     have_snd_iv: set[str] = set()
+    # a long report has 100,000s of intervals: the loop reads each field once,
+    # takes the direction of each flow once, and max(t0, t1) as its comparison
+    fwd, rev = direction_of("fwd", role), direction_of("rev", role)
+    add = samples.append
+    v: float | None
     for iv in ivs:
-        d = direction_of(iv.flow, role)
-        t0 = iv.abs_start if iv.abs_start is not None else base + iv.start
+        d = fwd if iv.flow == "fwd" else rev
+        sd, streams, omitted, t0 = iv.side, iv.streams, iv.omitted, iv.abs_start
+        if t0 is None:
+            t0 = base + iv.start
         t1 = t0 + (iv.end - iv.start)
-        key = (d, iv.side, iv.streams.__class__, iv.streams, iv.omitted)
+        key = (d, sd, streams.__class__, streams, omitted)
         iv_tags = tag_sets.get(key)
         if iv_tags is None:
             # once per tag set, not per interval: a long report's samples share a few
-            iv_tags = tag_sets[key] = make_tags(host=host, proc="0", direction=d, side=iv.side,
-                                                streams=iv.streams, omitted=1 if iv.omitted else 0)
-        t1 = max(t0, t1)
-        samples.append(Sample("", bytes_metric, float(iv.bytes), "bytes", t0, t1, iv_tags))
-        if iv.retransmits is not None:
-            samples.append(Sample("", "tcp.retransmits", float(iv.retransmits), "count", t0, t1, iv_tags))
-        if iv.packets is not None:
-            samples.append(Sample("", "udp.packets", float(iv.packets), "packets", t0, t1, iv_tags))
-        if iv.lost is not None:
-            samples.append(Sample("", "udp.lost", float(iv.lost), "packets", t0, t1, iv_tags))
-        if iv.jitter_s is not None:
-            samples.append(Sample("", "udp.jitter", float(iv.jitter_s), "s", t0, t1, iv_tags))
-        if iv.side == "receiver" and not iv.omitted:
-            have_rcv_iv.add(d)
-        if iv.side == "sender" and not iv.omitted:
-            have_snd_iv.add(d)
+            iv_tags = tag_sets[key] = make_tags(host=host, proc="0", direction=d, side=sd,
+                                                streams=streams, omitted=1 if omitted else 0)
+        if not t1 > t0:
+            t1 = t0
+        add(Sample("", bytes_metric, float(iv.bytes), "bytes", t0, t1, iv_tags))
+        v = iv.retransmits
+        if v is not None:
+            add(Sample("", "tcp.retransmits", float(v), "count", t0, t1, iv_tags))
+        v = iv.packets
+        if v is not None:
+            add(Sample("", "udp.packets", float(v), "packets", t0, t1, iv_tags))
+        v = iv.lost
+        if v is not None:
+            add(Sample("", "udp.lost", float(v), "packets", t0, t1, iv_tags))
+        v = iv.jitter_s
+        if v is not None:
+            add(Sample("", "udp.jitter", float(v), "s", t0, t1, iv_tags))
+        if not omitted:
+            if sd == "receiver":
+                have_rcv_iv.add(d)
+            elif sd == "sender":
+                have_snd_iv.add(d)
     flat: dict[str, float] = {}
     dropped = list(dropped)
     for (d, side), tot in sorted(totals.items()):

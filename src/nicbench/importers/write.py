@@ -11,6 +11,7 @@ import hashlib
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ def read_source(given: str) -> SourceFile:
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", where=given, hint="check the path and its permissions") \
             from None
-    if not data.strip():
+    if not data or data.isspace():          # (not data.strip(): a copy of the whole file to say so)
         raise InputError("empty file", where=given, hint="the tool wrote nothing: save its output (e.g. "
                          "iperf3 -J > out.json) and import that")
     if b"\0" in data[:65536]:
@@ -65,6 +66,9 @@ def provenance(src: SourceFile, p: ParsedFile, forced: bool, points: Sequence[st
             "kind": p.kind, "notes": list(p.notes), "dropped": list(p.dropped), "points": list(points)}
 
 
+_T_START, _T_END = attrgetter("t_start"), attrgetter("t_end")
+
+
 def records(study: str, run: ImportedRun) -> list[tuple[TrialRecord, list[Sample]]]:
     """The trials numbered in order (``t0001`` ...), repeats counted per point."""
     out = []
@@ -74,8 +78,8 @@ def records(study: str, run: ImportedRun) -> list[tuple[TrialRecord, list[Sample
         rep = seen.get(t.point, 0)
         seen[t.point] = rep + 1
         samples = [Sample(tid, s.metric, s.value, s.unit, s.t_start, s.t_end, s.tags) for s in t.samples]
-        started = min((s.t_start for s in samples), default=0.0)
-        ended = max((s.t_end for s in samples), default=started)
+        started = min(map(_T_START, samples), default=0.0)
+        ended = max(map(_T_END, samples), default=started)
         meta = {**t.meta, "imported": [p.name for p in t.files]}
         out.append((TrialRecord(TrialSpec(tid, i, study, t.point, rep, dict(t.params)), t.status, started, ended,
                                 t.error, meta), samples))
@@ -95,9 +99,9 @@ def write_run(archive: Archive, info: RunInfo, trials: Sequence[tuple[TrialRecor
             raws = []
             for p, src in files.get(tid, ()):
                 if src.given not in copied:
-                    dest = w.raw_dir(tid) / f"{len(copied) + 1:02d}-{src.path.name}"
-                    dest.write_bytes(src.data)       # the bytes that were parsed, not the file as it is now
-                    copied[src.given] = w.rel(dest)
+                    # the bytes that were parsed, not the file as it is now (their digest is src's)
+                    copied[src.given] = w.write_raw(tid, f"{len(copied) + 1:02d}-{src.path.name}", src.data,
+                                                    src.sha256)
                 raws.append(RawOutput(tid, label(p), p.role or "client", p.tool, "stdout", copied[src.given]))
             w.write_trial(rec, samples, raws)
         partial = sum(r.status == "partial" for r, _ in trials)

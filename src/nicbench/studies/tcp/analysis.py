@@ -164,6 +164,10 @@ def window_share(samples: Sequence[Sample], receiver: Mapping[str, DirectionAggr
     """The share of the senders' bytes in the window sent while they waited
     on the receivers' windows, with the figures that show it; None when the
     engine reported no sender TCP state (rtt, snd_cwnd, snd_wnd)."""
+    if not any(x.metric == "tcp.rtt" for x in samples):
+        # no interval can have all four figures: None, without keying every
+        # byte sample first (an import's 100,000s of them, none with an rtt)
+        return None
     state: dict[tuple[str | None, ...], dict[str, float]] = defaultdict(dict)
     for x in samples:
         if x.metric in ("tcp.bytes", "tcp.rtt", "tcp.snd_cwnd", "tcp.snd_wnd") and x.tag("side") == "sender" \
