@@ -78,6 +78,18 @@ def alive(pid: int) -> bool:
         return False
 
 
+def finish(p: subprocess.Popen, timeout: float) -> tuple[int, str, str]:
+    """A process of a test that must stop by itself: its exit code, stdout,
+    stderr; killed and failed (with its stderr's tail) if it does not."""
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError(f"{p.args!r} did not stop by itself within {timeout} s:\n{err[-3000:]}") from None
+    return p.returncode, out, err
+
+
 def nicbench(*args, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "nicbench.cli.main", *map(str, args)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)

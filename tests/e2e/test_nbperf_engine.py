@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pytest
-from helpers import alive
+from helpers import alive, finish
 
 from nicbench.lab.topology import tbf_burst, tbf_rate
 from nicbench.tools import nbperf
@@ -119,16 +119,6 @@ def spawn(ns: str, argv: list[str], **kw) -> subprocess.Popen:
     """``ip netns exec`` execs the command: the Popen's pid is the engine's own."""
     return subprocess.Popen(["ip", "netns", "exec", ns, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, **kw)
-
-
-def finish(p: subprocess.Popen, timeout: float) -> tuple[int, str, str]:
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        raise AssertionError(f"{p.args!r} did not stop by itself within {timeout} s") from None
-    return p.returncode, out, err
 
 
 def server(lab: Lab, *, clients: int, lifetime: float, port: int = 5301) -> subprocess.Popen:

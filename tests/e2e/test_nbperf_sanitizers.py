@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 import pytest
+from helpers import finish
 
 from nicbench.native import build as nb
 from nicbench.tools import nbperf
@@ -70,16 +71,6 @@ def spawn(argv: list[str]) -> subprocess.Popen:
                          env={**os.environ, **SAN_ENV})
     STARTED.append(p)
     return p
-
-
-def finish(p: subprocess.Popen, timeout: float) -> tuple[int, str, str]:
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        raise AssertionError(f"{p.args!r} did not stop by itself within {timeout} s:\n{err[-3000:]}") from None
-    return p.returncode, out, err
 
 
 def no_report(who: str, rc: int, err: str) -> None:
