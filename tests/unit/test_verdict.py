@@ -223,3 +223,21 @@ def test_other_units_and_the_studies_own_checks():
     assert "device: not measured (no device counters are sampled)" in v.checked
     idle = decide(Evidence({}, None, wire_note="an idle point: the probes alone, no load to fill the link"))
     assert idle.checked[0] == "wire: an idle point: the probes alone, no load to fill the link"
+
+
+def test_a_window_held_point_on_a_machine_busy_with_other_work_is_window():
+    """The senders kept the receivers' windows full while a CPU was saturated
+    in process context by something other than the point's tools (a shared
+    lab machine): the window held it; the CPU is said, not made the limit.
+    A CPU saturated in softirq (the stack's own work) still splits it."""
+    window = (0.85, "85% of the bytes were sent waiting on the receivers' windows")
+    busy = cpu({"0": 0.996, "1": 0.9}, state="user", tools={"engine-client srv c1:5201": 0.03})
+    v = decide(Evidence({"rx": 0.018 * G}, 0.094 * G, cpu=busy, window=window))
+    assert v.limit == "window" and v.evidence == (window[1],)
+    assert any(c.startswith("also: cpu: CPU 0 of machine 99.6 % busy, mostly user") and "waited on the windows" in c
+               for c in v.checked)
+    v = decide(Evidence({"rx": 0.018 * G}, 0.094 * G, cpu=cpu({"0": 0.996}, state="softirq"), window=window))
+    assert v.limit == "mixed" and (v.leading, v.second) == ("window", "cpu")
+    # a tool at a full core is the engine's, window or not
+    hot = cpu({"0": 0.996}, state="user", tools={"engine-client srv c1:5201": 0.99})
+    assert decide(Evidence({"rx": 0.018 * G}, 0.094 * G, cpu=hot, window=window)).limit != "window"

@@ -105,6 +105,9 @@ SPIN_SHARE = 0.5
 
 # how each unit a study's rates are in is written: (divisor, unit shown)
 UNITS = {"bit/s": (1e9, "Gbit/s"), "B/s": (1e6, "MB/s"), "frames/s": (1e6, "Mpps")}
+# the CPU states of process context: a CPU saturated in them runs processes,
+# whose own CPU the tool-process figures tell (softirq and irq are the stack's)
+PROCESS_STATES = ("user", "nice", "system")
 
 
 @dataclass(frozen=True)
@@ -399,6 +402,15 @@ def decide(e: Evidence) -> Verdict:
     if "engine" in by and "cpu" in by and e.cpu is not None and e.cpu.busiest_state in ("user", "system"):
         # the saturated CPU is busy in process context: the engine at a full core is what holds it
         return Verdict("engine", (by["engine"].evidence, by["cpu"].evidence), tuple(clear))
+    if "window" in by and "cpu" in by and "engine" not in by and e.cpu is not None \
+            and e.cpu.busiest_state in PROCESS_STATES:
+        # the senders kept the receivers' windows full (a window per round trip for most of the
+        # bytes) while a CPU was busy in process context with no tool process of the point near a
+        # core: other work on the machine (a shared lab's), not what held the point -- a faster
+        # CPU moves no more per round trip, a larger window does
+        return Verdict("window", (by["window"].evidence,), tuple(clear) + (
+            f"also: cpu: {by['cpu'].evidence} (in process context, no tool process of the point at a full "
+            "core: the senders waited on the windows, not on it)",))
     ranked = sorted(by.values(), key=lambda f: -f.margin)
     if len(ranked) == 1:
         return Verdict(ranked[0].limit, (ranked[0].evidence,), tuple(clear))
