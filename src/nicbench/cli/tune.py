@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from pathlib import Path
@@ -93,9 +94,28 @@ def _common(f):
     return click.argument("hosts", nargs=-1)(f)
 
 
-@click.group("tune")
+class _TuneGroup(click.Group):
+    """``recommend`` reads runs back (the results side, every study's view:
+    slow to import), so it is imported only when asked for."""
+
+    LAZY = {"recommend": ("nicbench.cli.recommend", "recommend_cmd")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.LAZY])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY:
+            module, attr = self.LAZY[cmd_name]
+            cmd = getattr(importlib.import_module(module), attr)
+            assert isinstance(cmd, click.Command)
+            return cmd
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group("tune", cls=_TuneGroup)
 def tune() -> None:
-    """Tuning as data: audit a host against a profile, apply it, restore it."""
+    """Tuning as data: audit a host against a profile, apply it, restore it,
+    and recommend one from a run's verdicts."""
 
 
 @tune.command("profiles")
@@ -111,7 +131,8 @@ def profiles(ctx: click.Context) -> None:
 
 
 @tune.command("audit")
-@click.option("--profile", "profile_name", default="stock", show_default=True, help="Profile to audit against.")
+@click.option("--profile", "profile_name", default="stock", show_default=True,
+              help="Profile to audit against: a name, or a profile file (.toml).")
 @_common
 @click.pass_context
 def audit_cmd(ctx, profile_name, hosts, lab_name, ifname, plan, host_wide, json_) -> None:
@@ -134,7 +155,8 @@ def audit_cmd(ctx, profile_name, hosts, lab_name, ifname, plan, host_wide, json_
 
 
 @tune.command("apply")
-@click.option("--profile", "profile_name", required=True, help="Profile to apply.")
+@click.option("--profile", "profile_name", required=True,
+              help="Profile to apply: a name, or a profile file (.toml, e.g. from 'tune recommend -o').")
 @click.option("--step-delay", type=float, default=0.0, hidden=True, help="Pause after each change (tests).")
 @_common
 @click.pass_context

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import tomllib
 from importlib import resources
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
@@ -185,10 +186,34 @@ def shipped() -> list[str]:
     return sorted(p.name[:-5] for p in d.iterdir() if p.name.endswith(".toml"))
 
 
+def is_file_ref(name: str) -> bool:
+    """A profile named by its file (``tune recommend -o`` writes one), not by name."""
+    return name.endswith(".toml") or "/" in name
+
+
+def load_file(path: Path) -> Profile:
+    """A profile from a TOML file, checked as a plan's profiles are: an unknown
+    kind or key, or a value of the wrong type, is one line naming it."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise InputError(f"cannot read the profile: {e.strerror or e}", where=str(path),
+                         hint="give a profile file (nicbench tune recommend RUN -o FILE writes one) or a "
+                              f"profile's name ({', '.join(shipped())}, or a plan's [profiles.NAME])") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"not valid TOML: {e}", where=str(path)) from None
+    return validate(Profile, data, str(path))
+
+
 def load(name: str, user: dict[str, Profile] | None = None) -> Profile:
-    """A profile by name: the plan's own first, then the shipped ones."""
+    """A profile by name: the plan's own first, then the shipped ones; or a
+    profile file (a name ending in .toml or holding a /)."""
     if user and name in user:
         return user[name]
+    if is_file_ref(name):
+        return load_file(Path(name))
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,40}", name) or name not in shipped():
         raise InputError(f"no tuning profile {name!r}", where="tuning",
                          hint=f"shipped profiles: {', '.join(shipped())}; or define [profiles.{name}] in the plan")
