@@ -15,7 +15,9 @@ Tables, one row each per:
 - ``labels``: (key, value) a run is found by: host, kernel, driver, firmware,
   tag (``nicbench runs`` filters);
 - ``points``, ``point_values``: point of a run and each of its metrics, as the
-  study's view computed them (trends and exports read only these).
+  study's view computed them (trends and exports read only these);
+- ``ab_results``: A/B (``nicbench ab``): its two runs, their profiles, and
+  the judgement once made (store/ab.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 from ..core.errors import StoreError
 from .db import Db
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _TYPES = {
     "sqlite": {"id": "INTEGER PRIMARY KEY", "real": "REAL", "norowid": "WITHOUT ROWID", "big": "INTEGER"},
@@ -150,7 +152,29 @@ ALTER TABLE points ADD COLUMN survivors_only INTEGER NOT NULL DEFAULT 0;
 UPDATE runs SET trials_partial = (SELECT COUNT(*) FROM trials t WHERE t.rid = runs.rid AND t.status = 'partial')
 """
 
-MIGRATIONS: list[str] = [_V1, _V2]
+# A/B results (nicbench ab): two runs made interleaved on the same hosts, one
+# per configuration, and the judgement of B against A (analysis/ab.py) as JSON;
+# a run deleted takes the A/B that needs it with it
+_V3 = """
+CREATE TABLE ab_results (
+    ab_id TEXT NOT NULL PRIMARY KEY,
+    name TEXT NOT NULL,
+    study TEXT NOT NULL,
+    created {real} NOT NULL,
+    finished {real},
+    status TEXT NOT NULL,
+    run_a TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    run_b TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    profile_a TEXT NOT NULL,
+    profile_b TEXT NOT NULL,
+    rounds INTEGER NOT NULL,
+    b_won INTEGER,
+    result TEXT NOT NULL
+);
+CREATE INDEX ab_results_by_created ON ab_results (created)
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 
 
 def _statements(text: str, dialect: str) -> list[str]:
