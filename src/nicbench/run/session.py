@@ -223,25 +223,32 @@ def tune_for_run(plan: Plan, profile: Profile, targets: list[Target], facts: lis
     optional; the clean-up then restores what was applied.  Returns the
     audit with each row's outcome, and the facts the points run with
     (collected again when something was changed)."""
-    apply_it = not profile.audit_only
-    result = (tune_apply if apply_it else tune_audit)(profile, targets, host_wide=host_wide)
-    if not apply_it:
-        return result, facts
+    if profile.audit_only:
+        return tune_audit(profile, targets, host_wide=host_wide), facts
+    return apply_in_force(profile, targets, host_wide, str(plan.tuning)), gather_facts(fact_hosts, tools)
+
+
+def apply_in_force(profile: Profile, targets: list[Target], host_wide: bool, name: str) -> TuningPlan:
+    """Apply ``profile``, all or nothing: a setting that is not in force on a
+    host afterwards (refused, missing, unknown) raises, unless the profile
+    marks it optional; the caller's clean-up restores what was applied."""
+    result = tune_apply(profile, targets, host_wide=host_wide)
     missing = [r for r in result.rows if r.not_in_force and not r.optional]
     if missing:
         raise PreflightError(
             "tuning profile not in force, so no point runs: " + "; ".join(
                 f"{r.host} {r.setting}: {r.status}{f' ({r.note})' if r.note else ''}" for r in missing),
-            where=f"tuning profile {plan.tuning}",
+            where=f"tuning profile {name}",
             hint="what was applied is restored now; mark a setting optional = true if the run may go on "
                  "without it")
-    return result, gather_facts(fact_hosts, tools)
+    return result
 
 
-def tuning_record(plan: Plan, result: TuningPlan, host_wide: bool, applied: bool) -> dict[str, object]:
-    """What the run's info keeps of its tuning."""
-    return {"profile": plan.tuning or "stock", "host_wide": host_wide, "applied": applied,
-            "from_plan": bool(plan.tuning), "rows": [r.to_dict() for r in result.rows],
+def tuning_record(plan: Plan, result: TuningPlan, host_wide: bool, applied: bool,
+                  profile: str | None = None) -> dict[str, object]:
+    """What the run's info keeps of its tuning (``profile``: its name, when not the plan's)."""
+    return {"profile": profile or plan.tuning or "stock", "host_wide": host_wide, "applied": applied,
+            "from_plan": profile is None and bool(plan.tuning), "rows": [r.to_dict() for r in result.rows],
             "pinning": result.pin_cpus, "on_drift": plan.on_tuning_drift}
 
 
