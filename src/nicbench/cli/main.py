@@ -36,6 +36,7 @@ COMMANDS = {
     "init": ("nicbench.cli.init", "init"),
     "setup": ("nicbench.cli.setup", "setup"),
     "compare": ("nicbench.cli.compare", "compare_cmd"),
+    "ab": ("nicbench.cli.ab", "ab_cmd"),
     "import": ("nicbench.cli.imports", "import_"),
     "facts": ("nicbench.cli.facts", "facts_cmd"),
     "tune": ("nicbench.cli.tune", "tune"),
@@ -73,6 +74,8 @@ Start:
   nicbench setup                       build nbgen (packet studies), checking its compiler and libraries
   nicbench import FILE...              outputs run elsewhere (iperf3, iperf 2, fio, wrk, ...) as a run
   nicbench compare A B [--html DIR]    two runs point by point, and what differs between their hosts
+  nicbench tune recommend RUN -o P     a tuning profile from what held RUN's points
+  nicbench ab PLAN --b P               does profile P beat the hosts as they are? interleaved A/B
   nicbench runs / serve / trend        the archive: every run, the dashboard, a metric across runs
 
 \b
@@ -86,6 +89,7 @@ Exit codes:
   6    result store
   7    run finished, results stored, some points failed or partial (a host lost mid-point)
   8    regression: trend --check found the latest run outside the spread of the runs before it
+  9    ab: B did not beat A (no difference at its confidence, or worse somewhere)
   130  interrupted (finished points are kept)
 
 \b

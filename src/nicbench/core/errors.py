@@ -85,6 +85,14 @@ class Regression(NicbenchError):
     kind = "regression"
 
 
+class NotBetter(NicbenchError):
+    """``nicbench ab``: B did not win -- no difference at the A/B's confidence,
+    worse somewhere, or not tested; both runs and the judgement are stored."""
+
+    exit_code = 9
+    kind = "not-better"
+
+
 class Interrupted(NicbenchError):
     """The user interrupted (Ctrl-C / SIGTERM); finished points are kept."""
 
