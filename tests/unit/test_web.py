@@ -99,11 +99,11 @@ def test_no_endpoint_reaches_outside_the_archive(site):
     r = client.get(f"/run/{bad}/raw/0")
     assert r.status_code == 200 and r.text == "real raw text\n" and len(r.headers["x-nicbench-sha256"]) == 64
     assert r.headers["content-disposition"].startswith("attachment")
-    # the whole surface: pages, the report's files, raw outputs by number, static files, one POST
+    # the whole surface: pages (A/B pages too), the report's files, raw outputs by number, static files, one POST
     paths = sorted(getattr(rt, "path", "") for rt in client.app.routes)
-    assert paths == ["/", "/compare", "/run/{run_id}", "/run/{run_id}/events", "/run/{run_id}/raw/{seq:int}",
-                     "/run/{run_id}/report/", "/run/{run_id}/report/{name}", "/run/{run_id}/tag", "/static",
-                     "/trend"]
+    assert paths == ["/", "/ab", "/ab/{ab_id}", "/compare", "/run/{run_id}", "/run/{run_id}/events",
+                     "/run/{run_id}/raw/{seq:int}", "/run/{run_id}/report/", "/run/{run_id}/report/{name}",
+                     "/run/{run_id}/tag", "/static", "/trend"]
 
 
 def test_tagging_needs_the_token_and_the_same_origin(site):

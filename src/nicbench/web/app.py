@@ -54,7 +54,7 @@ from ..report.view import StudyView
 from ..store.archive import RunFilter, parse_when
 from ..store.location import StoreLocation, cache_home
 from ..store.names import NAME
-from . import data
+from . import abpages, data
 
 HERE = Path(__file__).parent
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
@@ -115,8 +115,8 @@ class Dashboard:
         return HTMLResponse(html, status_code=status)
 
     def error(self, e: NicbenchError) -> HTMLResponse:
-        status = 404 if isinstance(e, StoreError) and "no run" in e.message or "no such run" in e.message else \
-            400 if isinstance(e, InputError) else 500
+        missing = isinstance(e, StoreError) and ("no run" in e.message or "no A/B" in e.message)
+        status = 404 if missing or "no such run" in e.message else 400 if isinstance(e, InputError) else 500
         return self.page("error.html.j2", status=status, message=e.one_line())
 
     async def guarded(self, fn: Callable[[], Response]) -> Response:
@@ -246,6 +246,18 @@ class Dashboard:
             return self.page("compare.html.j2", **ctx)
         return await self.guarded(go)
 
+    async def abs(self, request: Request) -> Response:
+        def go() -> Response:
+            return self.page("abs.html.j2", **abpages.ab_list(self.archives.get()))
+        return await self.guarded(go)
+
+    async def ab(self, request: Request) -> Response:
+        ab_id = request.path_params["ab_id"]
+
+        def go() -> Response:
+            return self.page("ab.html.j2", **abpages.ab_context(self.archives.get(), ab_id))
+        return await self.guarded(go)
+
     async def trend(self, request: Request) -> Response:
         q = request.query_params
 
@@ -356,6 +368,8 @@ def create_app(loc: StoreLocation, *, token: str, allowed_hosts: Sequence[str],
         Route("/run/{run_id}/tag", d.tag, methods=["POST"]),
         Route("/compare", d.compare),
         Route("/trend", d.trend),
+        Route("/ab", d.abs),
+        Route("/ab/{ab_id}", d.ab),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return Starlette(routes=routes, middleware=[
