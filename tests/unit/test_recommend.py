@@ -193,3 +193,13 @@ def test_recommend_from_a_stored_run_and_a_run_without_verdicts(capsys, tmp_path
     code, out, err = nb(capsys, "tune", "recommend", bad, "--store", store)
     assert code == 2 and err.count("\n") == 1 and "has no verdicts to recommend from: no point has an ok repeat" in err
     assert "nicbench explain" in err
+
+
+def test_the_example_profile_is_what_tune_recommend_wrote_and_tune_apply_takes():
+    """examples/profiles/ab-window-recommended.toml: written by 'nicbench tune
+    recommend' from a run of examples/ab-window.toml (the README shows it)."""
+    from pathlib import Path
+    f = Path(__file__).resolve().parents[2] / "examples" / "profiles" / "ab-window-recommended.toml"
+    prof = load(str(f))
+    assert [(s.key, s.value) for s in prof.settings] == [("net.ipv4.tcp_rmem", "4096 131072 524288")]
+    assert "# window at rx/c1/io128K:" in f.read_text()
