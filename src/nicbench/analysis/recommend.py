@@ -293,12 +293,21 @@ def _window(b: _Builder, p: PointInput) -> None:
                      "CPU"))
 
 
+# how the verdict names a UDP counter in its evidence (studies' loss_where)
+UDP_LABELS = {"udp.rcvbuf_errors": "socket buffer full", "udp.sndbuf_errors": "send buffer or queue full"}
+
+
 def _loss(b: _Builder, p: PointInput) -> None:
     because = _cite(p, "loss")
-    located = {k: v for k, v in p.drops.items() if v > 0}
+    said = " ".join(p.evidence)
+    # only where the verdict itself located the loss: a few drops beside a loss the
+    # counters do not see (a shaper's queue) would size the wrong thing
+    located = {k: v for k, v in p.drops.items() if v > 0 and (
+        k in said or f"{k.partition(' ')[0]} {UDP_LABELS.get(k.partition(' ')[2], '-')}" in said)}
     if not located:
         b.add(Advice("loss", "loss", because, (p.point,), "manual", None,
-                     "the counters do not say where the packets were lost: nothing to size"))
+                     "the verdict's counters do not locate the loss on a host (retransmissions alone: a queue the "
+                     "hosts do not count, such as a shaper's or a switch's): nothing to size"))
         return
     by_host: dict[str, HostInput] = {h.host: h for h in b.run.hosts}
     for where in sorted(located):
@@ -320,14 +329,14 @@ def _loss(b: _Builder, p: PointInput) -> None:
             else:
                 b.add(Advice(f"ethtool ring {d}", "loss", because, (p.point,), IN_PROFILE, ring,
                              f"{where}: the NIC's {d} ring to its maximum"))
-        elif counter in ("udp.rcvbuf_errors", "socket buffer full"):
+        elif counter == "udp.rcvbuf_errors":
             need = _pow2((p.ceiling_bps or 0) / 8 * SCHED_GAP_S)
             for key in ("net.core.rmem_default", "net.core.rmem_max"):
                 now = max((c for c in (_num(v) for v in b.current(key, ("server", "client"))) if c), default=0)
                 b.sysctl(key, max(need, 4 * now), "loss", because, (p.point,),
                          f"{where}: the receivers' socket buffers filled; {SCHED_GAP_S * 1e3:.0f} ms at the ceiling"
                          f" or 4 x {now}")
-        elif counter in ("udp.sndbuf_errors", "send buffer or queue full"):
+        elif counter == "udp.sndbuf_errors":
             for key in ("net.core.wmem_default", "net.core.wmem_max"):
                 now = max((c for c in (_num(v) for v in b.current(key, ("server", "client"))) if c), default=0)
                 b.sysctl(key, max(1 << 22, 4 * now), "loss", because, (p.point,),
