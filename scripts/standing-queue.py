@@ -12,7 +12,10 @@ holds about SNDBUF worth of frames queued.  On a link shaped to 100 Mbit/s,
 --sndbuf 80000 (the kernel doubles it; ~60 datagrams of 1472 bytes) made a
 round trip of ~6 ms for the flows whose ACKs leave HOST (an ``rx`` point).
 It takes the link's capacity in HOST's sending direction: measure the other
-direction only.  Runs until SIGTERM or Ctrl-C.
+direction only.  The filler runs at real-time priority (a queue that drains
+while its filler waits for a CPU makes the round trip come and go), and
+stops itself if it ever sends faster than the shaper passes.  Runs until
+SIGTERM or Ctrl-C.
 
     sudo python3 scripts/standing-queue.py LAB [--host srv] [--sndbuf 80000]
 """
@@ -26,21 +29,44 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 SINK = "192.0.2.1"          # TEST-NET-1: no lab host has it; a /32 route sends it out of the test interface
 
 
-def _fill(sndbuf: int) -> None:
+def _fill(sndbuf: int, rate_bps: float) -> None:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
     s.connect((SINK, 9))
     payload = bytes(1472)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # real-time priority: a queue that drains while its filler waits for a CPU is a round trip
+    # that comes and goes (BBR then takes the short one as the path's, and sends too little); the
+    # filler sleeps on its socket buffer between sends, so it takes ~10 % of a core at 100 Mbit/s
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    most = 2 * rate_bps / 8 / len(payload)     # datagrams per second a filler behind the shaper can send
+    sent, since = 0, time.monotonic()
     try:
         while True:
             s.send(payload)         # blocks while SNDBUF worth waits in the shaper's queue
+            sent += 1
+            if sent == 2000:
+                now = time.monotonic()
+                if sent / (now - since) > most:     # not held back: no shaper under it, never spin
+                    sys.exit(f"standing queue: {sent / (now - since):.0f} datagrams/s, more than the shaper "
+                             "passes: is the link still shaped? stopping")
+                sent, since = 0, now
     except (KeyboardInterrupt, OSError):
         pass
+
+
+def _tbf_rate(ns: str, ifname: str) -> float | None:
+    """The rate of the root tbf on the host's interface, bit/s (tc says bytes/s)."""
+    out = subprocess.run(["tc", "-n", ns, "-j", "qdisc", "show", "dev", ifname], capture_output=True, text=True)
+    for q in json.loads(out.stdout or "[]"):
+        if q.get("kind") == "tbf" and q.get("root"):
+            return float(q["options"]["rate"]) * 8
+    return None
 
 
 def main() -> None:
@@ -50,11 +76,16 @@ def main() -> None:
     p.add_argument("--ifname", default="eth0")
     p.add_argument("--sndbuf", type=int, default=80000)
     p.add_argument("--fill", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--rate", type=float, default=0.0, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.fill:
-        _fill(a.sndbuf)
+        _fill(a.sndbuf, a.rate)
         return
     ns, sw = f"nb-{a.lab}-{a.host}", f"nb-{a.lab}-sw"
+    rate = _tbf_rate(ns, a.ifname)
+    if rate is None:
+        sys.exit(f"{ns} {a.ifname} is not shaped (no tbf): a queue there never stands; give the plan's [link] a "
+                 "speed")
     links = json.loads(subprocess.run(["ip", "-n", sw, "-j", "link", "show", "br0"], check=True,
                                       capture_output=True, text=True).stdout)
     mac = links[0]["address"]
@@ -63,7 +94,7 @@ def main() -> None:
                    check=True)
     print(f"standing queue on {ns} {a.ifname} (sndbuf {a.sndbuf}), pid {os.getpid()}", flush=True)
     os.execvp("ip", ["ip", "netns", "exec", ns, sys.executable, os.path.abspath(__file__), a.lab, "--fill",
-                     "--sndbuf", str(a.sndbuf)])
+                     "--sndbuf", str(a.sndbuf), "--rate", str(rate)])
 
 
 if __name__ == "__main__":
