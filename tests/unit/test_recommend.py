@@ -56,11 +56,17 @@ def test_a_window_verdict_sizes_the_receive_buffers_from_the_measured_bdp():
     bdp = 94.15e6 / 8 * 0.0077                          # the larger of the two points' needs
     assert a.status == IN_PROFILE and a.limit == "window" and a.because == WINDOW_LINE
     assert a.points == ("rx/c1/io128K", "rx/c2/io128K")
-    assert a.setting == {"kind": "sysctl", "key": "net.ipv4.tcp_rmem", "value": "4096 131072 524288"}
+    # 4 x the BDP is 512K, under the kernel's own default maximum: that, then
+    assert a.setting == {"kind": "sysctl", "key": "net.ipv4.tcp_rmem", "value": "4096 131072 6291456"}
     assert 524288 >= WINDOW_MARGIN * bdp > 524288 / 2 and "it was 32768" in a.note
+    assert "= 512K, raised to the kernel's own default maximum 6M" in a.note
     # the senders' buffers (4 MiB) already hold it; autotuning is not capped by rmem_max: neither is asked for
     assert set(by_what(rec)) == {"sysctl net.ipv4.tcp_rmem"}
     assert rec.settings == [a.setting] and rec.limits == {"rx/c1/io128K": "window", "rx/c2/io128K": "window"}
+    # a long fat path: 4 x a 12.5 MB BDP, past the kernel's default, and both ends' buffers
+    fat = by_what(recommend(lab([window_point(rtt=0.01, ceiling=10e9)])))
+    assert fat["sysctl net.ipv4.tcp_rmem"].setting["value"] == "4096 131072 67108864"
+    assert fat["sysctl net.ipv4.tcp_wmem"].setting["value"] == "4096 16384 67108864"
     # tx: the clients receive, the server sends -- the same sysctl, on the profile's every host
     assert by_what(recommend(lab([window_point(direction="tx")])))["sysctl net.ipv4.tcp_rmem"].status == IN_PROFILE
 
@@ -69,7 +75,7 @@ def test_the_profile_is_what_tune_apply_takes_each_setting_with_its_reason(tmp_p
     rec = recommend(lab([window_point()]))
     text = profile_toml(rec, "recommended from r1: window at 1 point(s)", header=("from run r1",))
     prof = validate(Profile, tomllib.loads(text), "p.toml")
-    assert [s.key for s in prof.settings] == ["net.ipv4.tcp_rmem"] and prof.settings[0].value == "4096 131072 524288"
+    assert [s.key for s in prof.settings] == ["net.ipv4.tcp_rmem"] and prof.settings[0].value == "4096 131072 6291456"
     assert "# window at rx/c1/io128K: 85% of the bytes were sent waiting" in text and text.startswith("# from run r1")
     f = tmp_path / "rec.toml"
     f.write_text(text)
@@ -203,7 +209,7 @@ def test_the_example_profile_is_what_tune_recommend_wrote_and_tune_apply_takes()
     from pathlib import Path
     f = Path(__file__).resolve().parents[2] / "examples" / "profiles" / "ab-window-recommended.toml"
     prof = load(str(f))
-    assert [(s.key, s.value) for s in prof.settings] == [("net.ipv4.tcp_rmem", "4096 131072 524288")]
+    assert [(s.key, s.value) for s in prof.settings] == [("net.ipv4.tcp_rmem", "4096 131072 6291456")]
     assert "# window at rx/c1/io128K:" in f.read_text()
 
 
