@@ -12,9 +12,11 @@ holds about SNDBUF worth of frames queued.  On a link shaped to 100 Mbit/s,
 --sndbuf 80000 (the kernel doubles it; ~60 datagrams of 1472 bytes) made a
 round trip of ~6 ms for the flows whose ACKs leave HOST (an ``rx`` point).
 It takes the link's capacity in HOST's sending direction: measure the other
-direction only.  The filler runs at real-time priority (a queue that drains
-while its filler waits for a CPU makes the round trip come and go), and
-stops itself if it ever sends faster than the shaper passes.  Runs until
+direction only.  The filler runs at nice -10 (a queue that drains while its
+filler waits for a CPU makes the round trip come and go; a loss-based
+congestion control such as cubic does not mind, BBR takes the short round
+trip as the path's), and stops itself if it ever sends faster than the
+shaper passes.  Runs until
 SIGTERM or Ctrl-C.
 
     sudo python3 scripts/standing-queue.py LAB [--host srv] [--sndbuf 80000]
@@ -40,10 +42,10 @@ def _fill(sndbuf: int, rate_bps: float) -> None:
     s.connect((SINK, 9))
     payload = bytes(1472)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    # real-time priority: a queue that drains while its filler waits for a CPU is a round trip
-    # that comes and goes (BBR then takes the short one as the path's, and sends too little); the
-    # filler sleeps on its socket buffer between sends, so it takes ~10 % of a core at 100 Mbit/s
-    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    # first in line for a CPU when the shaper frees its socket buffer: a queue that drains while its
+    # filler waits is a round trip that comes and goes.  Not real-time: a real-time filler delays the
+    # softirq threads that run the shapers themselves (goodput then dipped in 0.5 s intervals)
+    os.nice(-10)
     most = 2 * rate_bps / 8 / len(payload)     # datagrams per second a filler behind the shaper can send
     sent, since = 0, time.monotonic()
     try:
