@@ -305,6 +305,12 @@ def drive_pairs(pt: Point, server: str, transports: dict[str, Transport], slots:
     samplers.last_read()        # as the clients finish (through the namespace)
 
 
+def stamp_lag(tool: ToolInfo, interval: float) -> float:
+    """How late an engine's version stamps its intervals: one interval for the
+    iperf 2 that stamps an interval's end (:func:`iperf2.stamps_late`), else none."""
+    return interval if iperf2.stamps_late(tool) else 0.0
+
+
 def stop_servers(engine: str, servers: Slots, mode: str, interval: float, meta: dict) -> None:
     """After the clients: an iperf3 server (-1) exits by itself (stopped after
     3 s if not); iperf2 servers as :func:`stop_iperf2_servers`."""

@@ -26,13 +26,14 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
 from ..core.errors import NicbenchError, ToolError
 from ..hosts.transport import Process, Transport
-from ..records import DIRECTIONS, RawOutput, Sample, TrialRecord, TrialSpec, TrialStatus
+from ..records import DIRECTIONS, Sample, TrialRecord, TrialSpec, TrialStatus
 from .kit import PointEnv, PointGuard, PointSamplers, RawFiles
 from .study import TrialOutcome
 
@@ -52,7 +53,9 @@ class Point:
         self.meta.setdefault("argv", {})
         self.raws = RawFiles(spec.trial_id, env, raw_dir, tool)
         self.procs: list[Process] = []
-        self.guard = PointGuard(self.meta, lambda: self.procs, grace=grace, sig=sig)
+        # on the way out the last started is stopped first: clients before their servers (an
+        # iperf3 client stopped writes what it had; its server gone first, it could not)
+        self.guard = PointGuard(self.meta, lambda: self.procs[::-1], grace=grace, sig=sig)
         self.lost: dict[str, str] = {}       # "client:port" -> why that pair delivered nothing usable
         raw_dir.mkdir(parents=True, exist_ok=True)
 
@@ -82,28 +85,24 @@ class Point:
         self.meta["argv"][key] = full
         return proc
 
-    def adopt(self, proc: Process) -> Process:
-        """A process the engine started itself (a helper of the kit): stopped with the point."""
-        self.procs.append(proc)
-        return proc
-
     def sample(self, samplers: PointSamplers, *, first_read: bool = False) -> PointSamplers:
         """Start the point's samplers; the guard stops them, their samples become the counters."""
         self.guard.samplers = samplers.start(first_read=first_read)
         return self.guard.samplers
 
     def await_clients(self, clis: Sequence[tuple[K, Process]], limit: float, key: Callable[[K], str],
-                      why_hung: Callable[[K, Process], ToolError]) -> list[tuple[K, Process]]:
-        """Wait at most ``limit`` s for every client; one still running then
-        is lost (into :attr:`lost`, with why), all of them fail the point
-        (the first one's error is raised).  Returns the hung ones."""
+                      why_hung: Callable[[K, Process], ToolError], *, lose: bool = True) -> None:
+        """Wait at most ``limit`` s for every client.  With ``lose``, one
+        still running then is lost (into :attr:`lost`, with why) and all of
+        them fail the point; without, any one fails it (a study whose figure
+        is every client's together: the server's bytes, the target's IOPS).
+        A failure raises the first hung client's error."""
         end_by = time.monotonic() + limit
         hung = [(k, p) for k, p in clis if p.wait(end_by - time.monotonic()) is None]
-        if hung and len(hung) == len(clis):
+        if hung and (not lose or len(hung) == len(clis)):
             raise why_hung(*hung[0])
         for k, p in hung:
             self.lost[key(k)] = why_hung(k, p).one_line().removeprefix("nicbench: ")
-        return hung
 
     # -- after the guard --------------------------------------------------
     @property
@@ -118,14 +117,13 @@ class Point:
     def counters(self) -> list[Sample]:
         return self.guard.counters
 
-    def outcome(self, status: TrialStatus, error: str | None, samples: list[Sample],
-                raws: Sequence[RawOutput] | None = None) -> TrialOutcome:
+    def outcome(self, status: TrialStatus, error: str | None, samples: list[Sample]) -> TrialOutcome:
         """The point's record: the samples with the counters', the time the
         sequence took beyond the traffic (``overhead_s``)."""
         ended = time.time()
         self.meta["overhead_s"] = (ended - self.started) - self.nominal_s
         return TrialOutcome(TrialRecord(self.spec, status, self.started, ended, error, self.meta),
-                            [*samples, *self.counters], list(self.raws.outputs if raws is None else raws))
+                            [*samples, *self.counters], list(self.raws.outputs))
 
 
 # -- the rules of a point made of pairs (an engine client and its server) --
@@ -163,6 +161,27 @@ def silent_pairs(samples: Sequence[Sample], keys: Sequence[str], direction: str,
             if key not in lost and moved.get((key, d), 1.0) <= 0:
                 lost[key] = (f"{key} moved no {d} bytes: its engine reported 0 bytes received over the whole "
                              "test and exited without an error (a connection that never carried data?)")
+    return kept(samples, lost)
+
+
+def read_pairs(procs: Sequence[tuple[Any, Process]], lost: dict[str, str], what: str,
+               read: Callable[[Any, Process], list[Sample]], *,
+               label: Callable[[str], str] | None = None) -> list[Sample]:
+    """``read(slot, proc)`` of every process of the pairs (``slot`` with
+    ``client`` and ``port``) whose pair is not already lost; a pair whose
+    output cannot be used goes into ``lost`` (:func:`parsed_or_lost`)."""
+    out: list[Sample] = []
+    for slot, proc in procs:
+        key = f"{slot.client}:{slot.port}"
+        if key not in lost:
+            out += parsed_or_lost(key, lost, what, partial(read, slot, proc),
+                                  label=label(key) if label else None) or []
+    return out
+
+
+def kept(samples: Sequence[Sample], lost: dict[str, str]) -> list[Sample]:
+    """The samples less the lost pairs': a lost pair's bytes would be part of
+    an interval of an unknown span."""
     return [x for x in samples if f"{x.tag('host')}:{x.tag('proc')}" not in lost]
 
 

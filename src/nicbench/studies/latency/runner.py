@@ -255,13 +255,16 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
         if load is not None:
             meta["load"]["released"] = released[0]
         # 4. the probes, then the load; one still running at its time limit fails the point
-        _await_all(pt, [(pr.client, pr.client_proc) for pr in probes if pr.client_proc], limit,
-                   lambda client, _: ToolError(
-                       f"{eng.tool} client still running after {limit:g}s (duration + timeout_margin)",
-                       where=client, hint="the path may be stalled; raise study.timeout_margin if the host is slow"))
-        _await_all(pt, [(f"{sl.client}:{sl.port}", x) for sl, x in load_cli], load_s + s.timeout_margin,
-                   lambda key, _: ToolError(f"load client to {key} still running after its {load_s} s + "
-                                            "timeout_margin", where=ctx.server))
+        #    (a probe or load process cut short leaves the point's figures unsaid)
+        pt.await_clients([(pr.client, pr.client_proc) for pr in probes if pr.client_proc], limit, str,
+                         lambda client, _: ToolError(
+                             f"{eng.tool} client still running after {limit:g}s (duration + timeout_margin)",
+                             where=client,
+                             hint="the path may be stalled; raise study.timeout_margin if the host is slow"),
+                         lose=False)
+        pt.await_clients([(f"{sl.client}:{sl.port}", x) for sl, x in load_cli], load_s + s.timeout_margin, str,
+                         lambda key, _: ToolError(f"load client to {key} still running after its {load_s} s + "
+                                                  "timeout_margin", where=ctx.server), lose=False)
         samplers.last_read()
         # 5. servers: the engine's are stopped (sockperf has no lifetime), iperf3 -1 exits by itself
         for pr in probes:
@@ -287,13 +290,6 @@ def run_trial(ctx: LatencyContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
                 status, error = "failed", f"tool output not understood: {type(e).__name__}: {e}"
     return pt.outcome(status, error, samples)
 
-
-def _await_all(pt: Point, clis: Sequence[tuple[str, Process]], limit: float,
-               why: Callable[[str, Process], ToolError]) -> None:
-    """Every one of ``clis`` done within ``limit`` s, or the point fails: a
-    probe or load process cut short leaves the point's figures unsaid."""
-    if hung := pt.await_clients(clis, limit, str, why):
-        raise why(*hung[0])
 
 
 def _read_probes(ctx: LatencyContext, pt: Point, eng: ProbeEngine, probes: list[_Probe]) -> list[Sample]:

@@ -237,8 +237,8 @@ def run_trial(ctx: StorageContext, env: PointEnv, spec: TrialSpec, raw_dir: Path
             return stalled(f"{tool} on {client}", limit, client, stall_causes(hosts, env.ifnames, [p]),
                            "the target stopped answering (ramp + duration + timeout_margin passed); check the "
                            "target, or raise study.timeout_margin if it is only slow")
-        if hung := pt.await_clients(procs, limit, str, hung_initiator):
-            raise hung_initiator(*hung[0])      # one initiator short fails the point: the target's IOPS are everyone's
+        # one initiator short fails the point: the target's IOPS are everyone's
+        pt.await_clients(procs, limit, str, hung_initiator, lose=False)
         samplers.last_read()
     status, error = pt.status, pt.error
     results: dict[str, dict] = {}

@@ -25,6 +25,7 @@ from ...analysis.aggregate import (
 )
 from ...analysis.capacity import Capacity, Repeat, capacity
 from ...analysis.counters import Counters, counter_warnings, counters
+from ...analysis.counters import drops as if_drops
 from ...analysis.cpu import CpuUsage, cpu_notes, cpu_usage, cpu_warnings, efficiency
 from ...analysis.trials import (
     ABOVE_CEILING_TOLERANCE,
@@ -198,12 +199,10 @@ def evidence(r: TrialResult, link: LinkInfo | None, samples: Sequence[Sample] = 
     """What a TCP trial measured, for the verdict (analysis/verdict.py)."""
     ceil = link.ceiling(r.clients_used) if link else None
     c = r.counters
-    drops = {f"{h} {k}": v for h, m in (c.per_host.items() if c else ()) for k, v in m.items()
-             if k.startswith(("if.drops.", "if.errors."))}
     return Evidence({d: a.gbps * 1e9 for d, a in r.receiver.items()}, ceil.goodput_bps if ceil else None,
                     {d: w.wire_bps for d, w in r.wire.items()}, link.speed_for(r.clients_used) if link else None,
                     r.cpu, r.tool_cpus, c.total("tcp.retrans_segs") if c else None,
-                    c.total("tcp.out_segs") if c else None, drops,
+                    c.total("tcp.out_segs") if c else None, if_drops(c),
                     sum(w.frames for w in r.wire.values()) if r.wire else None,
                     window=window_share(samples, r.receiver, ceil.goodput_bps if ceil else None))
 

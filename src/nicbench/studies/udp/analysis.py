@@ -39,6 +39,7 @@ from ...analysis.aggregate import (
     timeline_problems,
 )
 from ...analysis.counters import Counters, counter_warnings, counters
+from ...analysis.counters import drops as if_drops
 from ...analysis.cpu import CpuUsage, cpu_notes, cpu_usage
 from ...analysis.trials import (
     ABOVE_CEILING_TOLERANCE,
@@ -221,11 +222,10 @@ def evidence(t: UdpTrial, link: LinkInfo | None, clients: int | None) -> Evidenc
             v = getattr(sp, k)
             if v is not None and v > 0:
                 where[what] = where.get(what, 0.0) + v
-    drops = {f"{h} {k}": v for h, m in (t.counters.per_host.items() if t.counters else ()) for k, v in m.items()
-             if k.startswith(("if.drops.", "if.errors."))}
     return Evidence({d: r.gbps * 1e9 for d, r in t.directions.items()}, ceil * 1e9 if ceil else None,
-                    cpu=t.cpu, tool_cpus=t.tool_cpus, drops=drops, offered_bps=offered, datagram_loss=t.loss,
-                    loss_where=where, tcp=False, link_bps=link.speed_for(clients) if link else None)
+                    cpu=t.cpu, tool_cpus=t.tool_cpus, drops=if_drops(t.counters), offered_bps=offered,
+                    datagram_loss=t.loss, loss_where=where, tcp=False,
+                    link_bps=link.speed_for(clients) if link else None)
 
 
 def _receive_buffer(meta: Mapping[str, object], direction: str) -> int | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ...core import linerate
@@ -122,17 +121,15 @@ def clients_of(ctx: UdpContext, spec: TrialSpec) -> list[str]:
     return ctx.clients[:int(n)] if n else list(ctx.clients)
 
 
-def prelude(ctx: UdpContext, spec: TrialSpec, raw_dir: Path, rate: float | None,
-             slots: Sequence[ProcSlot]) -> dict[str, Any]:
+def prelude(ctx: UdpContext, spec: TrialSpec, rate: float | None, slots: Sequence[ProcSlot]) -> dict[str, Any]:
     """What every engine's measurement starts with: a point of fragmented
     datagrams waits until no host holds incomplete ones; its meta."""
     s, p = ctx.study, spec.params
     streams, size = int(p["streams"]), int(p["datagram_size"])
-    raw_dir.mkdir(parents=True, exist_ok=True)
     hosts = [ctx.server, *dict.fromkeys(sl.client for sl in slots)]
     drained = drain_fragments(ctx.transports, hosts) if len(linerate.udp_fragments(size, ctx.mtu)) > 1 else None
     meta: dict[str, Any] = {"layout": [vars(x) for x in slots], "engine": s.engine, "server": ctx.server,
-                            "engine_version": ctx.tool.version_str, "argv": {}, "rate_per_client_bps": rate,
+                            "engine_version": ctx.tool.version_str, "rate_per_client_bps": rate,
                             "rate_per_stream_bps": None if rate is None else rate / streams, "datagram_size": size,
                             "window": s.window}
     if drained:

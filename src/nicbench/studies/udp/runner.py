@@ -12,7 +12,7 @@ Measurement rules:
 - a pair lost mid-point (its client hung at the time limit, its engine
   server killed or gone, its output unusable) makes the point partial: the
   other pairs' data is kept and the lost pair named, as in the TCP study
-  (:func:`nicbench.run.iperf.pair_fate`); a maximum-rate search cannot judge
+  (:func:`nicbench.run.point.pair_fate`); a maximum-rate search cannot judge
   a step on some clients' loss, so a step that lost a pair ends the search
   and fails the point (its steps kept in meta);
 - a receiver that counted nothing fails the point with that reason, never

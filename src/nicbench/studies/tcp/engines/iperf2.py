@@ -9,14 +9,12 @@ flow it serves has printed its summary.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from ....hosts.transport import Process, host_clock_offset, read_output
 from ....records import Sample, TrialSpec
 from ....run import iperf
-from ....run.iperf import ProcSlot, Slots
-from ....run.point import parsed_or_lost
+from ....run.iperf import ProcSlot
 from ....tools import iperf2
 from .pairs import IperfPairs, TcpContext, Totals
 
@@ -35,18 +33,10 @@ class Iperf2(IperfPairs):
                                   omit=s.omit, interval=s.interval, io_size=io, streams=slot.streams, mode=mode,
                                   no_delay=s.no_delay, window=s.window, congestion=s.congestion)
 
-    def stop_servers(self, ctx: TcpContext, servers: Slots, mode: str, meta: dict[str, Any]) -> None:
-        iperf.stop_servers("iperf2", servers, mode, ctx.study.interval, meta)
-
-    @staticmethod
-    def lag(ctx: TcpContext) -> float:
-        """How late this version stamps its intervals (one interval, or none)."""
-        return ctx.study.interval if iperf2.stamps_late(ctx.tool) else 0.0
-
     def parse_client(self, ctx: TcpContext, spec: TrialSpec, slot: ProcSlot, proc: Process,
                      stamps: dict[str, float | None], ends: dict[str, float | None], totals: Totals,
                      meta: dict[str, Any]) -> list[Sample]:
-        s, lag = ctx.study, self.lag(ctx)
+        s, lag = ctx.study, iperf.stamp_lag(ctx.tool, ctx.study.interval)
         text = read_output(proc.stdout_path)
         key = f"{slot.client}:{slot.port}"
         iperf.check_iperf2(text, proc, key, ctx.server)
@@ -56,24 +46,14 @@ class Iperf2(IperfPairs):
         iperf.place_iperf2(rep2, key, ends, meta)
         return iperf.flow_samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
 
-    def parse_servers(self, ctx: TcpContext, spec: TrialSpec, servers: Slots, totals: Totals,
-                      meta: dict[str, Any], lost: dict[str, str]) -> list[Sample]:
+    def parse_server(self, ctx: TcpContext, spec: TrialSpec, slot: ProcSlot, proc: Process, totals: Totals,
+                     meta: dict[str, Any]) -> list[Sample]:
         """The receiver side of the fwd flow lives in the server's CSV."""
-        samples: list[Sample] = []
-        lag = self.lag(ctx)
-        if lag:
-            meta["iperf2_stamp_lag_s"] = lag
-        for slot, proc in servers:
-            key = f"{slot.client}:{slot.port}"
-            if key in lost:
-                continue
-            rep2 = parsed_or_lost(key, lost, "iperf2", partial(
-                iperf2.parse, read_output(proc.stdout_path), role="server", omit=ctx.study.omit,
-                server_port=slot.port, interval=ctx.study.interval, stamp_lag=lag + host_clock_offset(proc),
-                stamps_utc=True), label=f"the iperf2 server on {key}")
-            if rep2 is None:
-                continue
-            samples += iperf.flow_samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)
-            for k, v in rep2.totals.items():
-                totals.setdefault(key, {}).setdefault(k, v)
-        return samples
+        key = f"{slot.client}:{slot.port}"
+        rep2 = iperf2.parse(read_output(proc.stdout_path), role="server", omit=ctx.study.omit,
+                            server_port=slot.port, interval=ctx.study.interval,
+                            stamp_lag=iperf.stamp_lag(ctx.tool, ctx.study.interval) + host_clock_offset(proc),
+                            stamps_utc=True)
+        for k, v in rep2.totals.items():
+            totals.setdefault(key, {}).setdefault(k, v)
+        return iperf.flow_samples(spec.trial_id, slot.client, slot.port, None, rep2.intervals)

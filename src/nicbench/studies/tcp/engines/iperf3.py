@@ -12,7 +12,7 @@ from typing import Any
 from ....hosts.transport import Process
 from ....records import Sample, TrialSpec
 from ....run import iperf
-from ....run.iperf import ProcSlot, Slots
+from ....run.iperf import ProcSlot
 from ....tools import iperf3
 from ....tools.base import ToolInfo
 from .pairs import IperfPairs, TcpContext, Totals
@@ -49,9 +49,6 @@ class Iperf3(IperfPairs):
                                   omit=s.omit, interval=s.interval, io_size=io, streams=slot.streams,
                                   mode=mode, zerocopy=s.zerocopy, no_delay=s.no_delay,
                                   skip_rx_copy=ctx.skip_rx_copy, window=s.window, congestion=s.congestion)
-
-    def stop_servers(self, ctx: TcpContext, servers: Slots, mode: str, meta: dict[str, Any]) -> None:
-        iperf.stop_servers("iperf3", servers, mode, ctx.study.interval, meta)    # -1: each exits by itself
 
     def parse_client(self, ctx: TcpContext, spec: TrialSpec, slot: ProcSlot, proc: Process,
                      stamps: dict[str, float | None], ends: dict[str, float | None], totals: Totals,

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ....core.errors import ToolError
-from ....hosts.transport import Process
+from ....hosts.transport import Process, Transport
 from ....plan.studies.tcp import TcpStudy
 from ....records import Sample, TrialSpec
 from ....run import iperf
 from ....run.iperf import MODE, ProcSlot, Slots, layout
 from ....run.kit import PointEnv, stall_causes, stalled
-from ....run.point import Point, pair_fate, parsed_or_lost, silent_pairs
+from ....run.point import Point, kept, pair_fate, read_pairs, silent_pairs
 from ....run.preflight import busy_ports, problems_found, reach_problems
 from ....run.study import Preflight, TrialOutcome
 from ....tools.base import ToolInfo
@@ -46,7 +46,7 @@ class TcpContext:
     study: TcpStudy
     server: str
     clients: list[str]
-    transports: dict[str, Any]
+    transports: dict[str, Transport]
     addresses: dict[str, str]             # host -> test address
     tool: ToolInfo
     skip_rx_copy: bool = False
@@ -92,18 +92,14 @@ class IperfPairs(ABC):
     def client_argv(self, ctx: TcpContext, slot: ProcSlot, io: int, mode: str) -> list[str]: ...
 
     @abstractmethod
-    def stop_servers(self, ctx: TcpContext, servers: Slots, mode: str, meta: dict[str, Any]) -> None:
-        """After the clients: the servers end (by themselves, or stopped)."""
-
-    @abstractmethod
     def parse_client(self, ctx: TcpContext, spec: TrialSpec, slot: ProcSlot, proc: Process,
                      stamps: dict[str, float | None], ends: dict[str, float | None], totals: Totals,
                      meta: dict[str, Any]) -> list[Sample]:
         """One engine client's samples, placed on the wall clock."""
 
-    def parse_servers(self, ctx: TcpContext, spec: TrialSpec, servers: Slots, totals: Totals,
-                      meta: dict[str, Any], lost: dict[str, str]) -> list[Sample]:
-        """Samples only the engine servers' outputs hold (none by default)."""
+    def parse_server(self, ctx: TcpContext, spec: TrialSpec, slot: ProcSlot, proc: Process, totals: Totals,
+                     meta: dict[str, Any]) -> list[Sample]:
+        """An engine server's samples where its output holds some the client's does not (none by default)."""
         return []
 
     # -- the same for every engine of the family ---------------------------
@@ -149,7 +145,8 @@ class IperfPairs(ABC):
                               client_argv=lambda sl: self.client_argv(ctx, sl, io, mode), proto="tcp",
                               interval=s.interval, limit=limit,
                               why_hung=partial(self._hung, ctx, env, servers, limit))
-            self.stop_servers(ctx, servers, mode, meta)
+            # the servers end: iperf3 -1 by itself, iperf 2's once they printed every summary
+            iperf.stop_servers(self.name, servers, mode, s.interval, meta)
         status, error = pt.status, pt.error
         # what the tools wrote is parsed also after a failure: what parsed is kept
         stamps, ends = iperf.gate_stamps(clis, meta)
@@ -180,15 +177,13 @@ class IperfPairs(ABC):
                    stamps: dict[str, float | None], ends: dict[str, float | None], totals: Totals,
                    meta: dict[str, Any], lost: dict[str, str]) -> list[Sample]:
         """Every pair's samples; a pair whose output cannot be used goes into
-        ``lost`` with why (the others are still read)."""
-        samples: list[Sample] = []
+        ``lost`` with why (the others are still read), its samples left out."""
         meta["test_starts"], meta["anchors"] = {}, {}
-        for slot, proc in clis:
-            key = f"{slot.client}:{slot.port}"
-            if key in lost:
-                continue
-            samples += parsed_or_lost(key, lost, "iperf", partial(
-                self.parse_client, ctx, spec, slot, proc, stamps, ends, totals, meta)) or []
-        samples += self.parse_servers(ctx, spec, servers, totals, meta, lost)
-        # a lost pair's samples stay out: its bytes would be a partial interval of an unknown span
-        return [x for x in samples if f"{x.tag('host')}:{x.tag('proc')}" not in lost]
+        lag = iperf.stamp_lag(ctx.tool, ctx.study.interval)
+        if lag:
+            meta["iperf2_stamp_lag_s"] = lag
+        samples = read_pairs(clis, lost, "iperf", lambda sl, p: self.parse_client(
+            ctx, spec, sl, p, stamps, ends, totals, meta))
+        samples += read_pairs(servers, lost, self.name, lambda sl, p: self.parse_server(ctx, spec, sl, p, totals, meta),
+                              label=lambda key: f"the {self.name} server on {key}")
+        return kept(samples, lost)

@@ -40,12 +40,6 @@ class Iperf2(IperfPairs):
     def before_stop(self, servers: Slots, lost: dict[str, str]) -> None:
         lost.update(dead_servers(servers, lost))
 
-    def stop_servers(self, ctx: UdpContext, servers: Slots, mode: str, meta: dict[str, Any]) -> None:
-        iperf.stop_servers("iperf2", servers, mode, ctx.study.interval, meta)
-
-    def lag(self, ctx: UdpContext) -> float:
-        return ctx.study.interval if iperf2.stamps_late(ctx.tool) else 0.0
-
     def parse_client(self, ctx: UdpContext, spec: TrialSpec, slot: ProcSlot, proc: Process,
                      stamps: dict[str, float | None], ends: dict[str, float | None], meta: dict[str, Any],
                      lag: float, tallies: Tallies) -> list[Sample]:

@@ -56,9 +56,6 @@ class Iperf3(IperfPairs):
     def after_release(self, ctx: UdpContext, servers: Slots) -> None:
         await_udp_setup(ctx, servers)
 
-    def stop_servers(self, ctx: UdpContext, servers: Slots, mode: str, meta: dict[str, Any]) -> None:
-        iperf.stop_servers("iperf3", servers, mode, ctx.study.interval, meta)
-
     def never_started(self, ctx: UdpContext, slot: ProcSlot, proc: Process, limit: float) -> ToolError | None:
         """iperf3, stopped, prints what it had: no test at all means its UDP
         set-up never completed."""

@@ -16,7 +16,7 @@ from ....hosts.transport import Transport
 from ....plan.model import Plan
 from ....plan.studies.udp import UdpStudy
 from ....records import Sample, TrialSpec
-from ....run import nbperf as kit
+from ....run import nbperf as nbkit
 from ....run.iperf import ProcSlot
 from ....run.kit import PointEnv
 from ....run.point import Point, pair_fate
@@ -48,10 +48,10 @@ class Nbperf:
         assert isinstance(s, UdpStudy)
         server, clients = plan.server, list(plan.clients)
         problems: list[str] = []
-        exes, tool = kit.find_engines([server, *clients], transports, problems)
+        exes, tool = nbkit.find_engines([server, *clients], transports, problems)
         problems += reach_problems(transports[server], {c: addresses[c] for c in clients})
         most = max(s.streams)
-        problems += kit.port_and_fd_problems(server, transports, s.port_base, dict.fromkeys(clients, most),
+        problems += nbkit.port_and_fd_problems(server, transports, s.port_base, dict.fromkeys(clients, most),
                                              most, fds_per_conn=2)
         if problems:
             raise PreflightError("; ".join(problems), hint="fix every item listed, then run again")
@@ -66,19 +66,19 @@ class Nbperf:
         slots = [ProcSlot(c, s.port_base, streams) for c in clients_of(ctx, spec)]
         pt = Point(spec, env, raw_dir, "nbperf", nominal_s=s.omit + s.duration)  # prelude: overhead
         meta = pt.meta
-        meta.update(prelude(ctx, spec, raw_dir, rate, slots))
+        meta.update(prelude(ctx, spec, rate, slots))
         seconds = s.omit + s.duration
         grace = max(2.0, s.timeout_margin / 2)
-        ps = [kit.Pair(sl.client, sl.port, sl.streams) for sl in slots]
+        ps = [nbkit.Pair(sl.client, sl.port, sl.streams) for sl in slots]
 
-        def argv_of(pair: kit.Pair, on_server: float) -> list[str]:
+        def argv_of(pair: nbkit.Pair, on_server: float) -> list[str]:
             return nbperf.client_argv(
                 ctx.exes[ctx.server], server=ctx.addresses[pair.client], port=pair.port, start=on_server,
-                duration=seconds, conns=pair.conns, direction=kit.DIRECTION[str(p["direction"])],
+                duration=seconds, conns=pair.conns, direction=nbkit.DIRECTION[str(p["direction"])],
                 proto="udp", io_size=size, interval=s.interval, grace=grace, sndbuf=s.window, rcvbuf=s.window,
                 rate_bps=meta["rate_per_stream_bps"], test=spec.trial_id)
 
-        d = kit.drive(pt, ctx.nbperf, ps, argv_of, seconds=seconds, grace=grace, interval=s.interval,
+        d = nbkit.drive(pt, ctx.nbperf, ps, argv_of, seconds=seconds, grace=grace, interval=s.interval,
                       timeout_margin=s.timeout_margin)
         status, error = pt.status, pt.error
         tallies: dict[tuple[str, str], Tally] = {}
@@ -87,15 +87,15 @@ class Nbperf:
         if status != "interrupted":
             meta["udp_totals"] = {}
 
-            def udp_of(pair: kit.Pair, cr: nbperf.ClientRun, sr: nbperf.ServerRun) -> list[Sample]:
+            def udp_of(pair: nbkit.Pair, cr: nbperf.ClientRun, sr: nbperf.ServerRun) -> list[Sample]:
                 if cr.proto != "udp":
                     raise ToolError(f"nbperf to {pair.key} ran a {cr.proto} test, not udp", where=ctx.server)
-                ivs = kit.udp_intervals(cr, sr, s.omit, where=pair.client)
+                ivs = nbkit.udp_intervals(cr, sr, s.omit, where=pair.client)
                 tally(tallies, pair.key, ivs)
-                meta["udp_totals"][pair.key] = kit.udp_totals(cr, sr)
+                meta["udp_totals"][pair.key] = nbkit.udp_totals(cr, sr)
                 return udp_samples(spec.trial_id, pair.client, pair.port, None, ivs)
 
-            samples = kit.parse_pairs(ctx.nbperf, d, meta, udp_of)
+            samples = nbkit.parse_pairs(ctx.nbperf, d, meta, udp_of)
             if status == "ok":                  # the lost pairs are named below; the others must have received
                 kept = [sl for sl in slots if f"{sl.client}:{sl.port}" not in pt.lost]
                 nothing = check_received(ctx, str(p["direction"]), kept, tallies, pt.counters, size)

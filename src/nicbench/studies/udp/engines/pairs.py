@@ -20,7 +20,6 @@ Measurement rules (see also the runner's):
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -32,7 +31,7 @@ from ....records import Sample, TrialSpec
 from ....run import iperf
 from ....run.iperf import MODE, ProcSlot, Slots, layout
 from ....run.kit import PointEnv
-from ....run.point import Point, pair_fate, parsed_or_lost
+from ....run.point import Point, kept, pair_fate, read_pairs
 from ....run.preflight import reach_problems
 from ....run.procnet import bound_udp
 from ....tools.base import ToolInfo
@@ -74,16 +73,9 @@ class IperfPairs(ABC):
         """After the clients, before the servers are stopped (none by default)."""
         return None
 
-    @abstractmethod
-    def stop_servers(self, ctx: UdpContext, servers: Slots, mode: str, meta: dict[str, Any]) -> None: ...
-
     def never_started(self, ctx: UdpContext, slot: ProcSlot, proc: Process, limit: float) -> ToolError | None:
         """Why a client stopped at its time limit never ran its test, where its output tells."""
         return None
-
-    def lag(self, ctx: UdpContext) -> float:
-        """How late this version stamps its intervals."""
-        return 0.0
 
     @abstractmethod
     def parse_client(self, ctx: UdpContext, spec: TrialSpec, slot: ProcSlot, proc: Process,
@@ -136,7 +128,7 @@ class IperfPairs(ABC):
         mode = MODE[str(p["direction"])]
         pt = Point(spec, env, raw_dir, self.raw_tool, nominal_s=s.omit + s.duration)  # prelude: overhead
         meta = pt.meta
-        meta.update(prelude(ctx, spec, raw_dir, rate, slots))
+        meta.update(prelude(ctx, spec, rate, slots))
         servers: list[tuple[ProcSlot, Process]] = []
         clis: list[tuple[ProcSlot, Process]] = []
         limit = s.omit + s.duration + s.timeout_margin
@@ -148,7 +140,7 @@ class IperfPairs(ABC):
                               why_hung=lambda sl, _: self._hung(ctx, sl, clis, limit),
                               after_release=lambda: self.after_release(ctx, servers))
             self.before_stop(servers, pt.lost)      # a receiving server gone before the end
-            self.stop_servers(ctx, servers, mode, meta)
+            iperf.stop_servers(self.name, servers, mode, s.interval, meta)
         status, error = pt.status, pt.error
         stamps, ends = iperf.gate_stamps(clis, meta)    # what the tools wrote (kept after a failure too)
         tallies: Tallies = {}
@@ -184,24 +176,17 @@ class IperfPairs(ABC):
         """Every pair's samples and counts; a pair whose output cannot be used goes
         into ``lost`` with why (the others are still read), and its samples and
         counts stay out: they would be part of an interval of an unknown span."""
-        samples: list[Sample] = []
         meta["test_starts"], meta["anchors"], meta["udp_totals"], meta["socket_buffers"] = {}, {}, {}, {}
-        lag = self.lag(ctx)
+        lag = iperf.stamp_lag(ctx.tool, ctx.study.interval)
         if lag:
             meta["iperf2_stamp_lag_s"] = lag
-        for slot, proc in clis:
-            key = f"{slot.client}:{slot.port}"
-            if key not in lost:
-                samples += parsed_or_lost(key, lost, self.label, partial(
-                    self.parse_client, ctx, spec, slot, proc, stamps, ends, meta, lag, tallies)) or []
-        for slot, proc in servers:
-            key = f"{slot.client}:{slot.port}"
-            if key not in lost:
-                samples += parsed_or_lost(key, lost, self.label, partial(
-                    self.parse_server, ctx, spec, slot, proc, meta, lag, tallies)) or []
+        samples = read_pairs(clis, lost, self.label, lambda sl, p: self.parse_client(
+            ctx, spec, sl, p, stamps, ends, meta, lag, tallies))
+        samples += read_pairs(servers, lost, self.label, lambda sl, p: self.parse_server(
+            ctx, spec, sl, p, meta, lag, tallies))
         for k in [k for k in tallies if k[0] in lost]:
             del tallies[k]
-        return [x for x in samples if f"{x.tag('host')}:{x.tag('proc')}" not in lost]
+        return kept(samples, lost)
 
 
 def busy_udp(t: Transport) -> set[int]:
