@@ -41,8 +41,6 @@ def explain(ctx: click.Context, run_ref: str, point: str | None, store: str | No
     out: list[dict[str, Any]] = [{"point": r.get("point"), "verdict": r.get("verdict")} for r in rows]
     what = "what the round trips waited on" if view.info.study == "latency" else "what held each point"
     lines = [f"run {view.info.run_id} ({view.info.study}): {what}"]
-    if rows and not any("verdict" in r for r in rows):
-        lines.append(f"  the {view.info.study} study gives no verdicts")
     for r in rows:
         v = r.get("verdict")
         if not v:

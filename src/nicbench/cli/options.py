@@ -9,18 +9,18 @@ import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
 from ..core.errors import InputError
-from ..hosts.ansible import load_inventory
-from ..plan.load import load_plan
-from ..plan.model import Plan
 from ..store.archive import Archive, RunFilter, parse_when
 from ..store.location import StoreLocation, parse_store
 from ..store.names import check_tag
+
+if TYPE_CHECKING:     # the plan's models (pydantic) load only for commands that read a plan
+    from ..plan.model import Plan
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,6 +32,8 @@ def read_plan(path: Path) -> tuple[Plan, str]:
     """A plan file as every command reads it, and its exact text: an inventory
     it names is read by ansible-inventory when that is installed, else by
     nicbench's own parser (``hosts.ansible.load_inventory``)."""
+    from ..hosts.ansible import load_inventory
+    from ..plan.load import load_plan
     return load_plan(path, read_inventory=load_inventory)
 
 
