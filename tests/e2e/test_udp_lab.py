@@ -79,12 +79,17 @@ def test_max_rate_search_keeps_within_the_ceiling_and_offering_more_loses_where_
     # (seen with other work running: 35 of 74,041 datagrams lost, 33 between the interface
     # and UDP, 2 on the wire)
     tx, rx = by["tx/s1/1G/1472B"].split["tx"], by["rx/s1/1G/1472B"].split["rx"]
+    judged = []
     for d, split, where in (("tx", tx, tx.sndbuf_errors), ("rx", rx, rx.on_wire)):
         over = by[f"{d}/s1/1G/1472B"]
         if sum(r.sent_gbps or 0 for r in over.directions.values()) > 1.05 * CEILING:
             assert where is not None and where >= 0.9 * (split.lost or 0), split
+            judged.append(d)
     assert (tx.lost or 0) > 0 or not by["tx/s1/1G/1472B"].loss, tx
     assert (rx.lost or 0) > 0 or not by["rx/s1/1G/1472B"].loss, rx
+    if not judged:      # said, not passed silently: every other check of the test held
+        pytest.skip("neither direction's senders got over the ceiling (a busy machine): where the loss "
+                    "was could not be judged")
 
 
 def test_fragmented_datagrams_are_said_as_such_and_measured(tmp_path):

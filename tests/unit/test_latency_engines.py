@@ -33,4 +33,4 @@ def test_a_loaded_points_raw_outputs_name_the_tool_that_wrote_them(tmp_path):
     assert set(out.record.meta["argv"]) == {"srv:server:11111", "c1:client", "c1:load-server:5201",
                                             "c2:load-server:5201", "srv:load-client:c1:5201",
                                             "srv:load-client:c2:5201"}
-    assert out.record.meta["overhead_s"] is not None
+    assert isinstance(out.record.meta["overhead_s"], float)

@@ -48,6 +48,7 @@ def test_a_zero_point_is_zero_percent_and_an_unknown_ceiling_none(kind):
         [summary] = [s for s in sv.point_summaries(v) if s.point == p.point]
         assert summary.values["pct_of_ceiling"] == want, (kind, value, ceil)
         [row] = [r for r in sv.rows(v) if r["point"] == p.point]
+        assert "of_ceiling" in row or "pct_of_ceiling" in row, (kind, row)
         got = row["of_ceiling"] * 100 if "of_ceiling" in row and row["of_ceiling"] is not None else \
             row.get("pct_of_ceiling", row.get("of_ceiling"))
         assert got == want, (kind, value, ceil, row)
