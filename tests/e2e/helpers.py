@@ -166,3 +166,20 @@ def overcount_flagged(t) -> None:
     said = any("more frames than were sent" in w for w in t.warnings)
     print(f"nicbench-e2e {t.point} rx/tx {t.rx_pps / t.tx_pps:.6f}")
     assert over == said, (t.point, t.rx_pps, t.tx_pps, t.warnings)
+
+
+def lab_up(spec):
+    """``manager.up`` for a test, recorded as built by a test.  A lab of the
+    same name that an earlier test left when its pytest was killed (owner a
+    test, its process gone) is removed first: one killed session must not fail
+    every later one on this machine (CI did, 2026-11-28: 'lab e2ess4 already
+    exists').  A lab a live process built, or a user's ``lab up``, is left
+    alone, and up() refuses it as before."""
+    from nicbench.hosts.tracker import proc_starttime
+    from nicbench.lab import manager
+    owner = manager.ownership(spec.name).owner or {}
+    pid = owner.get("pid")
+    if owner.get("purpose") == "test" and isinstance(pid, int) \
+            and proc_starttime(pid) != owner.get("pid_start"):
+        manager.down(spec.name)
+    return manager.up(spec, purpose="test")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from helpers import plan_text
+from helpers import lab_up, plan_text
 
 from nicbench.analysis.aggregate import wire_rate
 from nicbench.api import execute, load_run, render
@@ -22,7 +22,7 @@ def test_counters_on_every_host_and_facts_with_differences(tmp_path):
     text = plan_text("ctr", "e2ec", clients=2, io_sizes=("128K",), connections=(2,), duration=3, omit=1,
                      speed="1G")
     plan = parse_plan(text)
-    lab = manager.up(lab_spec(plan))
+    lab = lab_up(lab_spec(plan))
     try:
         # one client tuned differently: the report must point it out
         subprocess.run(["ip", "netns", "exec", lab.spec.host("c2").netns, "sysctl", "-qw",

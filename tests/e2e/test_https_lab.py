@@ -7,7 +7,7 @@ import resource
 import subprocess
 
 import pytest
-from helpers import namespaces, nicbench, procs_in
+from helpers import lab_up, namespaces, nicbench, procs_in
 
 from nicbench.analysis.aggregate import wire_rate
 from nicbench.analysis.trials import ABOVE_CEILING_TOLERANCE
@@ -103,7 +103,7 @@ def test_nginx_that_fails_to_start_shows_its_line_and_leaves_nothing(tmp_path):
 
 def test_port_in_use_is_a_preflight_error(tmp_path):
     text = plan("e2ej")
-    lab = manager.up(lab_spec(parse_plan(text)))
+    lab = lab_up(lab_spec(parse_plan(text)))
     try:
         srv = lab.transport("srv")
         holder = srv.spawn(["python3", "-c", "import socket,time; s=socket.socket(); "

@@ -11,7 +11,7 @@ import subprocess
 import time
 
 import pytest
-from helpers import namespaces, nicbench, overcount_flagged
+from helpers import lab_up, namespaces, nicbench, overcount_flagged
 
 from nicbench.api import execute, load_run, render
 from nicbench.core.errors import PreflightError
@@ -134,7 +134,7 @@ def test_a_generator_short_of_the_line_is_the_engine_and_explain_says_so(tmp_pat
 def one_port_lab():
     spec = make_spec("e2ep3", [("gen", "server"), ("sink", "client")], 1500,
                      direct=(DirectLink(0, "gen", "sink", 1),))
-    lab = manager.up(spec)
+    lab = lab_up(spec)
     yield lab
     manager.down("e2ep3")
 

@@ -11,7 +11,7 @@ import json
 import subprocess
 
 import pytest
-from helpers import goodput_agrees_with_the_wire, namespaces, plan_text
+from helpers import goodput_agrees_with_the_wire, lab_up, namespaces, plan_text
 
 from nicbench.api import execute, load_run
 from nicbench.lab import manager
@@ -35,7 +35,7 @@ def test_a_shaped_link_reads_within_its_ceiling_and_agrees_with_its_counters(tmp
     # 1 Gbit/s, 100.7 % of the ceiling over a 2.5 s window); over 4.5 s the
     # same backlog stays inside the analysis's 0.5 % tolerance
     plan = parse_plan(text)
-    lab = manager.up(lab_spec(plan))
+    lab = lab_up(lab_spec(plan))
     try:
         srv = lab.spec.host("srv").netns
         # both directions of the server's link shaped to the speed asked (tc says bytes/s)
@@ -95,7 +95,7 @@ def test_a_reused_lab_that_no_longer_matches_its_plan_is_refused_naming_what_cha
     from nicbench.core.errors import LabError
     text = plan_text("reuse", "e2ez", clients=1, speed="1G", duration=1, omit=0)
     plan = parse_plan(text)
-    manager.up(lab_spec(plan))
+    lab_up(lab_spec(plan))
     try:
         assert manager.status("e2ez")["problems"] == [] and manager.status("e2ez")["healthy"]
         subprocess.run(["ip", "-n", "nb-e2ez-c1", "link", "set", "eth0", "mtu", "1400"], check=True)

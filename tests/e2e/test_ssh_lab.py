@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import alive, goodput_agrees_with_the_wire, namespaces, overcount_flagged, pids_with, plan_text
+from helpers import alive, goodput_agrees_with_the_wire, lab_up, namespaces, overcount_flagged, pids_with, plan_text
 
 from nicbench.api import execute, load_run
 from nicbench.cli.options import read_plan
@@ -70,7 +70,7 @@ def test_tcp_over_ssh_gives_the_netns_result(tmp_path):
 @pytest.fixture
 def ssh_lab_up():
     spec = make_spec(f"{P}ss2", [("srv", "server"), ("c1", "client"), ("c2", "client")], 1500)
-    lab = manager.up(spec)
+    lab = lab_up(spec)
     try:
         yield lab, sshd.start(lab)
     finally:
@@ -185,7 +185,7 @@ def test_packets_on_real_hosts_over_ssh(tmp_path):
     this test is about; full rate is tested in the lab (test_packets_lab.py)."""
     spec = make_spec(f"{P}ss5", [("gen", "server"), ("sink", "client")], 1500,
                      direct=(DirectLink(0, "gen", "sink", 1),))
-    lab = manager.up(spec)
+    lab = lab_up(spec)
     try:
         sshd.start(lab)
         _inventory(tmp_path / "lab.yml", spec, sshd.ssh_dir(f"{P}ss5") / "ssh_config")
@@ -215,7 +215,7 @@ def test_real_hosts_from_an_ansible_inventory(tmp_path):
     hosts from a YAML inventory (address, user, NIC, test address, ssh
     arguments with a ProxyCommand into the lab's switch), the same result."""
     spec = make_spec(f"{P}ss4", [("srv", "server"), ("c1", "client"), ("c2", "client")], 1500, speed_bps=1e9)
-    lab = manager.up(spec)
+    lab = lab_up(spec)
     try:
         sshd.start(lab)
         _inventory(tmp_path / "lab.yml", spec, sshd.ssh_dir(f"{P}ss4") / "ssh_config")

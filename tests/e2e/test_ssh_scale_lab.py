@@ -11,7 +11,7 @@ import subprocess
 import time
 
 import pytest
-from helpers import namespaces
+from helpers import lab_up, namespaces
 
 from nicbench.hosts.ssh import SshTransport, close_all
 from nicbench.hosts.sshcheck import preflight
@@ -28,7 +28,7 @@ N, DEAD, TIMEOUT = 20, 4, 3.0
 def test_dead_hosts_cost_preflight_their_timeout_once_not_per_host():
     name = f"{P}sc20"
     spec = make_spec(name, [("srv", "server")] + [(f"c{i}", "client") for i in range(1, N)], 1500)
-    lab = manager.up(spec)
+    lab = lab_up(spec)
     try:
         targets = {h: dataclasses.replace(t, connect_timeout=TIMEOUT) for h, t in sshd.start(lab).items()}
         want = {h.name: {h.ifname: (h.ip, spec.mtu)} for h in spec.hosts}

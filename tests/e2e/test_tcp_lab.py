@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import alive, kill_server_in, namespaces, nicbench, plan_text
+from helpers import alive, kill_server_in, lab_up, namespaces, nicbench, plan_text
 
 from nicbench.api import execute, load_run, render
 from nicbench.core.errors import LabError, PreflightError
@@ -159,7 +159,7 @@ def test_port_in_use_is_a_preflight_error_and_a_reused_lab_stays(tmp_path):
     lab_name = "e2ef"
     text = plan_text("busy", lab_name)
     plan = parse_plan(text)
-    lab = manager.up(lab_spec(plan))
+    lab = lab_up(lab_spec(plan))
     try:
         blocker = lab.transport("c1").spawn(["iperf3", "-s", "-p", "5201"], stdout=tmp_path / "b.out",
                                             stderr=tmp_path / "b.err")
@@ -209,7 +209,7 @@ def test_a_switch_side_mtu_change_is_named_by_lab_status_and_the_reuse_check(tmp
     import subprocess
     text = plan_text("mtu", "e2emtu", clients=2, connections=(2,), duration=1, omit=0)
     spec = lab_spec(parse_plan(text))
-    manager.up(spec)
+    lab_up(spec)
     try:
         sw = spec.switch_ns
         for dev, where in (("p-c1", "c1: its switch port p-c1 (in nb-e2emtu-sw) has MTU 1400, the plan wants 1500"),

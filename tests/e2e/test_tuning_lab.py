@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import plan_text
+from helpers import lab_up, plan_text
 
 from nicbench.api import execute, load_run, render
 from nicbench.core.errors import InputError
@@ -58,7 +58,7 @@ def lab(tmp_path, monkeypatch):
     monkeypatch.setenv("NICBENCH_RESTORE_DIR", str(tmp_path / "restore"))
     spec = make_spec("e2et", [("srv", "server"), ("c1", "client")], 1500)
     manager.down(spec.name)
-    lab = manager.up(spec)
+    lab = lab_up(spec)
     yield lab
     manager.down(spec.name)
 
@@ -186,7 +186,7 @@ def test_a_plan_applies_tuning_pins_tools_records_and_restores(tmp_path, monkeyp
     text = ('tuning = "t"\n' + plan_text("tuned", "e2eu", clients=1, connections=(2,), duration=2, omit=1)
             + PROFILE + '[[profiles.t.settings]]\nkind = "pinning"\npolicy = "cpus"\ncpus = "1"\n')
     plan = parse_plan(text)
-    lab = manager.up(lab_spec(plan))
+    lab = lab_up(lab_spec(plan))
     try:
         srv = lab.transport("srv")
         before = srv.read_text(WATCHED[0]).strip()
@@ -291,7 +291,7 @@ def test_tuning_is_all_or_nothing_a_missing_setting_stops_the_run_and_undoes_the
             + '[profiles.t]\n[[profiles.t.settings]]\nkind = "sysctl"\nkey = "net.ipv4.tcp_timestamps"\nvalue = 0\n'
               '[[profiles.t.settings]]\nkind = "sysctl"\nkey = "net.ipv4.tcp_no_such_knob"\nvalue = 1\n')
     plan = parse_plan(text)
-    lab = manager.up(lab_spec(plan))
+    lab = lab_up(lab_spec(plan))
     try:
         srv = lab.transport("srv")
         before = srv.read_text(WATCHED[0]).strip()

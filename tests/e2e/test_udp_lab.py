@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import namespaces, study_plan
+from helpers import lab_up, namespaces, study_plan
 
 from nicbench.analysis.trials import ABOVE_CEILING_TOLERANCE
 from nicbench.api import execute, load_run, render
@@ -136,7 +136,7 @@ def test_a_firewalled_receiver_fails_the_point_with_the_reason(tmp_path, engine,
     text = plan_text("ufw", lab, f'engine = "{engine}"\ndatagram_sizes = [1472]\nrates = ["50M"]\n'
                                  'client_counts = [1]')
     plan = parse_plan(text)
-    built = manager.up(lab_spec(plan))
+    built = lab_up(lab_spec(plan))
     ns = built.spec.host("c1").netns
     try:
         for rule in (["add", "table", "inet", "ufw"],
