@@ -147,6 +147,11 @@ def test_a_sender_moving_a_receive_window_per_round_trip_is_window_limited():
     open_ = [x for i in range(4) for x in _sender(i * 0.5, 0.64e9, 65536, 8192, 100e-6)]
     assert window_share(open_, rx, 0.94e9)[0] == 0.0
     assert window_share([], rx, None) is None        # an engine without the sender's TCP state
+    # a closed window (zero: the receiving application not reading, as on a machine busy elsewhere)
+    # is not a window too small -- every byte passes "a window per round trip" at a window of 0
+    shut = [x for i in range(4) for x in _sender(i * 0.5, 0.3e9, 0, 65536, 100e-6)]
+    share, text = window_share(shut, rx, 0.94e9)
+    assert share == 0.0 and "100% were sent as a closed window reopened" in text
 
 
 # ---- the other studies' shapes (HTTPS, storage, packets, latency) ----

@@ -158,6 +158,11 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
 # was waiting on the window; the window and rtt are read at the interval's
 # end, so a window that opened within it reads a little high -- hence not 1.0
 WINDOW_PACE = 0.8
+# a window under this many bytes is closed, not small: a receiver advertises
+# no less than one segment (silly-window avoidance; an MSS is over 1,200 bytes
+# on any IPv4 or IPv6 link), so the sender is waiting on the receiving
+# application to read, which no larger buffer helps
+CLOSED_WINDOW = 1024
 
 
 def window_share(samples: Sequence[Sample], receiver: Mapping[str, DirectionAggregate],
@@ -181,9 +186,11 @@ def window_share(samples: Sequence[Sample], receiver: Mapping[str, DirectionAggr
     if not full:
         return None
     total = sum(v["tcp.bytes"] for v in full)
-    waiting = [v for v in full if v["tcp.snd_wnd"] < v["tcp.snd_cwnd"]
+    closed = [v for v in full if v["tcp.snd_wnd"] < CLOSED_WINDOW]
+    waiting = [v for v in full if CLOSED_WINDOW <= v["tcp.snd_wnd"] < v["tcp.snd_cwnd"]
                and v["tcp.bytes"] >= WINDOW_PACE * v["tcp.snd_wnd"] / v["tcp.rtt"]]
     share = sum(v["tcp.bytes"] for v in waiting) / total if total > 0 else 0.0
+    shut = sum(v["tcp.bytes"] for v in closed) / total if total > 0 else 0.0
     wnd = statistics.median(v["tcp.snd_wnd"] for v in full)
     rtt = statistics.median(v["tcp.rtt"] for v in full)
     text = (f"{share:.0%} of the bytes were sent waiting on the receivers' windows (median window "
@@ -192,6 +199,9 @@ def window_share(samples: Sequence[Sample], receiver: Mapping[str, DirectionAggr
     if ceiling_bps:
         bdp = ceiling_bps / 8 * rtt
         text += f"; the path's bandwidth-delay product at its ceiling is {bdp / 1024:.0f} KiB"
+    if shut >= 0.005:
+        text += (f"; {shut:.0%} were sent as a closed window reopened (under {CLOSED_WINDOW} bytes: the "
+                 "receiving application not reading, which no larger window helps)")
     return share, text
 
 
