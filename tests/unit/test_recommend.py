@@ -138,9 +138,12 @@ def test_a_core_saturated_in_softirq_gets_rps_on_a_veth_and_queues_on_a_nic():
     p = PointInput("tx/c2/io512", {}, "cpu", ("CPU 1 of machine 99.0 % busy, mostly softirq (80.0 %); the network "
                                               "stack on that core: spread it",),
                    cpu_state="softirq", cpu_host="machine")
-    [a] = recommend(lab([p])).advice
-    assert (a.what, a.status) == ("rps", "manual")
+    got = by_what(recommend(lab([p])))
+    assert set(got) == {"rps", "sysctl net.core.rps_sock_flow_entries"}
+    a = got["rps"]
+    assert a.status == "recommended" and a.setting == {"kind": "rps", "cpus": "all", "flow_cnt": 32768}
     assert "veth has no RSS queues and no IRQs to spread: RPS is what exists" in a.note
+    assert got["sysctl net.core.rps_sock_flow_entries"].status == "host-wide"     # the machine's in a lab
     nic = by_what(recommend(lab([p], lab_=False, driver="ice")))
     assert nic["ethtool channels"].setting["params"] == {"combined": "max"}
     assert nic["irq_affinity"].setting == {"kind": "irq_affinity", "policy": "nic-node", "optional": True}
@@ -219,17 +222,34 @@ def test_a_run_made_before_verdicts_existed_is_judged_from_the_archive(capsys):
     (retransmissions in the shaper, the hosts' drops under 0.1 %) sizes
     nothing, bidir 128K's drops (0.1 % of the frames, in its verdict) the
     backlog -- the machine's in this lab -- and no ring (veths have none);
-    RPS is said for the veths' softirq core.  No setting a lab host takes."""
+    RPS and RFS for the veths' softirq core: the one setting the lab's hosts
+    take (RFS's global table is the machine's)."""
     from pathlib import Path
     run = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "tcp"
     code, out, err = nb(capsys, "tune", "recommend", str(run), "--json")
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["settings"] == [] and {p for p, lim in doc["limits"].items() if lim == "wire"} == {
+    assert doc["settings"] == [{"kind": "rps", "cpus": "all", "flow_cnt": 32768}]
+    assert {p for p, lim in doc["limits"].items() if lim == "wire"} == {
         "tx/c3/io8K", "tx/c3/io128K", "rx/c3/io8K", "rx/c3/io128K"}
     got = {a["what"]: (a["status"], a["points"]) for a in doc["advice"]}
     assert got == {"loss": ("manual", ["bidir/c3/io8K"]),
                    "sysctl net.core.netdev_max_backlog": ("host-wide", ["bidir/c3/io128K"]),
                    "ethtool ring rx": ("absent", ["bidir/c3/io128K"]),
                    "ethtool ring tx": ("absent", ["bidir/c3/io128K"]),
-                   "rps": ("manual", ["bidir/c3/io8K", "bidir/c3/io128K"])}
+                   "rps": ("recommended", ["bidir/c3/io8K", "bidir/c3/io128K"]),
+                   "sysctl net.core.rps_sock_flow_entries": ("host-wide", ["bidir/c3/io8K", "bidir/c3/io128K"])}
+
+
+def test_a_sysctl_the_hosts_lack_is_absent_but_one_their_facts_never_read_is_recommended():
+    """Absent only when the facts read the key and the host had none: a run
+    recorded by a nicbench that did not read it (rps_sock_flow_entries came
+    later) is no evidence the kernel lacks it -- the audit at apply reads it."""
+    p = PointInput("tx/c2/io512", {}, "cpu", ("CPU 1 of srv 99.0 % busy, mostly softirq (80.0 %)",),
+                   cpu_state="softirq", cpu_host="srv")
+    never_read = by_what(recommend(lab([p], lab_=False)))
+    assert never_read["sysctl net.core.rps_sock_flow_entries"].status == IN_PROFILE
+    lacking = by_what(recommend(lab([p], lab_=False, sysctls={**STOCK, "net.core.rps_sock_flow_entries": None})))
+    assert lacking["sysctl net.core.rps_sock_flow_entries"].status == "absent"
+    on_machine = by_what(recommend(lab([p], machine={**STOCK, "net.core.rps_sock_flow_entries": None})))
+    assert on_machine["sysctl net.core.rps_sock_flow_entries"].status == "absent"

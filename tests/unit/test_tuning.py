@@ -34,6 +34,9 @@ def test_shipped_profiles_load_and_the_stock_one_only_audits():
     ('[[settings]]\nkind = "ethtool"\nfeature = "ring"\nparams = { rx = "big" }\n', "params", "max"),
     ('[[settings]]\nkind = "ethtool"\nfeature = "offload"\nparams = { tso = 1 }\n', "params", "on"),
     ('[[settings]]\nkind = "pinning"\ncpus = "3-1"\n', "cpus", "backwards"),
+    ('[[settings]]\nkind = "rps"\ncpus = "3-1"\n', "cpus", "backwards"),
+    ('[[settings]]\nkind = "rps"\ncpus = "some"\n', "rps.cpus", ""),
+    ('[[settings]]\nkind = "rps"\nflow_cnt = -1\n', "rps.flow_cnt", ""),
     ('[[settings]]\nkind = "service"\nname = "irqbalance"\nstate = "paused"\n', "state", "stopped"),
     ('[[settings]]\nkind = "sysctl"\nkey = "a.b"\nvalue = 1\n[[settings]]\nkind = "sysctl"\nkey = "a.b"\nvalue = 2\n',
      "settings", "twice"),
@@ -61,6 +64,41 @@ def test_cpu_lists_compare_as_sets():
     assert knobs.cpu_set("0-3,8") == {0, 1, 2, 3, 8} and knobs.cpu_set("x") is None
     assert knobs.same("irq:38", "0-1", "0,1") and not knobs.same("irq:38", "0", "1")
     assert knobs.same("sysctl:net.ipv4.tcp_rmem", "4096\t131072  6291456", "4096 131072 6291456")
+
+
+def test_rps_masks_compare_as_numbers_and_live_under_the_queue():
+    assert knobs.path_of("rps:eth0:rx-1") == "/sys/class/net/eth0/queues/rx-1/rps_cpus"
+    assert knobs.path_of("rfs:eth0:rx-0") == "/sys/class/net/eth0/queues/rx-0/rps_flow_cnt"
+    assert knobs.cpu_mask({0, 1}) == "3" and knobs.cpu_mask({4, 32}) == "100000010"
+    assert knobs.same("rps:eth0:rx-0", "00000000,00000003", "3")
+    assert not knobs.same("rps:eth0:rx-0", "0", "3") and not knobs.same("rps:eth0:rx-0", "zz", "zz")
+
+
+def _rps_host(queues: str, online: str | None = "0-1"):
+    files = {"/sys/devices/system/cpu/online": online} if online else {}
+    files |= {f"/sys/class/net/eth0/queues/{q}/rps_cpus": "0" for q in queues.split()}
+    files |= {f"/sys/class/net/eth0/queues/{q}/rps_flow_cnt": "0" for q in queues.split()}
+    t = FakeTransport("c1", responder=lambda argv: Script(stdout=queues + "\n" if "rx-*" in " ".join(argv) else ""),
+                      files=files)
+    return Target("c1", "client", t, "c1", "eth0", None, lab=True)
+
+
+def test_rps_spreads_every_receive_queue_onto_the_online_cpus_in_the_hosts_own_namespace():
+    rows = audit(prof('[[settings]]\nkind = "rps"\nflow_cnt = 4096\n'), [_rps_host("rx-0 rx-1")]).rows
+    got = {r.key: (r.current, r.wanted, r.status, r.host, r.scope) for r in rows}
+    assert got == {"rps:eth0:rx-0": ("0", "3", "differs", "c1", "host"),
+                   "rps:eth0:rx-1": ("0", "3", "differs", "c1", "host"),
+                   "rfs:eth0:rx-0": ("0", "4096", "differs", "c1", "host"),
+                   "rfs:eth0:rx-1": ("0", "4096", "differs", "c1", "host")}
+    [row] = audit(prof('[[settings]]\nkind = "rps"\ncpus = "1"\n'), [_rps_host("rx-0")]).rows
+    assert (row.wanted, row.status) == ("2", "differs")
+
+
+def test_rps_on_a_host_without_it_is_said_not_an_error():
+    [row] = audit(prof('[[settings]]\nkind = "rps"\n'), [_rps_host("")]).rows
+    assert row.status == "unsupported" and "no receive queue with rps_cpus" in row.note
+    [row] = audit(prof('[[settings]]\nkind = "rps"\n'), [_rps_host("rx-0", online=None)]).rows
+    assert row.status == "unknown" and "online CPUs are unknown" in row.note
 
 
 def _virtio(host="srv", ifname="eth0", cpus_files=None):

@@ -68,7 +68,13 @@ OTHER_WORK = 0.5
 HOST_WIDE = frozenset({
     "net.core.rmem_max", "net.core.wmem_max", "net.core.rmem_default", "net.core.wmem_default",
     "net.core.optmem_max", "net.core.netdev_max_backlog", "net.core.netdev_budget",
+    "net.core.rps_sock_flow_entries",
 })
+# RFS's table sizes, as the kernel's Documentation/networking/scaling.rst
+# suggests: 32768 flows for a moderately loaded server, each receive queue's
+# table that over the number of queues -- a veth has one.
+RFS_FLOWS = 32768
+RFS_PER_QUEUE = RFS_FLOWS
 JUMBO = 9000
 
 
@@ -215,7 +221,7 @@ class _Builder:
         setting = {"kind": "sysctl", "key": key, "value": value}
         if self.run.lab and key in HOST_WIDE:
             m = self.machine()
-            absent = m is not None and m.sysctls.get(key) is None
+            absent = m is not None and key in m.sysctls and m.sysctls[key] is None    # read, and not there
             self.add(Advice(f"sysctl {key}", limit, because, points, "absent" if absent else "host-wide", setting,
                             f"{why}; " + ("this kernel has no such sysctl" if absent else
                                           "a network namespace cannot set it (the lab's hosts share the machine's): "
@@ -223,7 +229,9 @@ class _Builder:
                                           "on the machine, for every lab on it")), _size_of(setting))
             return
         hosts = self.hosts(("server", "client"))
-        missing = [h.host for h in hosts if key not in h.sysctls or h.sysctls.get(key) is None]
+        # a key the run's facts did not read (facts of an older nicbench) is not absent: the audit
+        # at apply time reads it
+        missing = [h.host for h in hosts if key in h.sysctls and h.sysctls[key] is None]
         if hosts and len(missing) == len(hosts):
             self.add(Advice(f"sysctl {key}", limit, because, points, "absent", setting,
                             f"{why}; no host reported it (not in their kernels)"))
@@ -358,10 +366,12 @@ def _softirq(b: _Builder, p: PointInput) -> None:
     nics = [h for h in b.hosts(("server", "client")) if h.driver]
     veth = bool(nics) and all(h.driver == "veth" for h in nics)
     if veth or (host is not None and host.role == "machine" and b.run.lab):
-        b.add(Advice("rps", "cpu", because, (p.point,), "manual", None,
-                     "veth has no RSS queues and no IRQs to spread: RPS is what exists -- on each receiving host "
-                     "write a mask of the other cores to /sys/class/net/IF/queues/rx-0/rps_cpus (and raise "
-                     "net.core.rps_sock_flow_entries for RFS); nicbench's profiles do not set it yet"))
+        b.add(Advice("rps", "cpu", because, (p.point,), IN_PROFILE,
+                     {"kind": "rps", "cpus": "all", "flow_cnt": RFS_PER_QUEUE},
+                     "veth has no RSS queues and no IRQs to spread: RPS is what exists -- each receive queue's "
+                     f"work steered onto every online CPU, with RFS's per-queue flow table ({RFS_PER_QUEUE})"))
+        b.sysctl("net.core.rps_sock_flow_entries", RFS_FLOWS, "cpu", because, (p.point,),
+                 "RFS's global flow table, without which the per-queue tables steer nothing")
         return
     b.add(Advice("ethtool channels", "cpu", because, (p.point,), IN_PROFILE,
                  {"kind": "ethtool", "feature": "channels", "params": {"combined": "max"}},

@@ -28,7 +28,8 @@ from .transport import Transport, host_os
 
 # The sysctls the seeds tune (000, 002), the ones that explain TCP results, and
 # busy polling (busy_poll/busy_read: us a socket spins on the NIC queue instead
-# of sleeping for the interrupt), which explains request/response latency.
+# of sleeping for the interrupt), which explains request/response latency,
+# and RFS's flow table (what an RPS recommendation sizes).
 SYSCTLS = (
     "net.core.rmem_max", "net.core.wmem_max", "net.core.rmem_default", "net.core.wmem_default",
     "net.core.optmem_max", "net.core.netdev_max_backlog", "net.core.netdev_budget",
@@ -36,6 +37,7 @@ SYSCTLS = (
     "net.ipv4.tcp_timestamps", "net.ipv4.tcp_sack", "net.ipv4.tcp_window_scaling",
     "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
     "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_low_latency", "net.core.busy_poll", "net.core.busy_read",
+    "net.core.rps_sock_flow_entries",
 )
 
 # tool -> argv printing its version (stdout or stderr; both are captured)

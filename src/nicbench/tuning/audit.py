@@ -31,7 +31,7 @@ from ..core.errors import InputError
 from ..hosts.transport import LocalTransport, Transport, host_os
 from ..records import HostFacts
 from . import freebsd, knobs, pinning
-from .profile import Ethtool, Governor, IrqAffinity, Pinning, Profile, Service, Sysctl, Tuned, setting_id
+from .profile import Ethtool, Governor, IrqAffinity, Pinning, Profile, Rps, Service, Sysctl, Tuned, setting_id
 from .types import Row, Target, TuningPlan
 
 
@@ -125,7 +125,7 @@ def check_profile(profile: Profile, targets: Sequence[Target]) -> None:
     for t in targets:
         f = t.facts
         for s in profile.settings:
-            if isinstance(s, (IrqAffinity, Ethtool)) or (isinstance(s, Pinning) and s.policy == "nic-node"):
+            if isinstance(s, (IrqAffinity, Ethtool, Rps)) or (isinstance(s, Pinning) and s.policy == "nic-node"):
                 if not t.ifname:
                     problems.append(f"{t.host}: {setting_id(s)} needs the host's test interface, and it has none")
                 elif f is not None and f.get(f"if.{t.ifname}.present") is not None \
@@ -192,6 +192,8 @@ def audit(profile: Profile, targets: Sequence[Target], *, machine: Transport | N
                 rows += _irq_rows(t, hw, host_wide)
             elif isinstance(s, Ethtool):
                 rows += _ethtool_rows(t, s)
+            elif isinstance(s, Rps):
+                rows += _rps_rows(t, s)
             elif isinstance(s, Pinning):
                 rows.append(_pin_row(t, s, out))
             out.rows += [replace(r, optional=s.optional) for r in rows]
@@ -236,6 +238,37 @@ def _ethtool_rows(t: Target, s: Ethtool) -> list[Row]:
         if r.status == "differs" and knobs.fixed(t.transport, key):
             r = replace(r, status="unsupported", note="fixed by the driver")
         rows.append(r)
+    return rows
+
+
+_RX_QUEUES = ('cd "/sys/class/net/$1/queues" 2>/dev/null || exit 0; '
+              'for q in rx-*; do [ -e "$q/rps_cpus" ] && echo "$q"; done; true')
+
+
+def _rps_rows(t: Target, s: Rps) -> list[Row]:
+    """One row per receive queue of the test interface (its rps_cpus mask,
+    and its rps_flow_cnt when the setting gives one).  Namespace-local: a lab
+    host's veth queues are its own, set from inside its namespace."""
+    assert t.ifname is not None                     # check_profile saw to it
+    queues = t.transport.run(["sh", "-c", _RX_QUEUES, "nicbench-tune", t.ifname], timeout=15).stdout.split()
+    if not queues:
+        return [Row(t.host, f"rps {t.ifname}", "rps", None, s.cpus, "unsupported",
+                    f"{t.ifname} has no receive queue with rps_cpus (a kernel without CONFIG_RPS?)")]
+    if s.cpus == "all":
+        try:
+            online = knobs.cpu_set(t.transport.read_text("/sys/devices/system/cpu/online").strip())
+        except OSError:
+            online = None
+    else:
+        online = knobs.cpu_set(s.cpus)
+    if not online:
+        return [Row(t.host, f"rps {t.ifname}", "rps", None, s.cpus, "unknown", "the host's online CPUs are unknown")]
+    mask = knobs.cpu_mask(online)
+    rows = [_row(t, f"rps {t.ifname} {q}", f"rps:{t.ifname}:{q}", t.transport, mask, "host",
+                 f"no rps_cpus on {q}") for q in queues]
+    if s.flow_cnt is not None:
+        rows += [_row(t, f"rfs {t.ifname} {q}", f"rfs:{t.ifname}:{q}", t.transport, str(s.flow_cnt), "host",
+                      f"no rps_flow_cnt on {q}") for q in queues]
     return rows
 
 

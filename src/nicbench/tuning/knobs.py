@@ -9,9 +9,12 @@ key and the prior value:
     service:irqbalance                running | stopped (systemctl stop/start)
     tuned                             the active tuned profile (tuned-adm)
     ethtool:eth0:ring:rx              ethtool -g / -G (also channels, coalesce, offload)
+    rps:eth0:rx-0                     /sys/class/net/eth0/queues/rx-0/rps_cpus (a hex CPU mask)
+    rfs:eth0:rx-0                     /sys/class/net/eth0/queues/rx-0/rps_flow_cnt
 
 Every write is read back; values compare after normalising whitespace, and
-CPU lists compare as sets ("0-1" == "0,1").
+CPU lists compare as sets ("0-1" == "0,1"), CPU masks as numbers
+("00000000,00000003" == "3").
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ def path_of(key: str) -> str | None:
         return f"/sys/devices/system/cpu/{rest}/cpufreq/scaling_governor"
     if kind == "irq":
         return f"/proc/irq/{rest}/smp_affinity_list"
+    if kind in ("rps", "rfs"):
+        ifname, _, queue = rest.partition(":")
+        return f"/sys/class/net/{ifname}/queues/{queue}/" + ("rps_cpus" if kind == "rps" else "rps_flow_cnt")
     return None
 
 
@@ -51,11 +57,25 @@ def cpu_set(text: str) -> set[int] | None:
     return out
 
 
+def cpu_mask(cpus: set[int]) -> str:
+    """{0, 1} -> ``"3"``: the hex mask sysfs takes for a CPU set."""
+    return format(sum(1 << c for c in cpus), "x")
+
+
+def _mask(text: str) -> int | None:
+    try:
+        return int(text.replace(",", "").strip() or "0", 16)
+    except ValueError:
+        return None
+
+
 def same(key: str, a: str | None, b: str | None) -> bool:
     if a is None or b is None:
         return a is b
     if key.startswith("irq:"):
         return cpu_set(a) == cpu_set(b)
+    if key.startswith("rps:"):
+        return _mask(a) is not None and _mask(a) == _mask(b)
     return " ".join(str(a).split()) == " ".join(str(b).split())
 
 

@@ -13,7 +13,11 @@ plan under ``[profiles.NAME]``.  Each setting has a ``kind``:
   ``policy = "nic-node"``, on the NIC's node, launched by ``numactl`` or
   ``taskset`` (seed 000's ``numactl -N n -m n``);
 - ``ethtool``: ``feature = "ring" | "channels" | "coalesce" | "offload"`` with
-  ``params`` (``{ rx = "max", tx = "max" }``, ``{ gro = "on" }``).
+  ``params`` (``{ rx = "max", tx = "max" }``, ``{ gro = "on" }``);
+- ``rps``: receive packet steering on the test interface's receive queues:
+  ``cpus = "all"`` (every online CPU of the host) or a CPU list, and
+  ``flow_cnt`` (RFS's per-queue flow table) when given -- what spreads the
+  receive work of a device without RSS queues or IRQs (a veth, a VM's NIC).
 
 Unknown kinds, keys or values of the wrong type are refused by the schema,
 so a typo fails before any host is changed.
@@ -34,6 +38,15 @@ from ..core.validation import validate
 
 SYSCTL_KEY = r"^[a-z0-9_]+(\.[a-z0-9_-]+)+$"
 CPU_LIST = r"^\d+(-\d+)?(,\d+(-\d+)?)*$"
+
+
+def _forwards(cpus: str) -> str:
+    """A CPU list whose ranges run forwards ("2-1" is refused)."""
+    for part in cpus.split(","):
+        a, _, b = part.partition("-")
+        if b and int(b) < int(a):
+            raise ValueError(f"CPU range {part!r} runs backwards")
+    return cpus
 
 
 class _Strict(BaseModel):
@@ -101,12 +114,7 @@ class Pinning(_Setting):
     @field_validator("cpus")
     @classmethod
     def _ranges(cls, v: str | None) -> str | None:
-        if v is not None:
-            for part in v.split(","):
-                a, _, b = part.partition("-")
-                if b and int(b) < int(a):
-                    raise ValueError(f"CPU range {part!r} runs backwards")
-        return v
+        return v if v is None else _forwards(v)
 
 
 ETHTOOL_PARAMS = {
@@ -144,7 +152,19 @@ class Ethtool(_Setting):
         return v
 
 
-Setting = Annotated[Sysctl | Governor | Service | Tuned | IrqAffinity | Pinning | Ethtool,
+class Rps(_Setting):
+    kind: Literal["rps"]
+    cpus: str = Field("all", pattern=r"^(all|\d+(-\d+)?(,\d+(-\d+)?)*)$")
+    flow_cnt: StrictInt | None = Field(None, ge=0, le=1 << 20,
+                                       description="rps_flow_cnt of each receive queue (RFS); unset: left alone")
+
+    @field_validator("cpus")
+    @classmethod
+    def _ranges(cls, v: str) -> str:
+        return v if v == "all" else _forwards(v)
+
+
+Setting = Annotated[Sysctl | Governor | Service | Tuned | IrqAffinity | Pinning | Ethtool | Rps,
                     Field(discriminator="kind")]
 
 
