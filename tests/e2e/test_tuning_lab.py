@@ -20,6 +20,7 @@ from nicbench.lab.topology import make_spec
 from nicbench.plan import parse_plan
 from nicbench.run.hosts import lab_spec
 from nicbench.tuning import apply as engine
+from nicbench.tuning import knobs
 from nicbench.tuning.audit import audit
 from nicbench.tuning.profile import Profile
 from nicbench.tuning.types import Target
@@ -49,8 +50,13 @@ params = { gro = "on" }
 kind = "ethtool"
 feature = "channels"
 params = { rx = "max" }
+[[profiles.t.settings]]
+kind = "rps"
+cpus = "all"
+flow_cnt = 2048
 """
-WATCHED = ["/proc/sys/net/ipv4/tcp_timestamps", "/proc/sys/net/core/optmem_max"]
+WATCHED = ["/proc/sys/net/ipv4/tcp_timestamps", "/proc/sys/net/core/optmem_max",
+           "/sys/class/net/eth0/queues/rx-0/rps_cpus", "/sys/class/net/eth0/queues/rx-0/rps_flow_cnt"]
 
 
 @pytest.fixture
@@ -113,6 +119,11 @@ def test_apply_restore_round_trip_and_restore_twice(lab, tmp_path):
     assert by[("srv", "sysctl net.ipv4.tcp_no_such_knob")].status == "unsupported"   # reported, not fatal
     assert lab.transport("srv").read_text(WATCHED[0]).strip() == "0"
     assert "generic-receive-offload: on" in state(lab)[("c1", "gro")]
+    # RPS is set from inside each host's namespace, on its own veth's queue
+    assert by[("c1", "rps eth0 rx-0")].status == "applied" and by[("c1", "rfs eth0 rx-0")].status == "applied"
+    online = knobs.cpu_set(open("/sys/devices/system/cpu/online").read().strip())
+    assert int(lab.transport("c1").read_text(WATCHED[2]).strip().replace(",", ""), 16) == sum(1 << c for c in online)
+    assert lab.transport("c1").read_text(WATCHED[3]).strip() == "2048"
     # apply again: the restore file keeps the original priors
     engine.apply(profile(), targets(lab))
     for t in targets(lab):
