@@ -212,3 +212,44 @@ def test_a_profile_setting_may_be_marked_optional():
     assert [s.optional for s in p.settings] == [True, False]
     thr = load("throughput")
     assert {s.kind for s in thr.settings if s.optional} == {"service", "governor", "tuned", "irq_affinity"}
+
+
+def test_a_queues_own_settings_are_restored_before_the_count_that_removes_the_queue(monkeypatch, tmp_path):
+    """Apply twice with ``channels rx = max`` and RPS: the second audit saw the
+    queue the first apply added (rx-1) and saved its RPS prior.  Restoring
+    the channel count first would remove rx-1 and leave its setting 'gone';
+    a queue's own settings come back first."""
+    import json
+
+    from nicbench.tuning.apply import restore
+    monkeypatch.setenv("NICBENCH_RESTORE_DIR", str(tmp_path))
+    q = "/sys/class/net/eth0/queues/rx-{}/rps_cpus"
+    doc = {"version": 1, "items": {
+        "ethtool:eth0:channels:rx": {"prior": "1", "setting": "ethtool eth0 channels rx", "applied": "2"},
+        "rps:eth0:rx-0": {"prior": "0", "setting": "rps eth0 rx-0", "applied": "3"},
+        "rps:eth0:rx-1": {"prior": "0", "setting": "rps eth0 rx-1", "applied": "3"}}}
+    t = FakeTransport("c1", files={q.format(0): "3", q.format(1): "3"})
+    rx = {"n": 2}
+
+    def respond(argv):
+        if argv[:2] == ["sh", "-c"] and "exit 3" in argv[2]:
+            return Script(stdout=json.dumps(doc))
+        if argv[:2] == ["sh", "-c"] and argv[2] == knobs._WRITE:
+            value, path = argv[4], argv[5]
+            if path not in t.files:
+                return Script(returncode=1, stderr="No such file or directory")
+            t.files[path] = value
+        elif argv[:2] == ["ethtool", "-l"]:
+            return Script(stdout=f"Channel parameters for eth0:\nPre-set maximums:\nRX:\t\t2\nTX:\t\t2\nOther:\t\tn/a\n"
+                                 f"Combined:\tn/a\nCurrent hardware settings:\nRX:\t\t{rx['n']}\nTX:\t\t1\n"
+                                 "Other:\t\tn/a\nCombined:\tn/a\n")
+        elif argv[:2] == ["ethtool", "-L"]:
+            rx["n"] = int(argv[4])
+            if rx["n"] < 2:
+                t.files.pop(q.format(1), None)          # the queue goes, and its sysfs with it
+        return Script()
+    t.responder = respond
+    rows = restore(t, "c1")
+    assert {r.key: r.status for r in rows} == {
+        "rps:eth0:rx-0": "restored", "rps:eth0:rx-1": "restored", "ethtool:eth0:channels:rx": "restored"}
+    assert t.files == {q.format(0): "0"} and rx["n"] == 1

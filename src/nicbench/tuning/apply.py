@@ -91,7 +91,10 @@ def restore(t: Transport, restore_id: str) -> list[Row]:
     if doc is None:
         return []
     rows, failed = [], []
-    for key, item in doc.get("items", {}).items():
+    # a queue's own settings before the channel counts: restoring a count
+    # removes the queues an apply added, and with them what was set on them
+    items = sorted(doc.get("items", {}).items(), key=lambda kv: 0 if kv[0].startswith(("rps:", "rfs:")) else 1)
+    for key, item in items:
         prior = item.get("prior")
         setting = item.get("setting", key)
         try:
