@@ -403,11 +403,13 @@ def decide(e: Evidence) -> Verdict:
         # the saturated CPU is busy in process context: the engine at a full core is what holds it
         return Verdict("engine", (by["engine"].evidence, by["cpu"].evidence), tuple(clear))
     if "window" in by and "cpu" in by and "engine" not in by and e.cpu is not None \
-            and e.cpu.busiest_state in PROCESS_STATES:
+            and e.cpu.busiest_state in PROCESS_STATES and e.ceiling_bps is not None:
         # the senders kept the receivers' windows full (a window per round trip for most of the
         # bytes) while a CPU was busy in process context with no tool process of the point near a
         # core: other work on the machine (a shared lab's), not what held the point -- a faster
-        # CPU moves no more per round trip, a larger window does
+        # CPU moves no more per round trip, a larger window does.  Only on a link whose rate is
+        # known: without it a small window may as well be a receiver the busy CPU kept from
+        # reading (its free buffer is the window), so both stay named
         return Verdict("window", (by["window"].evidence,), tuple(clear) + (
             f"also: cpu: {by['cpu'].evidence} (in process context, no tool process of the point at a full "
             "core: the senders waited on the windows, not on it)",))
