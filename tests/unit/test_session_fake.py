@@ -132,6 +132,23 @@ def test_ctrl_c_keeps_finished_points_and_closes_everything(tmp_path):
     assert all(p.poll() is not None for t in ts.values() for p in t.spawned)     # no process outlives the run
 
 
+def test_ctrl_c_before_the_run_is_recorded_says_nothing_was_recorded(tmp_path):
+    """A signal while the hosts are prepared (after tuning, the facts are read
+    again: seconds on a busy machine) lands before the run is recorded: it
+    says so, not 'finished points are stored' with no run to find them in."""
+    def ctrl_c_at_facts(argv):
+        if argv[:2] == ["iperf3", "--version"]:
+            raise KeyboardInterrupt
+        return responder(argv)
+    ts = {h: FakeTransport(h, ctrl_c_at_facts if h == "c1" else responder) for h in ("srv", "c1", "c2")}
+    hosts, open_fake = opener(ts)
+    with pytest.raises(Interrupted) as e:
+        execute(parse_plan(PLAN), PLAN, runner=TcpRunner, store=tmp_path, hosts_for=open_fake)
+    line = e.value.one_line()
+    assert "before its first point" in line and "nothing was recorded" in line and "stored" not in line
+    assert hosts.closed and not (tmp_path / "runs").exists()
+
+
 def test_a_bug_in_one_point_fails_that_point_and_the_run_goes_on(tmp_path):
     """The audit's case: a parser exception (Infinity, deep nesting ...) gave
     'internal error' and lost every later point."""

@@ -321,8 +321,12 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
             r.status = "interrupted"
             # the point in flight re-raises a bare one: the signal noted says what it was
             what = stopped_by(Stopped(r.signals.got[0]) if r.signals.got else e)
+            if r.writer is None:        # before the run was recorded: nothing to render
+                raise Interrupted(f"run {what} before its first point, while it prepared the hosts; nothing "
+                                  "was recorded", hint="what it had changed (tuning, processes, lab) is undone; "
+                                  "run it again") from None
             raise Interrupted(f"run {what} after {r.ok + r.failed} of {len(trial_list)} points; "
-                              "finished points are stored", where=str(r.writer.run_dir) if r.writer else None,
+                              "finished points are stored", where=str(r.writer.run_dir),
                               hint="nicbench report latest renders what was finished") from None
         finally:
             _clean_up(r, progress, keep_lab)
