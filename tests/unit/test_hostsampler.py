@@ -227,7 +227,10 @@ def test_a_slow_reader_does_not_move_the_host_stamps():
     p.stdin.close()  # type: ignore[union-attr]
     reads = parse_reads(parse_stream(b"".join(chunks).decode(), "slow"))
     gaps = sorted(b.t - a.t for a, b in zip(reads, reads[1:], strict=False))
-    assert len(reads) >= 15 and gaps[0] > 0.015 and 0.045 < gaps[len(gaps) // 2] < 0.06
+    # re-timed on arrival, the reads of one delivery would share its time (gaps of 0) and the
+    # deliveries be 250 ms apart: the host's stamps are spaced by the interval instead.  Only lower
+    # bounds: a busy machine (the suite's neighbours) makes a tick late, never early
+    assert len(reads) >= 5 and gaps[0] > 0 and gaps[len(gaps) // 2] > 0.03
     assert len(arrived) < len(reads)                # several ticks per delivery, none of them re-timed
 
 
