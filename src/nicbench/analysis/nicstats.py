@@ -54,7 +54,8 @@ class QueueSpread:
         total = sum(self.packets.values())
         busiest = max(self.packets, key=lambda q: self.packets[q])
         share = self.packets[busiest] / total if total else 0.0
-        idx = "n/a (one queue)" if self.index is None else f"{self.index:.2f}"
+        idx = f"{self.index:.2f}" if self.index is not None else "n/a (one queue)" if len(self.packets) < 2 \
+            else "n/a (nothing carried)"
         flag = (f": uneven (at or over {IMBALANCE:g}); the busiest queue's core saturates first -- spread the "
                 "flows (RSS hash, more flows, ethtool -X)") if self.uneven else ""
         return (f"{self.host} {self.ifname} ({self.driver}) {self.direction} queues: {total:.0f} packets over "
