@@ -95,6 +95,19 @@ def test_virtio_old_and_new_names():
     assert classify("virtio_net", "rx_queue_0_xdp_packets") is None
 
 
+def test_veth_counts_its_napi_queues_as_packets():
+    c = load("veth", "lab_2q_gro.txt")
+    assert "peer_ifindex" in c
+    q = queues("veth", c)
+    # two rx queues, each at 0: these datagrams did not take veth's NAPI path (README.md there)
+    assert q == {("rx", 0): 0, ("rx", 1): 0}
+    assert load("veth", "lab_2q_idle.txt") == c
+    assert classify("veth", "rx_queue_1_xdp_packets") == Stat("packets", "rx", 1)
+    assert classify("veth", "rx_queue_1_drops") == Stat("ring", "rx", 1)
+    assert classify("veth", "rx_queue_1_xdp_drops") is None
+    assert classify("veth", "peer_ifindex") is None
+
+
 @pytest.mark.parametrize("text, why", [
     ("NIC statistics:\n     rx_packets: 12\n     tx_packets: x1\n", "line 3"),
     ("no stats available\n", "line 1"),
