@@ -12,7 +12,7 @@ from nicbench.analysis.nicstats import nic_findings
 from nicbench.analysis.verdict import Evidence, decide, with_nic
 from nicbench.hosts.fake import FakeTransport
 from nicbench.records import Sample, make_tags
-from nicbench.sampling.nicstats import NicStatSampler, parse_read
+from nicbench.sampling.nicstats import NicStatSampler, nic_samples, parse_read
 from nicbench.sampling.sampler import NetTarget
 
 FIX = Path(__file__).parents[1] / "fixtures" / "ethtool"
@@ -146,3 +146,36 @@ def test_uneven_queues_are_named_on_a_softirq_core():
     samples = [stat("srv", "rx0_packets", 10000), stat("srv", "rx1_packets", 10)]
     v = decide(with_nic(Evidence({"rx": 0.3 * G}, 1.88 * G, cpu=cpu_at("0", 0.99)), samples, {}))
     assert v.limit == "cpu" and "the NIC's queues are uneven: srv eth0 rx imbalance 1.00" in v.evidence[0]
+
+
+def test_the_interfaces_irqs_are_read_with_its_counters():
+    """This VM's virtio_net eth0, read by the sampler's own command (recorded:
+    tests/fixtures/ethtool/README.md): its counters and its three IRQs per CPU."""
+    out = (FIX / "virtio_net" / "local_eth0_read.txt").read_text()
+    r = parse_read("vm", "eth0", 1.0, out)
+    assert r.driver == "virtio_net" and r.why is None and r.counters is not None and len(r.counters) == 20
+    assert r.irqs == {"eth0:virtio2-config": {"0": 0, "1": 0}, "eth0:virtio2-input.0": {"0": 0, "1": 48689},
+                      "eth0:virtio2-output.0": {"0": 34455, "1": 0}}
+    later = out.replace(" 0 48689 ", " 0 48789 ").replace(" 34455 0 ", " 34475 0 ")
+    samples = nic_samples([r, parse_read("vm", "eth0", 3.0, later)], "t1")
+    irqs = {(x.tag("irq"), x.tag("cpu")): x.value for x in samples if x.metric == "nic.irq"}
+    assert irqs == {("eth0:virtio2-input.0", "1"): 100, ("eth0:virtio2-output.0", "0"): 20}
+    f = nic_findings(samples, {})
+    assert f is not None and f.irq_hold is None
+    assert f.irq_note == "vm: 2 NIC queue interrupt(s) over 2 CPU(s), CPU 1 the most (83 %)"
+
+
+def test_every_hosts_irqs_win_over_the_servers_periodic_count():
+    both = [Sample("t1", "nic.irq", 500, "count", 0.0, 9.0, make_tags(host="cli", ifname="e", irq="e:q0", cpu="2")),
+            Sample("t1", "nic.irq", 500, "count", 0.0, 9.0, make_tags(host="cli", ifname="e", irq="e:q1", cpu="2")),
+            irq("eth0:q0", "0", 100), irq("eth0:q1", "1", 100)]
+    f = nic_findings(both, {})
+    assert f is not None and f.irq_hold is not None and (f.irq_hold.host, f.irq_hold.cpu) == ("cli", "2")
+    # real hosts: a saturated CPU 2 of the server is not the client's CPU 2
+    srv = CpuUsage("srv", (0.0, 10.0), 2, {"2": {"softirq": 0.99}}, 0.99, "2", 0.99, "softirq", {})
+    reads = both + [stat("cli", "rx0_packets", 0, ifname="e"), stat("srv", "rx0_packets", 0)]
+    v = decide(with_nic(Evidence({"rx": 0.3 * G}, 1.88 * G, cpu=srv), reads, {}))
+    assert v.limit == "cpu" and "interrupts of every one" not in v.evidence[0]
+    # the lab: every namespace on the machine whose CPUs were sampled
+    v = decide(with_nic(Evidence({"rx": 0.3 * G}, 1.88 * G, cpu=cpu_at("2", 0.99)), reads, {}))
+    assert "interrupts of every one of the NIC's 2 queues" in v.evidence[0]

@@ -1,9 +1,8 @@
 """What the NIC's own counters and its interrupts say about one trial (pure).
 
-From the ``nic.stat`` Samples (``sampling.nicstats``: each host's ``ethtool
--S`` deltas from the start to the end of the point, counters as the driver
-names them) and the ``irq.count`` Samples (the study server's NIC
-interrupts per CPU, ``sampling.sampler.CpuSampler``):
+From the ``nic.stat`` and ``nic.irq`` Samples (``sampling.nicstats``: each
+host's ``ethtool -S`` deltas and its interface's interrupts per CPU from the
+start to the end of the point, counters as the driver names them):
 
 - per interface and direction, how the queues shared the packets: each
   queue's count and the imbalance index of ``core.nicstats.imbalance``,
@@ -12,7 +11,9 @@ interrupts per CPU, ``sampling.sampler.CpuSampler``):
   what the meaning table says it is; the ``ring`` ones (no Rx buffer: the
   host's receive path) are the verdict's NIC-ring loss;
 - where the interrupts landed: the CPU that took most of each queue's
-  interrupts, and whether one CPU took (nearly) all of every queue's.
+  interrupts, and whether one CPU took (nearly) all of every queue's
+  (``nic.irq``: every host's interface IRQs, read with its counters; runs
+  from before them: the study server's ``irq.count``).
 
 The counters span the point from its samplers' start to its last read, a
 little more than the measured window; deltas are not prorated (a drop is a
@@ -123,13 +124,19 @@ def nic_findings(samples: Iterable[Sample], meta: Mapping[str, object]) -> NicFi
     (a run from before nicbench read them)."""
     stat: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
     irq: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    nic_irq: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for s in samples:
         if s.metric == "nic.stat":
             k = (str(s.tag("host")), str(s.tag("ifname")), str(s.tag("driver")))
             name = str(s.tag("stat"))
             stat[k][name] = stat[k].get(name, 0.0) + s.value
+        elif s.metric == "nic.irq":
+            nic_irq[(str(s.tag("host")), str(s.tag("irq")))][str(s.tag("cpu"))] += s.value
         elif s.metric == "irq.count":
             irq[(str(s.tag("host")), str(s.tag("irq")))][str(s.tag("cpu"))] += s.value
+    # every host's interface IRQs read with its counters; the study server's periodic
+    # irq.count (the CPU sampler's) only for runs from before those were read
+    irq = nic_irq or irq
     raw_missing = meta.get("nic_stats_missing")
     missing = {str(k): str(v) for k, v in raw_missing.items()} if isinstance(raw_missing, Mapping) else {}
     if not stat and not missing and not irq:

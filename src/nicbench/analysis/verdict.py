@@ -383,7 +383,9 @@ def _nic_on_core(e: Evidence, u: CpuUsage) -> str:
         return ""
     out = ""
     h = e.nic.irq_hold
-    if h is not None and h.cpu == u.busiest_cpu:
+    # the same machine: the host whose CPUs were sampled, or the lab's one machine under every namespace
+    same = h is not None and (h.host == u.host or u.host not in {x.split(" ", 1)[0] for x in e.nic.interfaces})
+    if h is not None and same and h.cpu == u.busiest_cpu:
         out += (f"; it takes {_pct(h.share)} of the interrupts of every one of the NIC's {h.queues} queues "
                 "(one core serves the whole NIC): spread the IRQs (smp_affinity, irqbalance)")
     if u.busiest_state in ("softirq", "irq"):

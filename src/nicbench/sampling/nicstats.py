@@ -3,8 +3,10 @@ read at the start and at the end of a point.
 
 One command per host per read, through the host's Transport (inside the
 lab's namespace, over SSH on a real host): ``ethtool -i`` for the driver
-(its counters mean what the driver says, ``core.nicstats``) and ``ethtool
--S``.  The two reads of a host are made from this machine and stamped on
+(its counters mean what the driver says, ``core.nicstats``), ``ethtool
+-S``, and the interface's IRQs with their per-CPU counts from
+/proc/interrupts (found as the host facts find them; a veth has none:
+``nic.irq`` Samples, nonzero deltas).  The two reads of a host are made from this machine and stamped on
 its clock (the middle of each command), so a host's own clock does not
 enter.  Their deltas become ``nic.stat`` Samples, one per counter, tagged
 with the host, the interface, the driver and the counter's own name; a
@@ -27,14 +29,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..core.nicstats import classify
+from ..hosts.facts import IRQS_SH
 from ..records import Sample, make_tags
 from ..tools.ethtool import stats
 from .netdev import delta
+from .netstat import parse_interrupts
 from .sampler import NetTarget
 
-# ethtool -i's driver line, then -S; the marks split them, the last says -S's exit status
-_SCRIPT = ('i=$1; echo "@@nicbench-driver"; ethtool -i "$i" 2>/dev/null | sed -n "s/^driver: //p"; '
-           'echo "@@nicbench-stats"; ethtool -S "$i" 2>&1; echo "@@nicbench-rc $?"')
+# ethtool -i's driver line, then -S and its exit status, then the interface's IRQs
+# with their per-CPU counts (the host facts' own finding of them) under
+# /proc/interrupts' CPU header; the marks split them
+_SCRIPT = IRQS_SH + (
+    'i=$1; echo "@@nicbench-driver"; ethtool -i "$i" 2>/dev/null | sed -n "s/^driver: //p"; '
+    'echo "@@nicbench-stats"; ethtool -S "$i" 2>&1; echo "@@nicbench-rc $?"; '
+    'echo "@@nicbench-irqs"; head -n 1 /proc/interrupts; irqs "$i"')
 
 
 def argv(ifname: str) -> list[str]:
@@ -52,21 +60,40 @@ class NicRead:
     driver: str | None
     counters: dict[str, int] | None
     why: str | None = None
+    irqs: dict[str, dict[str, int]] | None = None    # "ifname:queue name" -> cpu -> interrupts so far
+
+
+def parse_irqs(ifname: str, text: str) -> dict[str, dict[str, int]]:
+    """The interface's IRQ lines (``IRQ<TAB>affinity<TAB>counts name``)
+    under /proc/interrupts' header -> ``"ifname:name"`` -> cpu -> count
+    (pure; CPUs named by the header, as ``parse_interrupts`` does)."""
+    lines = text.splitlines()
+    if not lines:
+        return {}
+    rows = [ln.split("\t") for ln in lines[1:] if ln.count("\t") >= 2]
+    table = parse_interrupts("\n".join([lines[0]] + [f"{r[0]}: {r[2]}" for r in rows]))
+    out: dict[str, dict[str, int]] = {}
+    for irq, (counts, desc) in table.items():
+        if counts:
+            out[f"{ifname}:{desc.split()[-1] if desc.split() else irq}"] = counts
+    return out
 
 
 def parse_read(host: str, ifname: str, t: float, out: str) -> NicRead:
     """A read from the command's output (pure)."""
     driver_part, _, rest = out.partition("@@nicbench-stats\n")
     driver = driver_part.replace("@@nicbench-driver", "").strip() or None
+    rest, _, irq_text = rest.partition("@@nicbench-irqs\n")
+    irqs = parse_irqs(ifname, irq_text) or None
     body, sep, rc = rest.rpartition("@@nicbench-rc ")
     if not sep or rc.strip() != "0":
         text = " ".join(body.split())[-160:] or "no output"
         missing = "ethtool not found" if "not found" in text and "ethtool" in text else text
-        return NicRead(host, ifname, t, driver, None, f"ethtool -S {ifname}: {missing}")
+        return NicRead(host, ifname, t, driver, None, f"ethtool -S {ifname}: {missing}", irqs)
     try:
-        return NicRead(host, ifname, t, driver, stats(body))
+        return NicRead(host, ifname, t, driver, stats(body), None, irqs)
     except ValueError as e:
-        return NicRead(host, ifname, t, driver, None, f"ethtool -S {ifname}: output not understood: {e}")
+        return NicRead(host, ifname, t, driver, None, f"ethtool -S {ifname}: output not understood: {e}", irqs)
 
 
 class NicStatSampler:
@@ -132,11 +159,11 @@ def nic_samples(reads: Sequence[NicRead], trial_id: str) -> list[Sample]:
     interface): the counters the meaning table names, and any other that
     moved.  A counter that went backwards (the driver reset its statistics)
     is left out."""
+    out = irq_samples(reads, trial_id)
     by: dict[tuple[str, str], list[NicRead]] = {}
     for r in sorted(reads, key=lambda r: r.t):
         if r.counters is not None:
             by.setdefault((r.host, r.ifname), []).append(r)
-    out: list[Sample] = []
     for (host, ifname), rs in by.items():
         if len(rs) < 2 or rs[-1].t <= rs[0].t:
             continue
@@ -148,4 +175,27 @@ def nic_samples(reads: Sequence[NicRead], trial_id: str) -> list[Sample]:
                 continue
             out.append(Sample(trial_id, "nic.stat", float(d), "count", a.t, b.t,
                               make_tags(host=host, ifname=ifname, driver=driver or "unknown", stat=name)))
+    return out
+
+
+def irq_samples(reads: Sequence[NicRead], trial_id: str) -> list[Sample]:
+    """``nic.irq`` Samples: each of the interface's IRQs' interrupts per CPU
+    between the first and last read that found them, nonzero only (a
+    128-CPU host would otherwise store mostly zeros)."""
+    by: dict[tuple[str, str], list[NicRead]] = {}
+    for r in sorted(reads, key=lambda r: r.t):
+        if r.irqs:
+            by.setdefault((r.host, r.ifname), []).append(r)
+    out: list[Sample] = []
+    for (host, ifname), rs in by.items():
+        a, b = rs[0], rs[-1]
+        if len(rs) < 2 or b.t <= a.t:
+            continue
+        for label in a.irqs.keys() & b.irqs.keys():  # type: ignore[union-attr]
+            ca, cb = a.irqs[label], b.irqs[label]  # type: ignore[index]
+            for cpu in ca.keys() & cb.keys():
+                d = delta(ca[cpu], cb[cpu], bits=32)     # the kernel counts them in unsigned int
+                if d:
+                    out.append(Sample(trial_id, "nic.irq", float(d), "count", a.t, b.t,
+                                      make_tags(host=host, ifname=ifname, irq=label, cpu=cpu)))
     return out
