@@ -130,6 +130,36 @@ def test_a_generator_short_of_the_line_is_the_engine_and_explain_says_so(tmp_pat
     assert "Timelines and limits" in page and "timeline-nbgen_ipv4_p1_t1_64B.png" in page
 
 
+def test_the_nic_counters_of_a_point_show_its_queues_and_one_queue_is_flagged(tmp_path):
+    """Issue 31: every point reads each host's ``ethtool -S``.  On the lab's
+    2-queue veth (threads = [1, 2] builds it) the receiver's XDP program puts
+    veth on its NAPI path, whose per-queue counters count every frame; veth
+    picks the rx queue from the sending CPU, so one generator thread lands
+    every frame on one queue: the imbalance is flagged, and said by
+    ``nicbench explain``.  veth has no interrupts: said, none found."""
+    text = plan("e2ep6", 'engines = ["nbgen"]\nframe_sizes = [64]\nports = [1]\nthreads = [1, 2]')
+    out = execute(parse_plan(text), text, store=tmp_path)
+    assert namespaces("e2ep6") == []
+    view = load_run(out.run_dir)
+    points = {p.point: p for p in view.points}
+    assert set(points) == {"nbgen/ipv4/p1/t1/64B", "nbgen/ipv4/p1/t2/64B"}, points
+    for key, p in points.items():
+        v = p.verdict
+        assert p.n_ok == 1 and v is not None, p.errors
+        read = [c for c in v.checked if c.startswith("nic: counters read on ")]
+        assert len(read) == 1 and read[0].count("(veth)") == 2, v.checked
+        assert any(c.startswith("irq: no NIC interrupts sampled") for c in v.checked), v.checked
+        spread = [c for c in v.checked if "(veth) rx queues:" in c and "over 2 queues" in c]
+        assert spread, v.checked
+        print(f"nicbench-e2e nic {key}: {'; '.join(spread)}")
+    one = [c for c in points["nbgen/ipv4/p1/t1/64B"].verdict.checked if "(veth) rx queues:" in c]
+    assert any("100 %, imbalance 1.00: uneven" in c for c in one), one
+    proc = nicbench("explain", out.run_id, "--point", "nbgen/ipv4/p1/t1/64B", "--store", tmp_path)
+    got, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "imbalance 1.00: uneven" in got, got
+
+
 @pytest.fixture
 def one_port_lab():
     spec = make_spec("e2ep3", [("gen", "server"), ("sink", "client")], 1500,

@@ -56,10 +56,13 @@ is the load's rate, judged against the same ceiling as any goodput.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
+from ..core.nicstats import SAYS
+from ..records import Sample
 from .cpu import SATURATED, CpuUsage
+from .nicstats import NicFindings, nic_findings
 
 LIMITS = ("wire", "engine", "cpu", "loss", "window", "none found", "mixed")
 
@@ -143,6 +146,7 @@ class Evidence:
     sender: str = "the senders"
     lost_what: str = "datagrams"                     # what datagram_loss counts
     notes: tuple[str, ...] = ()                      # the study's own checks, said with the others
+    nic: NicFindings | None = None                   # the NIC's own counters and interrupts (None: not read)
 
 
 @dataclass(frozen=True)
@@ -285,7 +289,8 @@ def findings(e: Evidence) -> tuple[list[Finding], list[str]]:
             found.append(Finding("cpu", f"CPU {u.busiest_cpu} of {u.host} {_pct(u.busiest)} busy, mostly "
                                  f"{u.busiest_state} ({_pct(states.get(u.busiest_state, 0.0))})"
                                  + ("; the network stack on that core: spread it (RSS queues, RPS, IRQ affinity)"
-                                    if u.busiest_state == "softirq" else ""), u.busiest / CPU_FULL))
+                                    if u.busiest_state == "softirq" else "") + _nic_on_core(e, u),
+                                 u.busiest / CPU_FULL))
         else:
             clear.append(f"cpu: busiest CPU {u.busiest_cpu} of {u.host} at {_pct(u.busiest)} "
                          f"(under {_pct(CPU_FULL)})")
@@ -328,8 +333,9 @@ def findings(e: Evidence) -> tuple[list[Finding], list[str]]:
                      + " counted; their share is unknown (the frames carried were not counted)")
     else:
         clear.append("loss: no interface drops counted")
+    ring_note = _nic_ring(e, lossy, clear)
     if lossy:
-        found.append(Finding("loss", "; ".join(f.evidence for f in lossy), max(f.margin for f in lossy)))
+        found.append(Finding("loss", "; ".join(f.evidence for f in lossy) + ring_note, max(f.margin for f in lossy)))
     # window
     if not e.tcp:
         pass
@@ -339,7 +345,55 @@ def findings(e: Evidence) -> tuple[list[Finding], list[str]]:
         found.append(Finding("window", e.window[1], e.window[0] / WINDOW_SHARE))
     else:
         clear.append(f"window: {e.window[1]}")
-    return found, clear + list(e.notes)
+    return found, clear + list(e.notes) + (e.nic.lines() if e.nic is not None else [])
+
+
+def _nic_ring(e: Evidence, lossy: list[Finding], clear: list[str]) -> str:
+    """The NIC ring's drops (no Rx buffer posted: the host's receive path):
+    a loss of their own at :data:`DROP_SHARE` of the frames carried (the
+    interfaces' frames, else the NIC's own queues' packets); under it, where
+    another loss was found, said as where it happened (the returned note)."""
+    if e.nic is None:
+        return ""
+    ring = {k: v for k, v in e.nic.ring().items() if v > 0}
+    if not ring:
+        if e.nic.interfaces:
+            clear.append("loss: the NIC rings dropped nothing (no ring, missed or no-buffer counter moved)")
+        return ""
+    where = ", ".join(f"{k} {v:.0f}" for k, v in sorted(ring.items(), key=lambda kv: -kv[1]))
+    frames = e.frames or sum(sum(s.packets.values()) for s in e.nic.spreads if s.direction == "rx") or None
+    if frames is None:
+        clear.append(f"loss: at the NIC ring: {where} counted; their share is unknown (the frames carried were not "
+                     "counted)")
+        return f"; at the NIC ring: {where}" if lossy else ""
+    share = sum(ring.values()) / frames
+    if share >= DROP_SHARE:
+        lossy.append(Finding("loss", f"at the NIC ring: {where} ({_pct(share)} of the frames carried): "
+                             f"{SAYS['ring']}; raise the ring (ethtool -G) or give its queue's core more time "
+                             "(spread the queues, IRQ affinity)", share / DROP_SHARE))
+        return ""
+    clear.append(f"loss: at the NIC ring: {where}, {_pct(share)} of the frames (under {_pct(DROP_SHARE)})")
+    return f"; at the NIC ring: {where}" if lossy else ""
+
+
+def _nic_on_core(e: Evidence, u: CpuUsage) -> str:
+    """What the NIC says of the saturated core: it takes every queue's
+    interrupts, or the queues feeding the stack are uneven."""
+    if e.nic is None:
+        return ""
+    out = ""
+    h = e.nic.irq_hold
+    # the same machine: the host whose CPUs were sampled, or the lab's one machine under every namespace
+    same = h is not None and (h.host == u.host or u.host not in {x.split(" ", 1)[0] for x in e.nic.interfaces})
+    if h is not None and same and h.cpu == u.busiest_cpu:
+        out += (f"; it takes {_pct(h.share)} of the interrupts of every one of the NIC's {h.queues} queues "
+                "(one core serves the whole NIC): spread the IRQs (smp_affinity, irqbalance)")
+    if u.busiest_state in ("softirq", "irq"):
+        uneven = [s for s in e.nic.spreads if s.uneven]
+        if uneven:
+            out += "; the NIC's queues are uneven: " + ", ".join(
+                f"{s.host} {s.ifname} {s.direction} imbalance {s.index:.2f}" for s in uneven)
+    return out
 
 
 def _sender_short(e: Evidence, found: list[Finding], clear: list[str]) -> None:
@@ -381,6 +435,12 @@ def _paced(e: Evidence) -> str | None:
     return (f"application-limited: {e.sender} were paced to {_rate(e.offered_bps, e.unit)} per direction and "
             f"the receivers got {_pct(got / e.offered_bps)} of it" + (
                 f"; the link allows {e.ceiling_bps / UNITS.get(e.unit, (1.0, ''))[0]:.3g}" if e.ceiling_bps else ""))
+
+
+def with_nic(e: Evidence, samples: Iterable[Sample], meta: Mapping[str, object]) -> Evidence:
+    """``e`` with what the trial's NIC counters and interrupts say (every
+    study passes its evidence through here: the NIC is the same in all)."""
+    return replace(e, nic=nic_findings(samples, meta))
 
 
 def decide(e: Evidence) -> Verdict:

@@ -59,6 +59,23 @@ TOOL_VERSION_ARGV: dict[str, tuple[str, ...]] = {
 
 _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 
+# the IRQs of interface $1, one line each: IRQ, its affinity list, its /proc/interrupts
+# counts and name (shared with the NIC counters' read, sampling/nicstats.py)
+IRQS_SH = r"""
+irqs() { i=$1; list=; d=
+  # a virtual interface has no IRQs: a name match in the machine-wide /proc/interrupts
+  # would be another device's (the machine's own eth0 seen from a lab namespace)
+  [ -e /sys/class/net/$i/device ] || return 0
+  e=$(printf '%s' "$i" | sed 's/[.]/[.]/g')
+  list=$(grep -E "[[:space:]]$e([-_:][^[:space:]]*)?\$" /proc/interrupts | cut -d: -f1)
+  d=$(readlink -f /sys/class/net/$i/device 2>/dev/null)
+  while [ -n "$d" ] && [ "$d" != /sys ] && [ ! -d "$d/msi_irqs" ]; do d=${d%/*}; done
+  [ -n "$d" ] && [ -d "$d/msi_irqs" ] && list="$list $(ls $d/msi_irqs)"
+  for q in $(printf '%s\n' $list | sort -un); do
+    a=$(cat /proc/irq/$q/smp_affinity_list 2>/dev/null) || a='!unreadable'
+    printf '%s\t%s\t%s\n' "$q" "$a" "$(grep -E "^ *$q:" /proc/interrupts | sed 's/^[^:]*://' | tr -s ' ')"
+  done; true; }
+"""
 # Shell helpers.  Each section is run as ``sec NAME command...``; its stdout
 # and stderr go to the report, its exit code after it.
 _PRELUDE = r"""
@@ -90,19 +107,6 @@ pktgens() { if [ -d /proc/net/pktgen ]; then echo 'pktgen loaded'
   elif modinfo pktgen >/dev/null 2>&1; then echo 'pktgen module'; else echo 'pktgen absent'; fi
   if [ -e /dev/netmap ]; then echo 'netmap loaded'; else echo 'netmap absent'; fi
   if command -v pkt-gen >/dev/null 2>&1; then echo 'pkt-gen installed'; else echo 'pkt-gen absent'; fi; }
-irqs() { i=$1; list=; d=
-  # a virtual interface has no IRQs: a name match in the machine-wide /proc/interrupts
-  # would be another device's (the machine's own eth0 seen from a lab namespace)
-  [ -e /sys/class/net/$i/device ] || return 0
-  e=$(printf '%s' "$i" | sed 's/[.]/[.]/g')
-  list=$(grep -E "[[:space:]]$e([-_:][^[:space:]]*)?\$" /proc/interrupts | cut -d: -f1)
-  d=$(readlink -f /sys/class/net/$i/device 2>/dev/null)
-  while [ -n "$d" ] && [ "$d" != /sys ] && [ ! -d "$d/msi_irqs" ]; do d=${d%/*}; done
-  [ -n "$d" ] && [ -d "$d/msi_irqs" ] && list="$list $(ls $d/msi_irqs)"
-  for q in $(printf '%s\n' $list | sort -un); do
-    a=$(cat /proc/irq/$q/smp_affinity_list 2>/dev/null) || a='!unreadable'
-    printf '%s\t%s\t%s\n' "$q" "$a" "$(grep -E "^ *$q:" /proc/interrupts | sed 's/^[^:]*://' | tr -s ' ')"
-  done; true; }
 """
 
 
@@ -112,7 +116,7 @@ def script(ifnames: Sequence[str], tools: Sequence[str]) -> str:
         if not _IFNAME.match(i):
             raise ValueError(f"not an interface name: {i!r}")
     lines = [
-        _PRELUDE,
+        _PRELUDE + IRQS_SH,
         "sec uname uname -srvm",
         "sec hostname cat /proc/sys/kernel/hostname",
         "sec os-release cat /etc/os-release",

@@ -128,6 +128,8 @@ class FakeTransport:
     host_sampler: Callable[[list[str]], FakeStream] | None = None
     clock_offset: float = 0.0                    # host clock - this clock, s (as preflight would apply it)
     clock_uncertainty: float = 0.0
+    # what ethtool -S of the test interface prints, read after read ((driver, text); None: no ethtool)
+    nic_stats: Callable[[], tuple[str, str]] | None = None
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
         return list(argv)
@@ -138,6 +140,14 @@ class FakeTransport:
             # the network sampler's read through the namespace, once the tools have exited
             self.net_dev_fallback_reads += 1
             out = f"@@nicbench-net dev\n{self.counters()}@@nicbench-net snmp\n@@nicbench-net netstat\n"
+            return CommandResult(self.host, tuple(argv), 0, out, "", 0.0)
+        if len(argv) > 2 and "@@nicbench-driver" in argv[2]:
+            # the NIC counters' read: ethtool -i and -S in one command
+            if self.nic_stats is None:
+                out = "@@nicbench-driver\n@@nicbench-stats\nsh: 1: ethtool: not found\n@@nicbench-rc 127\n"
+            else:
+                driver, text = self.nic_stats()
+                out = f"@@nicbench-driver\n{driver}\n@@nicbench-stats\n{text}@@nicbench-rc 0\n"
             return CommandResult(self.host, tuple(argv), 0, out, "", 0.0)
         s = self.responder(list(argv))
         if s.returncode == 127:

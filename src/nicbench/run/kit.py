@@ -17,6 +17,7 @@ from types import TracebackType
 from ..core.errors import NicbenchError, ToolError, stopped_by, tail
 from ..hosts.transport import Process, Transport, read_output
 from ..records import RawOutput, Sample, TrialStatus
+from ..sampling.nicstats import NicStatSampler
 from ..sampling.remote import HostPlan, HostSamplers, samples_on_host
 from ..sampling.sampler import CpuSampler, NetSampler, NetTarget, tool_pid
 
@@ -112,7 +113,9 @@ def release_staggered(stages: Sequence[tuple[float, Sequence[Process]]], what: s
 
 
 class PointSamplers:
-    """The network and CPU samplers of one point.
+    """The network and CPU samplers of one point, and the NIC's own counters
+    (``ethtool -S`` of every target's interface, read as the samplers start
+    and at the last read: ``sampling.nicstats``).
 
     Hosts reached over SSH are sampled by a sampler running on each of them
     (``sampling.remote``: host-stamped reads, no round trip in the rates);
@@ -138,6 +141,7 @@ class PointSamplers:
         self.net = NetSampler(local, trial_id=trial_id, interval=net_interval) if local else None
         self.cpu = (CpuSampler(cpu_transport, procs, machine=machine, trial_id=trial_id, interval=cpu_interval,
                                nic_irqs=nic_irqs) if cpu_transport is not None else None)
+        self.nic = NicStatSampler(targets, trial_id=trial_id) if any(tg.ifname for tg in targets) else None
         self.hosts = (HostSamplers(list(plans.values()), trial_id=trial_id,
                                    interval=min(net_interval, cpu_interval) if any(
                                        p.cpu_machine for p in plans.values()) else net_interval)
@@ -147,6 +151,8 @@ class PointSamplers:
         return [s for s in (self.net, self.cpu) if s is not None]
 
     def start(self, first_read: bool = False) -> PointSamplers:
+        if self.nic is not None:
+            self.nic.start()
         if self.hosts is not None:
             self.hosts.start(wait_first=first_read)
         for s in self._each():
@@ -175,6 +181,8 @@ class PointSamplers:
                 s.read()
             except Exception:  # noqa: BLE001 - the same rule as the sampler's own loop
                 pass
+        if self.nic is not None:
+            self.nic.end()
 
     def stop(self, meta: dict) -> list[Sample]:
         """Every sample, and into ``meta`` the samplers' own CPU, where each
@@ -188,6 +196,8 @@ class PointSamplers:
             meta["tool_cpus"] = self.cpu.tool_cpus()
         if self.hosts is not None:
             out += self.hosts.stop(meta)
+        if self.nic is not None:
+            out += self.nic.stop(meta)
         return out
 
 

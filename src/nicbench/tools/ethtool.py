@@ -65,3 +65,30 @@ OFFLOAD_NAMES = {
 # -G/-L parameter -> the row name -g/-l print
 BLOCK_ROWS = {"rx": "RX", "tx": "TX", "rx-jumbo": "RX Jumbo", "rx-mini": "RX Mini", "other": "Other",
               "combined": "Combined"}
+
+
+def stats(text: str) -> dict[str, int]:
+    """``ethtool -S IF``: counter name -> value, names as the driver prints
+    them (bnxt's per-ring ``[0]: rx_discards`` keeps its ring prefix; the
+    value is after the last colon).  A name printed twice (some drivers do)
+    keeps both, the second as ``NAME#2``.  Blank lines and the
+    ``NIC statistics:`` heading are skipped; any other line that is not
+    ``name: integer`` is a ValueError naming it (output not understood),
+    and so is an output with no counter at all."""
+    out: dict[str, int] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s or s == "NIC statistics:":
+            continue
+        name, sep, value = s.rpartition(":")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not re.fullmatch(r"\d+", value):
+            raise ValueError(f"ethtool -S line {n} is not 'name: count': {s[:80]!r}")
+        key, k = name, 1
+        while key in out:
+            k += 1
+            key = f"{name}#{k}"
+        out[key] = int(value)
+    if not out:
+        raise ValueError("ethtool -S printed no counters")
+    return out

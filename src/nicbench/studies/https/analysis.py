@@ -18,7 +18,7 @@ from ...analysis.aggregate import WireRate, frames_carried, longest_lull, wire_r
 from ...analysis.counters import Counters, counter_warnings, counters, drops
 from ...analysis.cpu import CpuUsage, cpu_notes, cpu_usage
 from ...analysis.trials import LinkInfo, TrialHead, by_point, float_meta, fraction_of, head, int_param, median_of
-from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores
+from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores, with_nic
 from ...core import linerate
 from ...records import Sample, TrialRecord
 
@@ -73,7 +73,7 @@ def https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | No
     t = _https_trial(rec, samples, link)
     if t.status != "ok":
         return t
-    return replace(t, verdict=decide(evidence(t, link, clients)))
+    return replace(t, verdict=decide(with_nic(evidence(t, link, clients), samples, rec.meta)))
 
 
 # wrk's error kinds that are socket errors ("status" counts non-2xx answers: not the socket's)

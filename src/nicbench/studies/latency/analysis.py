@@ -40,7 +40,7 @@ from ...analysis.aggregate import covers, frames_carried, integrate
 from ...analysis.counters import counters, drops
 from ...analysis.cpu import CpuUsage, cpu_usage
 from ...analysis.trials import TrialHead, by_point, head, median_of
-from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores
+from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores, with_nic
 from ...core.errors import NicbenchError
 from ...core.histogram import LatencyHistogram
 from ...records import Sample, TrialRecord
@@ -213,7 +213,8 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample], load_ceiling_bps: 
     t = _trial_result(rec, samples)
     if t.status != "ok" or t.window is None:
         return t
-    return replace(t, verdict=decide(evidence(t, samples, load_ceiling_bps, str(rec.meta.get("server") or ""))))
+    e = evidence(t, samples, load_ceiling_bps, str(rec.meta.get("server") or ""))
+    return replace(t, verdict=decide(with_nic(e, samples, rec.meta)))
 
 
 def evidence(t: LatencyTrial, samples: Sequence[Sample], load_ceiling_bps: float | None, server: str) -> Evidence:

@@ -23,7 +23,7 @@ from ...analysis.aggregate import covers, frames_carried, integrate
 from ...analysis.counters import counters, drops
 from ...analysis.cpu import CpuUsage, cpu_usage
 from ...analysis.trials import ABOVE_CEILING_TOLERANCE, TrialHead, by_point, fraction_of, head, int_param, median_of
-from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores
+from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores, with_nic
 from ...core import linerate
 from ...records import Sample, TrialRecord
 
@@ -85,7 +85,7 @@ def packet_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float,
     t = _packet_trial(rec, samples, trim)
     if t.status != "ok" or t.rx_pps is None:
         return t
-    return replace(t, verdict=decide(evidence(t, line_rate_bps, samples)))
+    return replace(t, verdict=decide(with_nic(evidence(t, line_rate_bps, samples), samples, rec.meta)))
 
 
 def evidence(t: PacketTrial, line_rate_bps: float | None, samples: Sequence[Sample] = ()) -> Evidence:

@@ -36,7 +36,7 @@ from ...analysis.trials import (
     int_param,
     median_of,
 )
-from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores
+from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, tool_cores, with_nic
 from ...core import linerate
 from ...records import Sample, TrialRecord
 
@@ -90,7 +90,7 @@ def storage_trial(rec: TrialRecord, samples: Sequence[Sample], setting: Setting 
     t = _storage_trial(rec, samples)
     if t.status != "ok" or setting is None:
         return t
-    return replace(t, verdict=decide(evidence(t, setting)))
+    return replace(t, verdict=decide(with_nic(evidence(t, setting), samples, rec.meta)))
 
 
 def evidence(t: StorageTrial, s: Setting) -> Evidence:

@@ -37,7 +37,7 @@ from ...analysis.trials import (
     fraction_of,
     median_of,
 )
-from ...analysis.verdict import Evidence, Verdict, decide, point_verdict
+from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, with_nic
 from ...core import linerate
 from ...records import Sample, Tags, TrialRecord
 
@@ -150,7 +150,7 @@ def trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
             f"{d}: the receivers counted {v:.0%} of the TCP payload the server's interface carried in the window "
             "(frames less their headers): the engine's sum misses traffic that crossed the wire (a pair that "
             "reported nothing?)" for d, v in below.items()))
-    return replace(r, verdict=decide(evidence(r, link, samples)))
+    return replace(r, verdict=decide(with_nic(evidence(r, link, samples), samples, rec.meta)))
 
 
 # an interval whose sender moved at least this share of a receiver window per

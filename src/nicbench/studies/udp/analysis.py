@@ -52,7 +52,7 @@ from ...analysis.trials import (
     int_param,
     median_of,
 )
-from ...analysis.verdict import Evidence, Verdict, decide, point_verdict
+from ...analysis.verdict import Evidence, Verdict, decide, point_verdict, with_nic
 from ...core import linerate
 from ...records import Sample, TrialRecord
 from .losssplit import LossSplit, loss_split, tool_count
@@ -201,7 +201,7 @@ def udp_trial(rec: TrialRecord, samples: Sequence[Sample], trim: float, link: Li
                               sent=r.sent_per_s * r.received.seconds if r.sent_per_s is not None else None)
     warns = tuple(base.warnings) + tuple(cpu_notes(samples, window, u)) + tuple(counter_warnings(c) if c else ())
     t = replace(base, directions=dirs, split=split, cpu=u, counters=c, warnings=warns)
-    return replace(t, verdict=decide(evidence(t, link, len(clients) or None)))
+    return replace(t, verdict=decide(with_nic(evidence(t, link, len(clients) or None), samples, rec.meta)))
 
 
 def evidence(t: UdpTrial, link: LinkInfo | None, clients: int | None) -> Evidence:
