@@ -20,9 +20,10 @@ from nicbench.cli import imports as cli_imports
 from nicbench.core.errors import InputError, ToolError
 from nicbench.importers import group as group_mod
 from nicbench.importers import iperf3_json, parse_file
-from nicbench.importers.adapt import retag, retagged, retagger
+from nicbench.importers.adapt import ImportedRun, ImportedTrial, retag, retagged, retagger
 from nicbench.importers.flows import flow_point
 from nicbench.importers.group import group
+from nicbench.importers.write import records
 from nicbench.records import Sample, make_tags
 from nicbench.registry import VIEWS
 from nicbench.store import writer
@@ -396,3 +397,21 @@ def test_an_imports_raw_copy_is_not_read_back_to_be_hashed(capsys, tmp_path, mon
         data = (run_dir / path).read_bytes()
         assert sha == hashlib.sha256(data).hexdigest() and size == len(data)
         assert data == (V3 / Path(path).name.split("-", 1)[1]).read_bytes()
+
+
+def test_the_senders_aggregate_has_no_time_series_and_the_same_totals(monkeypatch):
+    # the senders' series was a pass over every sample and bin that nothing read
+    p = iperf3_json.parse(long_report(50), "long.json")
+    fp = flow_point(group([p])[0], "tcp")
+    full = agg.aggregate(fp.samples, direction="tx", side="sender")
+    lean = agg.aggregate(fp.samples, direction="tx", side="sender", series=False)
+    assert len(full.series) >= 50 and lean.series == ()
+    assert dataclasses.replace(full, series=()) == lean
+    binned = []
+    real = agg._series
+    monkeypatch.setattr(agg, "_series", lambda *a: binned.append(1) or real(*a))
+    [(trial, samples)] = records("tcp", ImportedRun((ImportedTrial("tx/c2", {"direction": "tx"}, fp.samples, {},
+                                                                   ()),), {}))
+    rec = tcp_analysis.trial_result(trial, samples, 0.0)
+    assert rec.status == "ok" and rec.sender["tx"].series == () and len(rec.receiver["tx"].series) >= 50
+    assert len(binned) == 1          # the receivers' series only

@@ -98,9 +98,11 @@ _T_START, _T_END = attrgetter("t_start"), attrgetter("t_end")
 
 def aggregate(samples: Iterable[Sample], *, direction: str, side: str = "receiver",
               trim: float = 0.0, metric: str = "tcp.bytes", bin_s: float = 1.0,
-              along: str = "direction") -> DirectionAggregate:
+              along: str = "direction", series: bool = True) -> DirectionAggregate:
     """``direction`` is matched against the samples' ``along`` tag (the
-    storage study's ``op``)."""
+    storage study's ``op``).  ``series=False``: no time series (left empty),
+    for a caller that reads only the totals -- it is a pass over every
+    sample and bin (a long import's senders: 113,000 of each)."""
     procs: dict[tuple[str, str], list[Sample]] = defaultdict(list)
     for s, key in _measured(samples, metric, along, direction, side):
         if s.t_end > s.t_start:
@@ -125,7 +127,7 @@ def aggregate(samples: Iterable[Sample], *, direction: str, side: str = "receive
     seconds = w1 - w0
     return DirectionAggregate(direction, side, (w0, w1), total, gbps(total, seconds),
                               {h: gbps(b, seconds) for h, b in per_host.items()}, tuple(shares),
-                              _series(procs.values(), w0, w1, bin_s))
+                              _series(procs.values(), w0, w1, bin_s) if series else ())
 
 
 def _series(procs: Iterable[list[Sample]], w0: float, w1: float, bin_s: float) -> tuple[tuple[float, float], ...]:

@@ -47,7 +47,7 @@ class TrialResult(TrialHead):
     # per direction, the aggregate the figure is: the receivers', or (an imported
     # direction no file has a receiver figure of) the senders' -- its .side says which
     receiver: Mapping[str, DirectionAggregate]
-    sender: Mapping[str, DirectionAggregate]
+    sender: Mapping[str, DirectionAggregate]      # the senders' totals, without a time series
     start_skew_s: float | None
     overhead_s: float | None
     retransmits: int
@@ -284,7 +284,8 @@ def _trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
                 problems.append(str(e))
                 continue
             try:
-                sender[d] = aggregate(samples, direction=d, side="sender", trim=trim)
+                # (the senders' figure is their total: their time series is never read)
+                sender[d] = aggregate(samples, direction=d, side="sender", trim=trim, series=False)
             except NoSharedWindow:
                 pass
             duration = params.get("duration")
