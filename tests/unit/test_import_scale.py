@@ -415,3 +415,20 @@ def test_the_senders_aggregate_has_no_time_series_and_the_same_totals(monkeypatc
     rec = tcp_analysis.trial_result(trial, samples, 0.0)
     assert rec.status == "ok" and rec.sender["tx"].series == () and len(rec.receiver["tx"].series) >= 50
     assert len(binned) == 1          # the receivers' series only
+
+
+def test_an_imports_samples_are_stored_under_their_trial_not_copied_for_it(capsys, tmp_path):
+    p = iperf3_json.parse(long_report(20), "long.json")
+    fp = flow_point(group([p])[0], "tcp")
+    [(trial, samples)] = records("tcp", ImportedRun((ImportedTrial("tx/c2", {"direction": "tx"}, fp.samples, {},
+                                                                   ()),), {}))
+    assert trial.spec.trial_id == "t0001" and all(a is b for a, b in zip(samples, fp.samples, strict=True))
+    # the writer gives "" samples the trial's id, numbered in order; a sample with its own id keeps it
+    own = Sample("t0009", "tcp.bytes", 1.0, "bytes", 0, 1)
+    rows = writer.sample_rows(7, [*samples[:3], own], "t0001")
+    assert [r[:3] for r in rows] == [(7, "t0001", 0), (7, "t0001", 1), (7, "t0001", 2), (7, "t0009", 0)]
+    store = tmp_path / "store"
+    code, out, err = nb(capsys, "import", "--json", "--store", store, V3 / "tx_p2.json")
+    assert code == 0, err
+    with Archive.open(store) as a:
+        assert {r[0] for r in a.db.query("SELECT trial_id FROM samples")} == {"t0001"}
