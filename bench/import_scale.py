@@ -15,7 +15,7 @@ First a ladder (default 1,000 / 2,000 / 4,000 / 8,000 intervals: the time
 per interval must stay flat when the work is linear), then one ~200 MB file
 (goal: under 10 s and under 1 GB peak RSS).
 
-    .venv/bin/python bench/import_scale.py [--ladder 1000 2000 4000 8000] [--mb 200]
+    .venv/bin/python bench/import_scale.py [--ladder 1000 2000 4000 8000] [--mb 200] [--repeat 3]
 
 Measured 2026-11-28 on this 2-vCPU VM with other work on it (load ~5.5,
 so wall times are about twice the CPU times):
@@ -81,6 +81,7 @@ import argparse
 import copy
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -148,6 +149,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ladder", type=int, nargs="*", default=[1000, 2000, 4000, 8000])
     ap.add_argument("--mb", type=float, default=200.0, help="size of the big file, MB (0: skip it)")
+    ap.add_argument("--repeat", type=int, default=1, help="imports of the big file (each in its own process): "
+                    "every one is printed, then the medians -- the machine is shared")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="nicbench-import-scale.") as tmp:
         t = Path(tmp)
@@ -174,13 +177,22 @@ def main() -> None:
             t0 = time.perf_counter()
             size = make(n, f)
             made = time.perf_counter() - t0
-            dt, rss, cpu, doc = measure(f, t / "store-big")
-            fig = doc["runs"][0]["points"][0]
-            print(f"big: {n} intervals, {size / 1e6:.1f} MB (made in {made:.1f} s): import {dt:.2f} s wall, "
-                  f"{cpu:.2f} s CPU (goal < 10 s), peak RSS {rss:.0f} MiB (goal < 1024); point {fig['point']} "
-                  f"{fig['value']:.4g} {fig['metric']}")
-            print(f"  time: {'MEETS' if dt < 10 else 'MISSES'} the goal; memory: "
-                  f"{'MEETS' if rss < 1024 else 'MISSES'} the goal")
+            got = []
+            for k in range(max(a.repeat, 1)):
+                dt, rss, cpu, doc = measure(f, t / f"store-big{k}")
+                got.append((dt, rss, cpu))
+                fig = doc["runs"][0]["points"][0]
+                print(f"big: {n} intervals, {size / 1e6:.1f} MB (made in {made:.1f} s): import {dt:.2f} s wall, "
+                      f"{cpu:.2f} s CPU (goal < 10 s), peak RSS {rss:.0f} MiB (goal < 1024); point {fig['point']} "
+                      f"{fig['value']:.4g} {fig['metric']}")
+            dt, rss, cpu = (statistics.median(x[i] for x in got) for i in range(3))
+            if len(got) > 1:
+                print(f"  median of {len(got)}: {dt:.2f} s wall, {cpu:.2f} s CPU (min {min(x[2] for x in got):.2f}), "
+                      f"peak RSS {rss:.0f} MiB (max {max(x[1] for x in got):.0f})")
+            # on this shared machine the wall time waits for the CPU: the CPU time is the figure that
+            # says what the import costs; both are said
+            print(f"  time: {'MEETS' if cpu < 10 else 'MISSES'} the goal in CPU, {'MEETS' if dt < 10 else 'MISSES'} "
+                  f"it in wall time; memory: {'MEETS' if rss < 1024 else 'MISSES'} the goal")
 
 
 if __name__ == "__main__":
