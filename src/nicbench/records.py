@@ -29,6 +29,14 @@ CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "ste
 CPU_BUSY = ("user", "nice", "system", "irq", "softirq")
 
 Tags = tuple[tuple[str, str], ...]
+# Tag sets by identity.  Samples share a few tag set objects, but a tuple
+# keeps no hash: looking one up by value hashes its every pair again (about
+# half a microsecond for six tags; a long import makes millions of such
+# lookups).  A pass over many samples that caches what a tag set says keys
+# that cache by ``id(tags)`` and stores ``(tags, what it says)`` -- holding
+# the tags, so no other object can take their identity while the cache
+# lives; equal tag sets that are distinct objects take an entry each, with
+# the same value.  Grouping samples *by* tag set (a sum per set) keys by value.
 
 
 def make_tags(**tags: object) -> Tags:

@@ -18,8 +18,8 @@ from nicbench.analysis import aggregate as agg
 from nicbench.analysis import counters as counters_mod
 from nicbench.cli import imports as cli_imports
 from nicbench.core.errors import InputError, ToolError
+from nicbench.importers import bounds, iperf3_json, parse_file
 from nicbench.importers import group as group_mod
-from nicbench.importers import iperf3_json, parse_file
 from nicbench.importers.adapt import ImportedRun, ImportedTrial, retag, retagged, retagger
 from nicbench.importers.flows import flow_point
 from nicbench.importers.group import group
@@ -432,3 +432,22 @@ def test_an_imports_samples_are_stored_under_their_trial_not_copied_for_it(capsy
     assert code == 0, err
     with Archive.open(store) as a:
         assert {r[0] for r in a.db.query("SELECT trial_id FROM samples")} == {"t0001"}
+
+
+def test_tag_sets_looked_up_by_identity_are_never_mistaken_for_a_recycled_one():
+    # a pass caches what a tag set says by id(); a tag set freed mid-pass could hand its id to
+    # another: the caches hold each one, so every sample is read from its own tags
+    def fresh():
+        for i in range(2000):
+            yield Sample("", "tcp.bytes", 1.0, "bytes", i, i + 1, make_tags(host="a", proc=i, direction="tx"))
+    out = retagged(fresh(), host="b")
+    assert [s.tags for s in out] == [make_tags(host="b", proc=i, direction="tx") for i in range(2000)]
+    rows = writer.sample_rows(1, (Sample("t1", "m", 1.0, "bytes", 0, 1, make_tags(proc=i)) for i in range(2000)))
+    assert [json.loads(r[-1]) for r in rows] == [{"proc": str(i)} for i in range(2000)]
+    # equal tag sets that are distinct objects are one series where samples are summed by tag set
+    tags = [tuple(list(make_tags(host="a", direction="tx", side="receiver"))) for _ in range(3)]
+    assert len({id(t) for t in tags}) == 3
+    p = dataclasses.replace(iperf3_json.parse(long_report(3), "x.json"),
+                            samples=[Sample("", "tcp.bytes", 1.0, "bytes", i, i + 1, t) for i, t in enumerate(tags)])
+    [(key, (total, t0, t1, n))] = bounds._series(p).items()
+    assert (total, t0, t1, n) == (3.0, 0, 3, 3)

@@ -89,17 +89,19 @@ def sample_rows(rid: int, samples: Iterable[Sample], trial_id: str = "") -> list
     (a long one has 100,000s) are stored under their trial's id rather
     than each copied to carry it."""
     seq: dict[str, int] = {}
-    tags: dict[Tags, str] = {}          # a run's samples share a few tag sets: each is written as JSON once
+    # a run's samples share a few tag sets: each is written as JSON once (looked
+    # up by identity: the rule in nicbench.records)
+    tags: dict[int, tuple[Tags, str]] = {}
     rows: list[tuple[Any, ...]] = []
     add = rows.append
     for x in samples:
         tid, t = x.trial_id or trial_id, x.tags
         n = seq.get(tid, 0)
         seq[tid] = n + 1
-        text = tags.get(t)
-        if text is None:
-            text = tags[t] = json.dumps(dict(t), sort_keys=True)
-        add((rid, tid, n, x.metric, float(x.value), x.unit, float(x.t_start), float(x.t_end), text))
+        e = tags.get(id(t))
+        if e is None:
+            e = tags[id(t)] = (t, json.dumps(dict(t), sort_keys=True))
+        add((rid, tid, n, x.metric, float(x.value), x.unit, float(x.t_start), float(x.t_end), e[1]))
     return rows
 
 

@@ -235,14 +235,16 @@ def goodput_of_carried(r: TrialResult, samples: Sequence[Sample], link: LinkInfo
 def _measured_values(samples: Sequence[Sample], metric: str) -> Iterator[float]:
     """The values of ``metric`` that are not warm-up, in sample order; the
     ``omitted`` tag read once per tag set, not per sample (a 200 MB import
-    has 100,000s of samples and a handful of tag sets)."""
-    omitted: dict[Tags, bool] = {}
+    has 100,000s of samples and a handful of tag sets; looked up by
+    identity: the rule in :mod:`nicbench.records`)."""
+    omitted: dict[int, tuple[Tags, bool]] = {}
     for s in samples:
         if s.metric == metric:
-            o = omitted.get(s.tags)
-            if o is None:
-                o = omitted[s.tags] = s.tag("omitted") == "1"
-            if not o:
+            t = s.tags
+            e = omitted.get(id(t))
+            if e is None:
+                e = omitted[id(t)] = (t, s.tag("omitted") == "1")
+            if not e[1]:
                 yield s.value
 
 
