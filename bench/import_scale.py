@@ -15,7 +15,7 @@ First a ladder (default 1,000 / 2,000 / 4,000 / 8,000 intervals: the time
 per interval must stay flat when the work is linear), then one ~200 MB file
 (goal: under 10 s and under 1 GB peak RSS).
 
-    .venv/bin/python bench/import_scale.py [--ladder 1000 2000 4000 8000] [--mb 200]
+    .venv/bin/python bench/import_scale.py [--ladder 1000 2000 4000 8000] [--mb 200] [--repeat 3]
 
 Measured 2026-11-28 on this 2-vCPU VM with other work on it (load ~5.5,
 so wall times are about twice the CPU times):
@@ -73,6 +73,45 @@ so wall times are about twice the CPU times):
   decode than the lean dicts, but a second flow_rows to read them); a
   hand-written Sample.__init__ (5-10 % per sample: not worth changing
   the records every part shares).
+- branch i33speed3 (ac522ae, on ce0bf82), 2026-11-28 12:52-13:15, with the
+  machine saturated by other work (load 3.9 to 9 on its 2 vCPUs: CPU
+  times read high, wall times are mostly waiting).  What changed: Sample
+  sets its slots itself (0.7 against 1.4 us each); no warm-up scans in
+  flow_rows without -O; a sample already tagged as its process is kept,
+  not copied; samples stored under their trial's id rather than copied
+  to carry it; no time series for the senders' aggregate (never read);
+  tag-set caches keyed by identity (a tuple's hash is not kept: six pairs
+  hashed again per lookup, some three million lookups).  Every stored
+  figure of the fixtures is the same to the bit
+  (tests/unit/test_import_figures_kept.py).
+  Side by side, interleaved, 3 rounds, the 200 MB file (113,613
+  intervals), ``flock /tmp/nicbench-bench.lock bench/import_ab.sh big.json
+  3 CE0BF82_SRC BRANCH_SRC`` (its first version), load 7.6-8.6: ce0bf82
+  12.11 / 12.26 / 13.57 s CPU, branch 10.58 / 12.09 / 10.81 (medians 12.26
+  and 10.81, -12 %); wall 29.9 / 29.1 / 45.7 against 24.4 / 41.0 / 33.4 s;
+  peak RSS 793 against 783 MiB.  Before the identity caches (7f39b2b,
+  load 3.9-5.1): 13.01 / 13.63 / 15.59 against 11.96 / 11.76 / 10.79.
+  Per stage (bench/import_stages.py, two runs each, CPU s; ce0bf82 at
+  load 5, branch at load 8.5): start-up 1.08-1.37 / 1.09-1.34, read and
+  hash 0.35-0.38 / 0.33-0.34, the text 0.21-0.24 / 0.21-0.22, parse with
+  bounds 5.55-5.76 / 4.93-4.96, group and adapt 1.18-1.20 / 0.21-0.27,
+  numbering the trials 0.71-0.98 / 0.07, all of it again with the TCP
+  analysis 3.42-3.70 / 0.99-1.15, the write 2.64-3.27 / 2.19-2.75.
+  This script, ``--ladder 1000 4000 16000 --mb 200 --repeat 3`` at load
+  8.5-9: 1.82 / 1.69 / 2.74 s CPU; 200 MB 10.85 / 10.99 / 10.80 s CPU
+  (median 10.85), 38.1 s wall (median), peak RSS 783 MiB.  For scale, one
+  import of the same file by ce0bf82 at load ~1.7 (``/usr/bin/time -v
+  nicbench import --json --store S big.json``, sources not compiled ahead):
+  11.0 s CPU (9.10 user, 1.92 system), 16.3 s wall, 794 MiB.
+  Memory meets the goal; time does not, as measured on this busy machine
+  (10.8 s CPU).  What is left: the parse (msgspec's decode, flow_rows'
+  loop over 454,000 streams, 340,000 Samples, the bounds pass: Python
+  work per interval, ~5 s of the 10.8 here), the write (SQLite's inserts
+  of 340,000 rows and the 200 MB raw copy), start-up (the registry imports
+  every study's runner and the plan's pydantic models), and ~2-3 s of
+  system time (page faults on ~800 MB).  Not tried: SQLite pragmas (the
+  import already writes a hidden run and shows it in one transaction at
+  the end; synchronous=OFF would risk the whole archive on a power loss).
 """
 
 from __future__ import annotations
@@ -81,6 +120,7 @@ import argparse
 import copy
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -148,6 +188,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ladder", type=int, nargs="*", default=[1000, 2000, 4000, 8000])
     ap.add_argument("--mb", type=float, default=200.0, help="size of the big file, MB (0: skip it)")
+    ap.add_argument("--repeat", type=int, default=1, help="imports of the big file (each in its own process): "
+                    "every one is printed, then the medians -- the machine is shared")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="nicbench-import-scale.") as tmp:
         t = Path(tmp)
@@ -174,13 +216,22 @@ def main() -> None:
             t0 = time.perf_counter()
             size = make(n, f)
             made = time.perf_counter() - t0
-            dt, rss, cpu, doc = measure(f, t / "store-big")
-            fig = doc["runs"][0]["points"][0]
-            print(f"big: {n} intervals, {size / 1e6:.1f} MB (made in {made:.1f} s): import {dt:.2f} s wall, "
-                  f"{cpu:.2f} s CPU (goal < 10 s), peak RSS {rss:.0f} MiB (goal < 1024); point {fig['point']} "
-                  f"{fig['value']:.4g} {fig['metric']}")
-            print(f"  time: {'MEETS' if dt < 10 else 'MISSES'} the goal; memory: "
-                  f"{'MEETS' if rss < 1024 else 'MISSES'} the goal")
+            got = []
+            for k in range(max(a.repeat, 1)):
+                dt, rss, cpu, doc = measure(f, t / f"store-big{k}")
+                got.append((dt, rss, cpu))
+                fig = doc["runs"][0]["points"][0]
+                print(f"big: {n} intervals, {size / 1e6:.1f} MB (made in {made:.1f} s): import {dt:.2f} s wall, "
+                      f"{cpu:.2f} s CPU (goal < 10 s), peak RSS {rss:.0f} MiB (goal < 1024); point {fig['point']} "
+                      f"{fig['value']:.4g} {fig['metric']}")
+            dt, rss, cpu = (statistics.median(x[i] for x in got) for i in range(3))
+            if len(got) > 1:
+                print(f"  median of {len(got)}: {dt:.2f} s wall, {cpu:.2f} s CPU (min {min(x[2] for x in got):.2f}), "
+                      f"peak RSS {rss:.0f} MiB (max {max(x[1] for x in got):.0f})")
+            # on this shared machine the wall time waits for the CPU: the CPU time is the figure that
+            # says what the import costs; both are said
+            print(f"  time: {'MEETS' if cpu < 10 else 'MISSES'} the goal in CPU, {'MEETS' if dt < 10 else 'MISSES'} "
+                  f"it in wall time; memory: {'MEETS' if rss < 1024 else 'MISSES'} the goal")
 
 
 if __name__ == "__main__":

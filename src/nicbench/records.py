@@ -29,6 +29,14 @@ CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "ste
 CPU_BUSY = ("user", "nice", "system", "irq", "softirq")
 
 Tags = tuple[tuple[str, str], ...]
+# Tag sets by identity.  Samples share a few tag set objects, but a tuple
+# keeps no hash: looking one up by value hashes its every pair again (about
+# half a microsecond for six tags; a long import makes millions of such
+# lookups).  A pass over many samples that caches what a tag set says keys
+# that cache by ``id(tags)`` and stores ``(tags, what it says)`` -- holding
+# the tags, so no other object can take their identity while the cache
+# lives; equal tag sets that are distinct objects take an entry each, with
+# the same value.  Grouping samples *by* tag set (a sum per set) keys by value.
 
 
 def make_tags(**tags: object) -> Tags:
@@ -36,7 +44,7 @@ def make_tags(**tags: object) -> Tags:
     return tuple(sorted((k, str(v)) for k, v in tags.items() if v is not None))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Sample:
     """One measured quantity over one time span.
 
@@ -53,17 +61,35 @@ class Sample:
     t_end: float
     tags: Tags = ()
 
+    def __init__(self, trial_id: str, metric: str, value: float, unit: Unit, t_start: float, t_end: float,
+                 tags: Tags = ()) -> None:
+        # Written out: the generated __init__ of a frozen dataclass sets each
+        # field through object.__setattr__ and then calls __post_init__,
+        # twice the time of setting the slots directly -- and a long import
+        # makes a million samples (issue 33 item 6).  The same checks, the
+        # same errors.
+        if unit not in UNITS:
+            raise ValueError(f"unit {unit!r} not in {sorted(UNITS)}")
+        if t_end < t_start:
+            raise ValueError(f"sample ends before it starts: {t_start} > {t_end}")
+        _S_TRIAL_ID(self, trial_id)
+        _S_METRIC(self, metric)
+        _S_VALUE(self, value)
+        _S_UNIT(self, unit)
+        _S_T_START(self, t_start)
+        _S_T_END(self, t_end)
+        _S_TAGS(self, tags)
+
     def tag(self, name: str, default: str | None = None) -> str | None:
         for k, v in self.tags:
             if k == name:
                 return v
         return default
 
-    def __post_init__(self) -> None:
-        if self.unit not in UNITS:
-            raise ValueError(f"unit {self.unit!r} not in {sorted(UNITS)}")
-        if self.t_end < self.t_start:
-            raise ValueError(f"sample ends before it starts: {self.t_start} > {self.t_end}")
+
+# the slots' own setters (a frozen class refuses setattr; its __init__ uses these)
+_S_TRIAL_ID, _S_METRIC, _S_VALUE, _S_UNIT, _S_T_START, _S_T_END, _S_TAGS = (
+    Sample.__dict__[f].__set__ for f in ("trial_id", "metric", "value", "unit", "t_start", "t_end", "tags"))
 
 
 @dataclass(frozen=True, slots=True)

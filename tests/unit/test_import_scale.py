@@ -18,11 +18,12 @@ from nicbench.analysis import aggregate as agg
 from nicbench.analysis import counters as counters_mod
 from nicbench.cli import imports as cli_imports
 from nicbench.core.errors import InputError, ToolError
+from nicbench.importers import bounds, iperf3_json, parse_file
 from nicbench.importers import group as group_mod
-from nicbench.importers import iperf3_json, parse_file
-from nicbench.importers.adapt import retag, retagged, retagger
+from nicbench.importers.adapt import ImportedRun, ImportedTrial, retag, retagged, retagger
 from nicbench.importers.flows import flow_point
 from nicbench.importers.group import group
+from nicbench.importers.write import records
 from nicbench.records import Sample, make_tags
 from nicbench.registry import VIEWS
 from nicbench.store import writer
@@ -396,3 +397,57 @@ def test_an_imports_raw_copy_is_not_read_back_to_be_hashed(capsys, tmp_path, mon
         data = (run_dir / path).read_bytes()
         assert sha == hashlib.sha256(data).hexdigest() and size == len(data)
         assert data == (V3 / Path(path).name.split("-", 1)[1]).read_bytes()
+
+
+def test_the_senders_aggregate_has_no_time_series_and_the_same_totals(monkeypatch):
+    # the senders' series was a pass over every sample and bin that nothing read
+    p = iperf3_json.parse(long_report(50), "long.json")
+    fp = flow_point(group([p])[0], "tcp")
+    full = agg.aggregate(fp.samples, direction="tx", side="sender")
+    lean = agg.aggregate(fp.samples, direction="tx", side="sender", series=False)
+    assert len(full.series) >= 50 and lean.series == ()
+    assert dataclasses.replace(full, series=()) == lean
+    binned = []
+    real = agg._series
+    monkeypatch.setattr(agg, "_series", lambda *a: binned.append(1) or real(*a))
+    [(trial, samples)] = records("tcp", ImportedRun((ImportedTrial("tx/c2", {"direction": "tx"}, fp.samples, {},
+                                                                   ()),), {}))
+    rec = tcp_analysis.trial_result(trial, samples, 0.0)
+    assert rec.status == "ok" and rec.sender["tx"].series == () and len(rec.receiver["tx"].series) >= 50
+    assert len(binned) == 1          # the receivers' series only
+
+
+def test_an_imports_samples_are_stored_under_their_trial_not_copied_for_it(capsys, tmp_path):
+    p = iperf3_json.parse(long_report(20), "long.json")
+    fp = flow_point(group([p])[0], "tcp")
+    [(trial, samples)] = records("tcp", ImportedRun((ImportedTrial("tx/c2", {"direction": "tx"}, fp.samples, {},
+                                                                   ()),), {}))
+    assert trial.spec.trial_id == "t0001" and all(a is b for a, b in zip(samples, fp.samples, strict=True))
+    # the writer gives "" samples the trial's id, numbered in order; a sample with its own id keeps it
+    own = Sample("t0009", "tcp.bytes", 1.0, "bytes", 0, 1)
+    rows = writer.sample_rows(7, [*samples[:3], own], "t0001")
+    assert [r[:3] for r in rows] == [(7, "t0001", 0), (7, "t0001", 1), (7, "t0001", 2), (7, "t0009", 0)]
+    store = tmp_path / "store"
+    code, out, err = nb(capsys, "import", "--json", "--store", store, V3 / "tx_p2.json")
+    assert code == 0, err
+    with Archive.open(store) as a:
+        assert {r[0] for r in a.db.query("SELECT trial_id FROM samples")} == {"t0001"}
+
+
+def test_tag_sets_looked_up_by_identity_are_never_mistaken_for_a_recycled_one():
+    # a pass caches what a tag set says by id(); a tag set freed mid-pass could hand its id to
+    # another: the caches hold each one, so every sample is read from its own tags
+    def fresh():
+        for i in range(2000):
+            yield Sample("", "tcp.bytes", 1.0, "bytes", i, i + 1, make_tags(host="a", proc=i, direction="tx"))
+    out = retagged(fresh(), host="b")
+    assert [s.tags for s in out] == [make_tags(host="b", proc=i, direction="tx") for i in range(2000)]
+    rows = writer.sample_rows(1, (Sample("t1", "m", 1.0, "bytes", 0, 1, make_tags(proc=i)) for i in range(2000)))
+    assert [json.loads(r[-1]) for r in rows] == [{"proc": str(i)} for i in range(2000)]
+    # equal tag sets that are distinct objects are one series where samples are summed by tag set
+    tags = [tuple(list(make_tags(host="a", direction="tx", side="receiver"))) for _ in range(3)]
+    assert len({id(t) for t in tags}) == 3
+    p = dataclasses.replace(iperf3_json.parse(long_report(3), "x.json"),
+                            samples=[Sample("", "tcp.bytes", 1.0, "bytes", i, i + 1, t) for i, t in enumerate(tags)])
+    [(key, (total, t0, t1, n))] = bounds._series(p).items()
+    assert (total, t0, t1, n) == (3.0, 0, 3, 3)

@@ -82,19 +82,21 @@ def _tag(tags: Tags, name: str) -> str | None:
 
 def _by_side(samples: list[Sample]) -> dict[tuple[str | None, str | None], list[Sample]]:
     """Samples by (direction, side) tag, each list in the samples' order; the
-    tags read once per tag set."""
-    key_of: dict[Tags, tuple[str | None, str | None]] = {}
+    tags read once per tag set (looked up by identity: the rule in
+    :mod:`nicbench.records`)."""
+    key_of: dict[int, tuple[Tags, tuple[str | None, str | None]]] = {}
     out: dict[tuple[str | None, str | None], list[Sample]] = defaultdict(list)
     for s in samples:
-        k = key_of.get(s.tags)
-        if k is None:
-            k = key_of[s.tags] = (_tag(s.tags, "direction"), _tag(s.tags, "side"))
-        out[k].append(s)
+        t = s.tags
+        e = key_of.get(id(t))
+        if e is None:
+            e = key_of[id(t)] = (t, (_tag(t, "direction"), _tag(t, "side")))
+        out[e[1]].append(s)
     return out
 
 
 def _all_whole(ss: Iterable[Sample]) -> bool:
-    return all(_tag(t, "whole") == "1" for t in {s.tags for s in ss})
+    return all(_tag(t, "whole") == "1" for t in {id(s.tags): s.tags for s in ss}.values())
 
 
 def _processes(files: Sequence[ParsedFile]) -> list[list[int]]:

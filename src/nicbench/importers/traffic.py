@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..records import Sample, Tags, make_tags
@@ -54,13 +55,19 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
     Where a direction has a receiver total but no receiver intervals, one
     whole-test receiver sample carries it and the notes say so.  A total over
     0 s (iperf 2's server in ``-n`` mode prints 0.0-0.0) has no rate and is
-    left out, said so in ``dropped``.  ``pairs``: the (port, port) of each
+    left out, said so in ``dropped``.  ``host``: the file's name (its base
+    name tags the samples).  ``pairs``: the (port, port) of each
     connection the file names, so both ends' files of one test can be
     matched (``extra["pairs"]``, see :func:`connection_pairs`).
     """
     notes = list(notes)
     ivs = list(intervals)
     base = start if start is not None else 0.0
+    # the samples are tagged with the file's base name, the process label the
+    # TCP and UDP studies give its first process (importers.adapt.label): a
+    # long file's 100,000s of samples are then theirs as they are, not copied
+    # to be retagged
+    host = Path(host).name or host
     samples: list[Sample] = []
     tag_sets: dict[tuple[object, ...], Tags] = {}
     bytes_metric = f"{kind}.bytes"

@@ -70,14 +70,17 @@ _T_START, _T_END = attrgetter("t_start"), attrgetter("t_end")
 
 
 def records(study: str, run: ImportedRun) -> list[tuple[TrialRecord, list[Sample]]]:
-    """The trials numbered in order (``t0001`` ...), repeats counted per point."""
+    """The trials numbered in order (``t0001`` ...), repeats counted per
+    point.  Their samples are the adapter's, trial_id "": the archive's
+    writer stores them under their trial's id (a long import's 340,000
+    samples are not copied to carry it; the analysis reads them by trial)."""
     out = []
     seen: dict[str, int] = {}
     for i, t in enumerate(run.trials):
         tid = f"t{i + 1:04d}"
         rep = seen.get(t.point, 0)
         seen[t.point] = rep + 1
-        samples = [Sample(tid, s.metric, s.value, s.unit, s.t_start, s.t_end, s.tags) for s in t.samples]
+        samples = list(t.samples)
         started = min(map(_T_START, samples), default=0.0)
         ended = max(map(_T_END, samples), default=started)
         meta = {**t.meta, "imported": [p.name for p in t.files]}

@@ -83,20 +83,25 @@ def fact_labels(hosts: Iterable[HostFacts]) -> list[tuple[str, str]]:
     return out
 
 
-def sample_rows(rid: int, samples: Iterable[Sample]) -> list[tuple[Any, ...]]:
-    """Samples as rows, numbered per trial (the number is part of the key)."""
+def sample_rows(rid: int, samples: Iterable[Sample], trial_id: str = "") -> list[tuple[Any, ...]]:
+    """Samples as rows, numbered per trial (the number is part of the key).
+    A sample whose trial_id is "" is ``trial_id``'s: an import's samples
+    (a long one has 100,000s) are stored under their trial's id rather
+    than each copied to carry it."""
     seq: dict[str, int] = {}
-    tags: dict[Tags, str] = {}          # a run's samples share a few tag sets: each is written as JSON once
+    # a run's samples share a few tag sets: each is written as JSON once (looked
+    # up by identity: the rule in nicbench.records)
+    tags: dict[int, tuple[Tags, str]] = {}
     rows: list[tuple[Any, ...]] = []
     add = rows.append
     for x in samples:
-        tid, t = x.trial_id, x.tags
+        tid, t = x.trial_id or trial_id, x.tags
         n = seq.get(tid, 0)
         seq[tid] = n + 1
-        text = tags.get(t)
-        if text is None:
-            text = tags[t] = json.dumps(dict(t), sort_keys=True)
-        add((rid, tid, n, x.metric, float(x.value), x.unit, float(x.t_start), float(x.t_end), text))
+        e = tags.get(id(t))
+        if e is None:
+            e = tags[id(t)] = (t, json.dumps(dict(t), sort_keys=True))
+        add((rid, tid, n, x.metric, float(x.value), x.unit, float(x.t_start), float(x.t_end), e[1]))
     return rows
 
 
@@ -363,7 +368,8 @@ class RunWriter:
                          [(rid, *r[1:]) for r in rows])
 
     def write_trial(self, rec: TrialRecord, samples: Iterable[Sample], raws: Iterable[RawOutput]) -> None:
-        """One finished trial, its samples and raw outputs, in one transaction."""
+        """One finished trial, its samples and raw outputs, in one transaction
+        (a sample with trial_id "" is this trial's: see :func:`sample_rows`)."""
         self.check_dir()
         if self._dir_gone:
             raise StoreError("the run directory was deleted during the run", where=str(self.run_dir))
@@ -378,7 +384,7 @@ class RunWriter:
         def op(a: Archive, rid: int) -> None:
             with a.db.transaction(need):
                 a.db.copy_in("trials", TRIAL_COLS, [trial_row(rid, rec)], need)
-                a.db.copy_in("samples", SAMPLE_COLS, sample_rows(rid, samples), need)
+                a.db.copy_in("samples", SAMPLE_COLS, sample_rows(rid, samples, rec.spec.trial_id), need)
                 self._insert_raws(a, rid, raw_rows)
                 a.refresh_counts(rid)
         self._do(op, need=need)

@@ -414,15 +414,19 @@ def flow_rows(intervals: Sequence[dict], *, is_server: bool, omit: float,
     """
     out: list[FlowRow] = []
     omitted = [_is_omitted(iv) for iv in intervals]         # once each: a long report has 100,000s
-    measured = [iv for iv, o in zip(intervals, omitted, strict=True) if not o]
-    last_end = max((float(st["end"]) for iv in measured for st in iv.get("streams", [])), default=0.0)
-    if duration:
-        restarted = omit > 0 and last_end <= duration + 0.5 * omit
-    else:  # no duration (byte-count mode): a first measured start near 0 means a restart
-        firsts = [float(st["start"]) for st in (measured[0].get("streams", []) if measured else [])]
-        restarted = omit > 0 and bool(firsts) and min(firsts) < 0.5 * omit
-    spans = sorted(float(st["end"]) - float(st["start"]) for iv in measured[1:] for st in iv.get("streams", []))
-    nominal = spans[len(spans) // 2] if spans else 0.0
+    restarted, nominal = False, 0.0
+    if omit > 0:
+        # (without a warm-up the clock never restarts: nothing here is read, and a
+        # long report's every stream is not gone over twice more for it)
+        measured = [iv for iv, o in zip(intervals, omitted, strict=True) if not o]
+        last_end = max((float(st["end"]) for iv in measured for st in iv.get("streams", [])), default=0.0)
+        if duration:
+            restarted = last_end <= duration + 0.5 * omit
+        else:  # no duration (byte-count mode): a first measured start near 0 means a restart
+            firsts = [float(st["start"]) for st in (measured[0].get("streams", []) if measured else [])]
+            restarted = bool(firsts) and min(firsts) < 0.5 * omit
+        spans = sorted(float(st["end"]) - float(st["start"]) for iv in measured[1:] for st in iv.get("streams", []))
+        nominal = spans[len(spans) // 2] if spans else 0.0
     own = (not is_server) if default_sender is None else default_sender     # a stream without a sender flag
     row = tuple.__new__          # a FlowRow from its 17 fields, without the keyword machinery
     first_measured = True
@@ -449,7 +453,7 @@ def flow_rows(intervals: Sequence[dict], *, is_server: bool, omit: float,
                 s0 = prev_end if not is_omitted else 0.0
             sender = bool(st.get("sender", own))
             # the engine client sends the fwd flow; the engine server receives it
-            key = ("fwd" if sender != is_server else "rev", "sender" if sender else "receiver")
+            key = _KEYS[sender != is_server, sender]
             g = groups.get(key)
             if g is None:
                 groups[key] = [(s0, s1, st)]
@@ -459,13 +463,14 @@ def flow_rows(intervals: Sequence[dict], *, is_server: bool, omit: float,
         for (flow, side), sts in sorted(groups.items()) if len(groups) > 1 else groups.items():
             # one pass over the group's streams (a long report has 100,000s of
             # intervals): the same values, added and compared in the same order
-            # as a comprehension per figure would
+            # as a comprehension per figure would; the lists of what a TCP
+            # report lacks (UDP's) are made only when a stream has it
             s0, s1 = sts[0][0], sts[0][1]
             nbytes: list[Any] = []
             retr: list[Any] = []
-            pk: list[int | None] = []
-            lost: list[int | None] = []
-            jit: list[float] = []
+            pk: list[int | None] | None = None
+            lost: list[int | None] | None = None
+            jit: list[float] | None = None
             # the sender's tcp_info at the interval's end (Linux; snd_wnd since iperf3 3.10):
             # kept only when every stream of the group says it, or the sums would mislead
             rtt: list[float] = []
@@ -482,10 +487,16 @@ def flow_rows(intervals: Sequence[dict], *, is_server: bool, omit: float,
                 if x is not None:
                     retr.append(x)
                 if "packets" in st:
+                    if pk is None:
+                        pk = []
                     pk.append(count(st["packets"]))
                 if "lost_packets" in st:
+                    if lost is None:
+                        lost = []
                     lost.append(lost_count(st))
                 if "jitter_ms" in st:
+                    if jit is None:
+                        jit = []
                     jit.append(float(st["jitter_ms"]) / 1000)
                 if sending:
                     x = st.get("rtt")
@@ -498,19 +509,25 @@ def flow_rows(intervals: Sequence[dict], *, is_server: bool, omit: float,
                     if isinstance(x, int):
                         wnd.append(x)
             ends.append(s1)
-            whole = sending and len(rtt) == len(cwnd) == len(sts)
+            n = len(sts)
+            whole = sending and len(rtt) == len(cwnd) == n
             out.append(row(FlowRow, (
-                base + s0, base + s1, flow, side, int(sum(nbytes)), len(sts), is_omitted,
+                base + s0, base + s1, flow, side, int(sum(nbytes)), n, is_omitted,
                 sum(retr) if retr else None, None, by_peer,
                 sum(x for x in pk if x is not None) if pk and None not in pk else None,
                 sum(x for x in lost if x is not None) if lost and None not in lost else None,
                 max(jit) if jit else None, None,
                 sum(rtt) / len(rtt) / 1e6 if whole else None, sum(cwnd) if whole else None,
-                sum(wnd) if whole and len(wnd) == len(sts) else None)))
+                sum(wnd) if whole and len(wnd) == n else None)))
         if counted and ends:
             prev_end = max(ends)
             first_measured = False
     return out
+
+
+# (flow, side) of a stream by (whether it is the fwd flow, whether this process sent it)
+_KEYS = {(True, True): ("fwd", "sender"), (True, False): ("fwd", "receiver"),
+         (False, True): ("rev", "sender"), (False, False): ("rev", "receiver")}
 
 
 def _is_omitted(iv: dict) -> bool:

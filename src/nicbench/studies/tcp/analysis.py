@@ -47,7 +47,7 @@ class TrialResult(TrialHead):
     # per direction, the aggregate the figure is: the receivers', or (an imported
     # direction no file has a receiver figure of) the senders' -- its .side says which
     receiver: Mapping[str, DirectionAggregate]
-    sender: Mapping[str, DirectionAggregate]
+    sender: Mapping[str, DirectionAggregate]      # the senders' totals, without a time series
     start_skew_s: float | None
     overhead_s: float | None
     retransmits: int
@@ -245,14 +245,16 @@ def goodput_of_carried(r: TrialResult, samples: Sequence[Sample], link: LinkInfo
 def _measured_values(samples: Sequence[Sample], metric: str) -> Iterator[float]:
     """The values of ``metric`` that are not warm-up, in sample order; the
     ``omitted`` tag read once per tag set, not per sample (a 200 MB import
-    has 100,000s of samples and a handful of tag sets)."""
-    omitted: dict[Tags, bool] = {}
+    has 100,000s of samples and a handful of tag sets; looked up by
+    identity: the rule in :mod:`nicbench.records`)."""
+    omitted: dict[int, tuple[Tags, bool]] = {}
     for s in samples:
         if s.metric == metric:
-            o = omitted.get(s.tags)
-            if o is None:
-                o = omitted[s.tags] = s.tag("omitted") == "1"
-            if not o:
+            t = s.tags
+            e = omitted.get(id(t))
+            if e is None:
+                e = omitted[id(t)] = (t, s.tag("omitted") == "1")
+            if not e[1]:
                 yield s.value
 
 
@@ -294,7 +296,8 @@ def _trial_result(rec: TrialRecord, samples: Sequence[Sample], trim: float,
                 problems.append(str(e))
                 continue
             try:
-                sender[d] = aggregate(samples, direction=d, side="sender", trim=trim)
+                # (the senders' figure is their total: their time series is never read)
+                sender[d] = aggregate(samples, direction=d, side="sender", trim=trim, series=False)
             except NoSharedWindow:
                 pass
             duration = params.get("duration")

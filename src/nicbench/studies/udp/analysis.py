@@ -135,7 +135,7 @@ def _direction(samples: Sequence[Sample], d: str, trim: float, size: int) -> Dir
     w = rcv.window
     secs = w[1] - w[0]
     try:
-        snd = aggregate(samples, direction=d, side="sender", trim=trim, metric=METRIC)
+        snd = aggregate(samples, direction=d, side="sender", trim=trim, metric=METRIC, series=False)
         sent_gbps: float | None = snd.gbps
         sent_n = tool_count(samples, "udp.packets", d, "sender", snd.window)
         sent_per_s = sent_n / snd.seconds if sent_n is not None else None
