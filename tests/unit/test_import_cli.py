@@ -258,6 +258,7 @@ def test_role_fills_in_where_a_file_does_not_say_and_never_overrides_it(capsys, 
               IMP / "iperf2-text/local/server_tx_e.txt")
     assert [f["role"] for f in doc["files"]] == ["client", "server"]
     [p] = doc["runs"][0]["points"]
-    # the server's [SUM] receiver intervals: 882 MBytes over 0-1 s and 1.22 GBytes over 1-2 s (MiB, GiB)
-    assert p["point"] == "tx/c2" and p["value"] == pytest.approx((882 * 2**20 + 1.22 * 2**30) * 8 / 2.0 / 1e9)
+    # the server's own whole-test total, [SUM] 0.0000-2.0243 sec 2.12 GBytes (its intervals, 882 MBytes over
+    # 0-1 s and 1.22 GBytes over 1-2 s, are the timeline; the 0.0243 s past them is one more sample)
+    assert p["point"] == "tx/c2" and p["value"] == pytest.approx(2.12 * 2**30 * 8 / 2.0243 / 1e9)
     assert "tx/c2" not in doc["runs"][0]["basis"]            # receiver-side, from intervals

@@ -11,6 +11,7 @@ no valid point is an error, and the store is left untouched.
 from __future__ import annotations
 
 import gc
+import re
 import shutil
 import statistics
 import sys
@@ -105,6 +106,12 @@ def _force(args: list[str], as_: str | None) -> tuple[str | None, list[str]]:
             raise InputError(f"the tool is given twice: {args[0]!r} and --as {as_!r}", where="import",
                              hint="give it once, with --as")
         return args[0], args[1:]
+    if len(args) > 1 and not Path(args[0]).exists() and re.fullmatch(r"[A-Za-z][A-Za-z0-9_+-]*", args[0]) \
+            and any(Path(a).exists() for a in args[1:]):
+        # a word before existing files is a tool's name (the old form), not a missing file
+        raise InputError(f"unknown tool {args[0]!r}: nicbench imports {', '.join(sorted(TOOLS))}",
+                         where="import", hint=f"name one of those tools (or --as a format: {', '.join(FORMATS)}), "
+                                              "or leave the tool out and let nicbench detect each file's format")
     if as_ is not None and as_ not in TOOLS and as_ not in FORMATS:
         raise InputError(f"unknown format {as_!r}", where="--as",
                          hint=f"a tool ({', '.join(sorted(TOOLS))}) or a format ({', '.join(FORMATS)})")

@@ -1,0 +1,172 @@
+"""Issue 28: files labs already have, written by other projects (provenance in
+tests/fixtures/SOURCES.md), each figure checked against what the file itself
+says -- iperf 2 CSV and text forms, iperf3 text forms, the tool's own
+whole-test total as the figure, and what an unknown file is said to be."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from conftest import import_json as imp
+from conftest import run_cli as nb
+from nicbench.core.errors import InputError
+from nicbench.importers import parse_file
+from nicbench.importers.headline import headline
+
+ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "import"
+MIB = 2**20
+
+
+def load(rel: str, role=None, force=None):
+    return parse_file((ROOT / rel).read_text(errors="replace"), rel, force=force, role=role)
+
+
+# (file, format, role, headline bit/s as the file states it, relative tolerance)
+CASES = [
+    # iperf 2.1.9+ CSV: the zone before the stamp; enhanced TCP (6 integer fields after speed) is not UDP
+    ("iperf2/ext/k8s_agnhost_2.1.9_e_tcp.csv", "iperf2-csv", "client",
+     (5220466748 + 5127667712) * 8 / 2.0, 1e-12),
+    # 2.2: a header line, start and end as two fields; its header names the writer's fields (writecnt)
+    ("iperf2/ext/k8s_agnhost_2.2_e_tcp_header.csv", "iperf2-csv", "client",
+     (7817396288 + 7550795776 + 8703574016) * 8 / 3.0, 1e-12),
+    # the whole-test line 0.0-10.2 is the figure, not the 0.0-1.0 interval
+    ("iperf2/ext/kubeovn_2.2_e_tcp_total.csv", "iperf2-csv", "client", 110755904 * 8 / 10.2, 1e-12),
+    # iperf 2 -e --format b: exact bytes, the whole-test line per stream / [SUM]
+    ("iperf2-text/ext/pscheduler_tcp_p1_fb.txt", "iperf2-text", "client", 33292419132 * 8 / 6.01, 1e-12),
+    ("iperf2-text/ext/pscheduler_tcp_p2_fb.txt", "iperf2-text", "client", 58089668728 * 8 / 6.00, 1e-12),
+    ("iperf2-text/ext/pscheduler_tcp_p4_uneven.txt", "iperf2-text", "client", 686162160 * 8 / 10.01, 1e-12),
+    # UDP: one Server Report per stream, summed: 789390 + 792330 B, the longer span 6.01 s
+    ("iperf2-text/ext/pscheduler_udp_p1_fb.txt", "iperf2-text", "client", 790860 * 8 / 6.01, 1e-12),
+    ("iperf2-text/ext/pscheduler_udp_p2_fb.txt", "iperf2-text", "client", (789390 + 792330) * 8 / 6.01, 1e-12),
+    # PerfKitBenchmarker's iperf 2 texts (MBytes are MiB)
+    ("iperf2-text/ext/pkb_tcp_p1.txt", "iperf2-text", "client", 14063 * MIB * 8 / 60.0, 1e-12),
+    ("iperf2-text/ext/pkb_tcp_p2.txt", "iperf2-text", "client", 14095 * MIB * 8 / 60.01, 1e-12),
+    ("iperf2-text/ext/pkb_tcp_p1_i1.txt", "iperf2-text", "client", 601 * MIB * 8 / 5.37, 1e-12),
+    ("iperf2-text/ext/pkb_tcp_p3_i1.txt", "iperf2-text", "client", 739 * MIB * 8 / 5.24, 1e-12),
+    ("iperf2-text/ext/pkb_udp_p1.txt", "iperf2-text", "client", 7.50 * MIB * 8 / 60.0, 1e-12),
+    ("iperf2-text/ext/pkb_udp_p2.txt", "iperf2-text", "client", 2 * 7.50 * MIB * 8 / 60.0, 1e-12),
+    # iperf3 text on Windows (PKB): -f M -P 5, its [SUM] receiver row
+    ("iperf3-text/ext/pkb_win_tcp_p5_fM.txt", "iperf3-text", "client", 1.64 * 2**30 * 8 / 3.01, 1e-12),
+]
+
+
+@pytest.mark.parametrize("rel, fmt, role, value, tol", CASES, ids=[c[0] for c in CASES])
+def test_the_figure_is_what_the_file_says(rel, fmt, role, value, tol):
+    p = load(rel)
+    assert (p.format, p.role) == (fmt, role)
+    assert headline(p)[1] == pytest.approx(value, rel=tol)
+
+
+def test_zone_first_stamps_are_read_as_that_zone():
+    p = load("iperf2/ext/k8s_agnhost_2.1.9_e_tcp.csv")
+    # +0000:20240908113035.128 ends the 0.0-1.0 interval
+    first = min(s.t_start for s in p.samples)
+    assert first == pytest.approx(dt.datetime(2024, 9, 8, 11, 30, 34, 128000, tzinfo=dt.UTC).timestamp())
+    assert p.kind == "tcp" and not any(s.metric.startswith("udp.") for s in p.samples)
+
+
+def test_role_inferred_is_said_and_role_overrides_it():
+    p = load("iperf2/ext/k8s_agnhost_2.2_e_tcp_header.csv")
+    assert any("client's file" in n and "writecnt" in n and "--role overrides" in n for n in p.notes)
+    assert load("iperf2/ext/k8s_agnhost_2.2_e_tcp_header.csv", role="server").role == "server"
+    q = load("iperf2/ext/k8s_agnhost_2.1.9_e_tcp.csv")
+    assert any("write counts (6 fields after speed)" in n for n in q.notes)
+
+
+def test_a_dual_test_needs_its_role_then_the_server_report_is_the_forward_receiver():
+    """ChromiumOS tast: a UDP dual test's client CSV, with the server's report of
+    the client's own connection and the dual test's connection back."""
+    with pytest.raises(InputError, match="dual test"):
+        load("iperf2/ext/cros_tast_2.0_udp_dual_client.csv")
+    p = load("iperf2/ext/cros_tast_2.0_udp_dual_client.csv", role="client")
+    assert p.kind == "udp" and p.params["direction"] == "bidir"
+    # tx: the server's report (392785470 B over 9.8 s, 539 of 267740 lost); rx: received back, 3822 lost
+    assert (p.totals["tx.receiver.bytes"], p.totals["tx.receiver.seconds"]) == (392785470, 9.8)
+    assert (p.totals["tx.receiver.lost"], p.totals["tx.receiver.packets"]) == (539, 267740)
+    assert (p.totals["rx.receiver.bytes"], p.totals["rx.receiver.lost"]) == (368989110, 3822)
+    # the total the ChromiumOS test expects: 615832488 bit/s
+    assert headline(p)[1] == pytest.approx(392785470 * 8 / 9.8 + 368989110 * 8 / 10.0)
+    assert round(headline(p)[1]) == 615832488
+
+
+def test_server_reports_of_every_stream_are_summed():
+    p = load("iperf2-text/ext/pscheduler_udp_p2_fb.txt")
+    assert p.kind == "udp" and p.params["io_size"] == 1470
+    assert p.totals["tx.receiver.packets"] == 538 + 538 and p.totals["tx.receiver.lost"] == 1 + 0
+    assert p.totals["tx.receiver.jitter_s"] == pytest.approx(0.008e-3)
+    # -f b prints exact bytes: no rounding note
+    assert not any("rounded" in n for n in p.notes)
+    q = load("iperf2-text/ext/pkb_udp_p2.txt")
+    assert q.kind == "udp" and q.totals["tx.receiver.lost"] == 1 and q.totals["tx.receiver.packets"] == 10700
+
+
+def test_the_tools_total_is_the_figure_and_the_intervals_the_timeline():
+    """iperf 2's [SUM] 0.00-5.24 after intervals to 5.00: what the total counts
+    past the intervals is one more sample, so the samples add up to the total."""
+    p = load("iperf2-text/ext/pkb_tcp_p3_i1.txt")
+    ivs = [s for s in p.samples if s.metric == "tcp.bytes" and s.tag("side") == "sender"]
+    tail = [s for s in ivs if s.tag("tail") == "1"]
+    assert len(ivs) == 6 and len(tail) == 1
+    assert (tail[0].t_start, tail[0].t_end) == pytest.approx((5.0, 5.24))
+    assert sum(s.value for s in ivs) == pytest.approx(739 * MIB)
+    assert any("runs 0.24 s past its last interval" in n for n in p.notes)
+
+
+def test_the_study_figure_is_the_tools_total(capsys, tmp_path):
+    doc = imp(capsys, tmp_path / "s", ROOT / "iperf2-text/ext/pkb_tcp_p3_i1.txt")
+    [pt] = doc["runs"][0]["points"]
+    # sender-side (no receiver figure in the file): the [SUM] line's 739 MBytes over 5.24 s, not 1.24 Gbit/s
+    assert pt["value"] == pytest.approx(739 * MIB * 8 / 5.24 / 1e9, rel=1e-9)
+
+
+def test_reverse_rows_are_the_received_direction(capsys, tmp_path):
+    """iperf 2 -R -e: [ *1] rows are what the client received (OpenRAN lab logs)."""
+    p = load("iperf2-text/ext/mobsys_oran_reverse_e.txt")
+    assert p.role == "client" and p.params["direction"] == "rx"
+    assert headline(p) == ("receiver bit/s", pytest.approx(290 * MIB * 8 / 60.67), "bit/s")
+    assert any("[ *N] rows" in n for n in p.notes)
+    # its intervals end at 60.00; the total runs to 60.18 s: that stretch is one more sample
+    q = load("iperf2-text/ext/mobsys_oran_reverse_tail_e.txt")
+    assert headline(q)[1] == pytest.approx(511 * MIB * 8 / 60.18)
+    assert any("runs 0.18 s past its last interval" in n for n in q.notes)
+    u = load("iperf2-text/ext/mobsys_oran_udp_reverse_e.txt")
+    assert (u.kind, u.params["direction"], u.totals["rx.receiver.packets"], u.totals["rx.receiver.lost"]) == \
+        ("udp", "rx", 35668, 0)
+    assert headline(u)[1] == pytest.approx(50.0 * MIB * 8 / 10.60)
+    doc = imp(capsys, tmp_path / "s", ROOT / "iperf2-text/ext/mobsys_oran_reverse_tail_e.txt")
+    [pt] = doc["runs"][0]["points"]
+    assert pt["point"].startswith("rx/c1") and pt["value"] == pytest.approx(511 * MIB * 8 / 60.18 / 1e9)
+
+
+def test_old_iperf3_udp_summary_without_side_words():
+    """iperf3 on Windows (PKB): the UDP summary has no sender/receiver word."""
+    p = load("iperf3-text/ext/pkb_win_udp_nosuffix.txt")
+    assert p.role == "client" and any("connections go to port 5201" in n for n in p.notes)
+    assert p.totals["tx.sender.bytes"] == 492 * MIB
+    assert (p.totals["tx.receiver.lost"], p.totals["tx.receiver.packets"]) == (35148, 62949)
+    assert p.totals["tx.receiver.bytes"] == pytest.approx(492 * MIB * (62949 - 35148) / 62949)
+    assert any("before 3.1" in n and "derived" in n for n in p.notes)
+
+
+def test_unknown_format_says_what_the_file_looks_like_and_what_exists(tmp_path):
+    f = tmp_path / "x.csv"
+    f.write_text("a,b,c\n1,2,3\n")
+    with pytest.raises(InputError) as e:
+        parse_file(f.read_text(), str(f))
+    assert "CSV of 3 fields per line" in e.value.message
+    assert "iperf3-json" in e.value.hint and "--as TOOL" in e.value.hint
+    with pytest.raises(InputError) as e:
+        parse_file('{"hello": 1, "world": 2}', "j.json")
+    assert "a JSON object with keys hello, world" in e.value.message
+
+
+def test_an_unknown_tool_name_is_said_to_be_one(capsys, tmp_path):
+    code, _, err = nb(capsys, "import", "--store", tmp_path / "s", "ntttcpx",
+                      ROOT / "iperf2-text/ext/pkb_tcp_p1.txt")
+    assert code == 2 and "unknown tool 'ntttcpx'" in err and "iperf3" in err and "No such file" not in err
+    code, _, err = nb(capsys, "import", "--store", tmp_path / "s", "--as", "ntttcpx",
+                      ROOT / "iperf2-text/ext/pkb_tcp_p1.txt")
+    assert code == 2 and "unknown format 'ntttcpx'" in err
