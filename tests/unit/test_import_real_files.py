@@ -170,3 +170,24 @@ def test_an_unknown_tool_name_is_said_to_be_one(capsys, tmp_path):
     code, _, err = nb(capsys, "import", "--store", tmp_path / "s", "--as", "ntttcpx",
                       ROOT / "iperf2-text/ext/pkb_tcp_p1.txt")
     assert code == 2 and "unknown format 'ntttcpx'" in err
+
+
+def test_keys_a_terminal_echoed_before_the_report_are_removed(capsys, tmp_path):
+    """CloudPilot: '^C{' (the client stopped by hand, CRLF line ends) and '^[[F{'."""
+    p = load("iperf3/ext/cp_ctrlc_interrupted.json")
+    assert p.format == "iperf3-json" and any("'^C' a terminal echoed" in n for n in p.notes)
+    # interrupted: the receiver's 0 is the server's results that never came; the sender's total is the figure
+    assert p.partial and any("interrupted before the server's results" in d for d in p.dropped)
+    assert headline(p) == ("sender bit/s", pytest.approx(210922112 * 8 / 10.527207136154175), "bit/s")
+    doc = imp(capsys, tmp_path / "s", ROOT / "iperf3/ext/cp_ctrlc_interrupted.json")
+    [pt] = doc["runs"][0]["points"]
+    assert "sender-side" in doc["runs"][0]["basis"][pt["point"].removesuffix(" (sent)")]
+    # CRLF line ends and a blank first line: the same report
+    q = load("iperf3/ext/cp_crlf_blank_first.json")
+    assert headline(q)[1] == pytest.approx(207344912 * 8 / 44.016, rel=1e-4)
+    # ^[[F glued before a -n 10K report whose receiver truly got nothing: read, then refused for that
+    with pytest.raises(InputError, match="receiver reported 0 bytes while the sender sent 56320"):
+        load("iperf3/ext/cp_escape_glued_n.json")
+    # ^C glued before a report cut off at 8 KiB: read as iperf3 JSON, refused as truncated
+    with pytest.raises(InputError, match="truncated or damaged"):
+        load("iperf3/ext/cp_ctrlc_truncated.json")

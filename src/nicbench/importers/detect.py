@@ -25,7 +25,7 @@ _IPERF2_CSV = re.compile(r"^(?:[+-]\d{4}:)?\d{14}(?:\.\d+)?[^,]*,[^,]*,-?\d*,[^,
 def _guess(text: str) -> list[str]:
     head = text[:200_000]
     out = []
-    if re.search(r'^\{', head, re.M) and '"start"' in head and \
+    if re.search(r'^(?:\^\[\[[0-9;]*[A-Za-z~]|\^[A-Z@\\\]^_?])*\{', head, re.M) and '"start"' in head and \
             re.search(r'"version":\s*"iperf 3|"intervals"|"error"', head):
         out.append("iperf3-json")
     if '"fio version"' in head:
