@@ -20,7 +20,8 @@ SEEDS = {  # one real file per format
     "iperf2-csv": "iperf2/local/server_udp_e.csv", "iperf2-text": "iperf2-text/local/client_tx_p2_e.txt",
     "fio-json": "fio/local/client_server_2hosts.json", "wrk-text": "wrk/ext/wrk2_readme_latency.txt",
     "pktgen-text": "pktgen/ext/pktgen_netmap368_tx.txt", "trafgen-text": None,
-    "netperf-text": "netperf/ext/netperf_pkb_udp_rr_o.txt"}
+    "netperf-text": "netperf/ext/netperf_pkb_udp_rr_o.txt", "sockperf-text": "sockperf/ext/doc_3.5_pp_tcp_m64.txt",
+    "irtt-json": "irtt/ext/lens_starlink_0.9.1.json"}
 BOUND = 2.0      # seconds per input, generous for a shared 2-core machine
 
 

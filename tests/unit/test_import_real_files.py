@@ -157,7 +157,7 @@ def test_unknown_format_says_what_the_file_looks_like_and_what_exists(tmp_path):
     with pytest.raises(InputError) as e:
         parse_file(f.read_text(), str(f))
     assert "CSV of 3 fields per line" in e.value.message
-    assert "iperf3-json" in e.value.hint and "--as TOOL" in e.value.hint
+    assert "iperf3-json" in e.value.hint and "sockperf-text" in e.value.hint and "--as TOOL" in e.value.hint
     with pytest.raises(InputError) as e:
         parse_file('{"hello": 1, "world": 2}', "j.json")
     assert "a JSON object with keys hello, world" in e.value.message

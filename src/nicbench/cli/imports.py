@@ -205,15 +205,17 @@ def _prepare(kind: str, items: list[tuple[SourceFile, ParsedFile, ParsedFile]], 
 @click.option("--io-size", default=None, metavar="SIZE",
               help="IO (or block) size of points whose files do not say it, e.g. 128K (netperf *_RR: the "
                    "request and response size).")
+@click.option("--protocol", type=click.Choice(["tcp", "udp"]), default=None,
+              help="Protocol of request/response files that do not say it (sockperf's --full-log).")
 @click.option("--name", default="imported", show_default=True,
               help="Run name: letters, digits, '.', '_', '-' (at most 64).")
 @store_option
 @json_option
 @click.pass_context
 def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: str | None, together: bool,
-            io_size: str | None, name: str, store: str | None) -> None:
-    """Turn outputs of iperf3, iperf 2, fio, wrk/wrk2, netmap pkt-gen, trafgen
-    and netperf, run by hand or by other harnesses, into runs with the same
+            io_size: str | None, protocol: str | None, name: str, store: str | None) -> None:
+    """Turn outputs of iperf3, iperf 2, fio, wrk/wrk2, netmap pkt-gen, trafgen,
+    netperf, sockperf and irtt, run by hand or by other harnesses, into runs with the same
     report as nicbench's own, comparable with them (nicbench compare).
 
     Each file's format is detected and said (--as forces one; the old form
@@ -235,22 +237,25 @@ def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: s
     every file yields a valid point.  netperf TCP_RR/UDP_RR results go to
     the latency study: they need netperf's latency selectors (-- -o
     ...,P50_LATENCY,P90_LATENCY,P99_LATENCY,MAX_LATENCY) and their request
-    size (-o REQUEST_SIZE,RESPONSE_SIZE, or --io-size).
+    size (-o REQUEST_SIZE,RESPONSE_SIZE, or --io-size).  sockperf ping-pong
+    and under-load (its client output, or its --full-log with --protocol)
+    and irtt JSON go there too, as the study's own probes would.
     """
     check_name(name)
     with _no_cycle_collector():
-        _import(ctx, files, as_, role, together, io_size, name, store)
+        _import(ctx, files, as_, role, together, io_size, protocol, name, store)
 
 
 def _import(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: str | None, together: bool,
-            io_size: str | None, name: str, store: str | None) -> None:
+            io_size: str | None, protocol: str | None, name: str, store: str | None) -> None:
     force, args = _force(list(files), as_)
-    options = ImportOptions()
+    size = None
     if io_size is not None:
         try:
-            options = ImportOptions(io_size=parse_size(io_size))
+            size = parse_size(io_size)
         except UnitError as e:
             raise InputError(str(e), where="--io-size") from None
+    options = ImportOptions(io_size=size, protocol=protocol)
     sources = _read(args)
     stage = _Stages(sources)
     parsed = []
@@ -299,7 +304,9 @@ def _file_line(src: SourceFile, p: ParsedFile, forced: bool, study: str | None) 
 
 
 def _scaled(v: float, unit: str) -> str:
-    """A figure with a decimal prefix: 17.0305 Gbit/s, 132.492 MB/s, 909.093 kpps."""
+    """A figure with a decimal prefix: 17.0305 Gbit/s, 132.492 MB/s, 909.093 kpps, 18.034 us."""
+    if unit == "s":
+        return f"{v * 1e3:.6g} ms" if v >= 1e-3 else f"{v * 1e6:.6g} us"
     for k, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(v) >= k and unit in ("bit/s", "B/s", "pps"):
             return f"{v / k:.6g} {prefix}{unit if unit != 'B/s' else 'B/s'}"

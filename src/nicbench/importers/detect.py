@@ -13,12 +13,12 @@ import re
 from ..core.errors import InputError
 
 FORMATS = ("iperf3-json", "iperf3-text", "iperf2-csv", "iperf2-text", "fio-json", "wrk-text", "pktgen-text",
-           "trafgen-text", "netperf-text")
+           "trafgen-text", "netperf-text", "sockperf-text", "irtt-json")
 # a tool name given by the user -> the formats it may mean, tried in order
 TOOLS = {"iperf3": ("iperf3-json", "iperf3-text"), "iperf2": ("iperf2-csv", "iperf2-text"),
          "iperf": ("iperf2-csv", "iperf2-text"), "fio": ("fio-json",), "wrk": ("wrk-text",), "wrk2": ("wrk-text",),
          "pkt-gen": ("pktgen-text",), "pktgen": ("pktgen-text",), "trafgen": ("trafgen-text",),
-         "netperf": ("netperf-text",)}
+         "netperf": ("netperf-text",), "sockperf": ("sockperf-text",), "irtt": ("irtt-json",)}
 _IPERF2_CSV = re.compile(r"^(?:[+-]\d{4}:)?\d{14}(?:\.\d+)?[^,]*,[^,]*,-?\d*,[^,]*,-?\d*,-?\d+,\d", re.M)
 
 
@@ -38,6 +38,11 @@ def _guess(text: str) -> list[str]:
         out.append("trafgen-text")
     if re.search(r"^(MIGRATED )?\S.* TEST from .* AF_INET", head, re.M):
         out.append("netperf-text")
+    if re.search(r"^sockperf: (?:\S+ )?(?:\[Valid Duration\]|Summary: |Total of \d+ messages)", head, re.M) or \
+            re.search(r"^packet, txTime\(sec\), rxTime\(sec\)", head, re.M):
+        out.append("sockperf-text")
+    if '"json_format"' in head and '"round_trips"' in text and '"irtt"' in head:
+        out.append("irtt-json")
     if _IPERF2_CSV.search(head):
         out.append("iperf2-csv")
     if re.search(r"\[\s*\*?\s*(\d+|SUM)\].*sec\s+[\d.]+\s+[KMGT]?Bytes", head):

@@ -5,7 +5,8 @@ Traffic: receiver bits/s over the receiver's own span (iperf3's receiver
 bits/s), summed over directions for bidir and over files run together; the
 sender's when the file has no receiver figure (the label says so).  Storage:
 bytes/s per op summed (read+write).  HTTP: requests/s.  Packets: packets/s.
-RR: transactions/s.
+RR: transactions/s, or the tool's own figure where it states one
+(``extra["headline"]``: sockperf's and irtt's mean round trip, seconds).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ def _one(p: ParsedFile) -> tuple[str, float, str]:
     if p.extra.get("points"):
         raise InputError(f"the file holds {len(p.extra['points'])} points that ran one after another: "
                          "no one figure", where=p.name, hint="take the headline of each of points(file)")
+    own = p.extra.get("headline")
+    if own is not None:
+        # the tool's own headline figure (sockperf's and irtt's mean round trip)
+        return own[0], float(own[1]), own[2]
     t = p.totals
     if p.kind in ("tcp", "udp"):
         if "bps" in t:
