@@ -146,7 +146,10 @@ def _check(study: str, info: RunInfo, trials: list[tuple[TrialRecord, list[Sampl
     stored = StoredRun(Path(info.run_id), info, {}, [r for r, _ in trials], {r.spec.trial_id: s for r, s in trials},
                        ())
     analysed = view.analyse(stored)
+    judged = {r.spec.trial_id: r.status for r, _ in trials}
     for t in analysed.trials:
+        if t.status == "failed" and judged.get(t.trial_id) == "failed":
+            continue        # failed by its adapter for what the file says (wrk's non-2xx): kept, figures visible
         if t.status not in ("ok", "partial"):
             fs = files.get(t.trial_id, [])
             fmt = fs[0][0].format if fs else ""
@@ -333,11 +336,31 @@ def _text(parsed: list[tuple[SourceFile, ParsedFile]], runs: list[_Run], force: 
             # a figure not taken as the study's runner takes it: its unit, then how it was taken
             metric = f["metric"].split(" (")[0].removesuffix(" sent").removesuffix(" received") if b else f["metric"]
             lines.append(f"  {f['point']}: {metric} {f['value']:.6g} ({rep})" + (f" -- {b}" if b else ""))
+        for f in _failed(r):
+            lines.append(f"  {f['point']}: failed -- {f['error']}"
+                         + (f" ({f['requests_per_s']:.6g} requests/s over {f['seconds']:g} s)"
+                            if f.get("requests_per_s") and f.get("seconds") else ""))
         for w in r.info.meta["warnings"]:
             lines.append(f"  note: {w}")
         again = quoted("nicbench", "report", r.info.run_id, *(("--store", store) if store else ()))
         lines.append(f"  {again} renders it")
     return "\n".join(lines)
+
+
+def _failed(r: _Run) -> list[dict[str, Any]]:
+    """The trials imported as failed (their adapter's judgement of what the file
+    says, e.g. wrk's non-2xx answers): why, and what was counted all the same."""
+    out = []
+    for t in r.analysed.trials:
+        if t.status != "failed":
+            continue
+        d: dict[str, Any] = {"point": t.point, "trial_id": t.trial_id, "error": t.error}
+        for k in ("requests_per_s", "seconds", "requests", "socket_errors", "bad_status"):
+            v = getattr(t, k, None)
+            if v is not None:
+                d[k] = v
+        out.append(d)
+    return out
 
 
 def _json(parsed: list[tuple[SourceFile, ParsedFile]], runs: list[_Run], written: list[Path],
@@ -353,7 +376,7 @@ def _json(parsed: list[tuple[SourceFile, ParsedFile]], runs: list[_Run], written
     out: dict[str, Any] = {
         "files": files,
         "runs": [{"run_id": r.info.run_id, "run_dir": str(d), "study": r.study, "trials": len(r.trials),
-                  "points": r.figures, "notes": r.info.meta["warnings"],
+                  "points": r.figures, "failed": _failed(r), "notes": r.info.meta["warnings"],
                   "basis": {t.point: t.basis for t in r.imported.trials if t.basis}}
                  for r, d in zip(runs, written, strict=True)],
         "run_ids": [r.info.run_id for r in runs]}
