@@ -12,6 +12,7 @@ import pytest
 
 from conftest import import_json as imp
 from conftest import run_cli as nb
+from nicbench.api import load_run
 from nicbench.core.errors import InputError
 from nicbench.importers import parse_file
 from nicbench.importers.headline import headline
@@ -191,3 +192,24 @@ def test_keys_a_terminal_echoed_before_the_report_are_removed(capsys, tmp_path):
     # ^C glued before a report cut off at 8 KiB: read as iperf3 JSON, refused as truncated
     with pytest.raises(InputError, match="truncated or damaged"):
         load("iperf3/ext/cp_ctrlc_truncated.json")
+
+
+def test_fio_readwrite_has_each_operations_own_figures(capsys, tmp_path):
+    """fio randrw (recorded here: tests/fixtures/import/fio/local): read and write each
+    have their bandwidth and IOPS, in --json and in the storage study's points."""
+    doc = imp(capsys, tmp_path / "s", ROOT / "fio/local/randrw_in_log.txt")
+    [h] = doc["files"][0]["headline"]
+    got = {d["label"]: d["value"] for d in h["details"]}
+    # read: 83480576 B and 20381 IOs over 1.001 s; write: 83574784 B, 20404 IOs
+    assert got == {"read bytes/s": pytest.approx(83480576 / 1.001), "read IOPS": pytest.approx(20381 / 1.001),
+                   "write bytes/s": pytest.approx(83574784 / 1.001), "write IOPS": pytest.approx(20404 / 1.001)}
+    view = load_run(Path(doc["run_dir"]))
+    [p] = view.points
+    assert p.read_iops == pytest.approx(20381 / 1.001) and p.write_mb_s == pytest.approx(83574784 / 1.001 / 1e6)
+    assert p.iops == pytest.approx((20381 + 20404) / 1.001)
+
+
+def test_udp_files_carry_loss_and_jitter_beside_the_headline(capsys, tmp_path):
+    doc = imp(capsys, tmp_path / "s", ROOT / "iperf2-text/ext/pscheduler_udp_p2_fb.txt")
+    got = {d["label"]: d["value"] for d in doc["files"][0]["headline"][0]["details"]}
+    assert got == {"tx datagrams lost": pytest.approx(100 * 1 / 1076), "tx jitter": pytest.approx(0.008e-3)}

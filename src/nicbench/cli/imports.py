@@ -32,7 +32,7 @@ from ..importers import HINTS, ParsedFile, parse_file, points
 from ..importers.adapt import ImportedRun, ImportOptions
 from ..importers.detect import FORMATS, TOOLS
 from ..importers.group import group
-from ..importers.headline import headline
+from ..importers.headline import details, headline
 from ..importers.write import SourceFile, provenance, read_source, records, write_run
 from ..records import RunInfo, Sample, TrialRecord
 from ..registry import STUDIES, VIEWS, importer_for
@@ -299,7 +299,8 @@ def _file_line(src: SourceFile, p: ParsedFile, forced: bool, study: str | None) 
     heads: list[dict[str, Any]] = []
     for q in points(p):
         lb, v, unit = headline(q)
-        heads.append({"label": lb, "value": v, "unit": unit})
+        heads.append({"label": lb, "value": v, "unit": unit,
+                      "details": [{"label": a, "value": b, "unit": c} for a, b, c in details(q)]})
     how = "as asked" if forced else "detected"
     figs = "; ".join(f"{_scaled(h['value'], h['unit'])} ({h['label']})" for h in heads)
     return (f"{src.given}: {p.format} ({how}), {p.tool} {p.version or '(version not in the file)'}, "

@@ -59,6 +59,34 @@ def _one(p: ParsedFile) -> tuple[str, float, str]:
     return "transactions/s", t["transactions_per_s"], "trans/s"
 
 
+def details(p: ParsedFile) -> list[tuple[str, float, str]]:
+    """The tool's other own figures beside its headline, as it reports them:
+    fio's per-operation bandwidth and IOPS (readwrite, randrw), UDP loss and
+    jitter per direction, a request/response tool's transactions/s and p99."""
+    t = p.totals
+    out: list[tuple[str, float, str]] = []
+    if p.kind == "storage":
+        for op in ("read", "write"):
+            secs = t.get(f"{op}.seconds")
+            if secs:
+                out.append((f"{op} bytes/s", t[f"{op}.bytes"] / secs, "B/s"))
+                if f"{op}.ios" in t:
+                    out.append((f"{op} IOPS", t[f"{op}.ios"] / secs, "IO/s"))
+    elif p.kind == "udp":
+        for d in ("tx", "rx"):
+            k = f"{d}.receiver"
+            if t.get(f"{k}.packets") and f"{k}.lost" in t:
+                out.append((f"{d} datagrams lost", 100.0 * t[f"{k}.lost"] / t[f"{k}.packets"], "%"))
+            if f"{k}.jitter_s" in t:
+                out.append((f"{d} jitter", t[f"{k}.jitter_s"], "s"))
+    elif p.kind == "rr":
+        if "transactions_per_s" in t:
+            out.append(("transactions/s", t["transactions_per_s"], "trans/s"))
+        if "latency.p99" in t:
+            out.append(("round trip p99", t["latency.p99"], "s"))
+    return out
+
+
 def headline(x: ParsedFile | Sequence[ParsedFile]) -> tuple[str, float, str]:
     """One file's figure, or the sum over files run together (one point)."""
     files = [x] if isinstance(x, ParsedFile) else list(x)
