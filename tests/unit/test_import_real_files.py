@@ -6,6 +6,7 @@ whole-test total as the figure, and what an unknown file is said to be."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -213,3 +214,34 @@ def test_udp_files_carry_loss_and_jitter_beside_the_headline(capsys, tmp_path):
     doc = imp(capsys, tmp_path / "s", ROOT / "iperf2-text/ext/pscheduler_udp_p2_fb.txt")
     got = {d["label"]: d["value"] for d in doc["files"][0]["headline"][0]["details"]}
     assert got == {"tx datagrams lost": pytest.approx(100 * 1 / 1076), "tx jitter": pytest.approx(0.008e-3)}
+
+
+def test_iperf3_bidir_text_takes_each_directions_receiver_row():
+    """ChromiumOS tast: iperf3 --bidir UDP text; each direction's figure is its
+    receiver row (TX-C: 42.3 MBytes over 10.05 s, RX-C: 45.3 MBytes), not an interval."""
+    p = load("iperf3-text/ext/cros_tast_udp_bidir.txt")
+    assert (p.role, p.kind, p.params["direction"]) == ("client", "udp", "bidir")
+    assert p.totals["tx.receiver.bytes"] == pytest.approx(42.3 * MIB)
+    assert p.totals["rx.receiver.bytes"] == pytest.approx(45.3 * MIB)
+    assert (p.totals["tx.receiver.lost"], p.totals["tx.receiver.packets"]) == (34716, 67486)
+    # the total the ChromiumOS test expects: 73118608 bit/s (35307272 + 37811336), to the text's rounding
+    assert headline(p)[1] == pytest.approx(73118608, rel=1e-6)
+    q = load("iperf3-text/ext/cros_tast_tcp_p4_summary.txt", role="client")
+    assert headline(q)[1] == pytest.approx(114 * MIB * 8 / 10.02)        # [SUM] receiver; ChromiumOS: 95439256
+
+
+def test_json_stream_is_read_as_its_json_report(tmp_path):
+    """iperf3 --json-stream (3.17+) writes the -J report's sections as events, one per line
+    (iperf3's iperf_json_finish); no such file from another project was found, so the
+    events are made here from a real -J report (CloudPilot, iperf3 3.9) as iperf3 3.17 prints them."""
+    d = json.loads((ROOT / "iperf3/ext/cp_tx_omit3.json").read_text())
+    lines = [json.dumps({"event": "start", "data": d["start"]}, separators=(",", ":"))]
+    lines += [json.dumps({"event": "interval", "data": iv}, separators=(",", ":")) for iv in d["intervals"]]
+    lines.append(json.dumps({"event": "end", "data": d["end"]}, separators=(",", ":")))
+    stream = "\n".join(lines) + "\n"
+    p = parse_file(stream, "stream.json")
+    assert p.format == "iperf3-json-stream" and headline(p) == headline(load("iperf3/ext/cp_tx_omit3.json"))
+    assert any(f"{len(d['intervals'])} interval events" in n for n in p.notes)
+    cut = "\n".join(lines[:-1]) + "\n"             # stopped before its end event
+    with pytest.raises(InputError, match="no end summary"):
+        parse_file(cut, "cut.json")

@@ -13,9 +13,9 @@ import re
 from ..core.errors import InputError
 
 FORMATS = ("iperf3-json", "iperf3-text", "iperf2-csv", "iperf2-text", "fio-json", "wrk-text", "pktgen-text",
-           "trafgen-text", "netperf-text", "sockperf-text", "irtt-json")
+           "trafgen-text", "netperf-text", "sockperf-text", "irtt-json", "iperf3-json-stream")
 # a tool name given by the user -> the formats it may mean, tried in order
-TOOLS = {"iperf3": ("iperf3-json", "iperf3-text"), "iperf2": ("iperf2-csv", "iperf2-text"),
+TOOLS = {"iperf3": ("iperf3-json", "iperf3-json-stream", "iperf3-text"), "iperf2": ("iperf2-csv", "iperf2-text"),
          "iperf": ("iperf2-csv", "iperf2-text"), "fio": ("fio-json",), "wrk": ("wrk-text",), "wrk2": ("wrk-text",),
          "pkt-gen": ("pktgen-text",), "pktgen": ("pktgen-text",), "trafgen": ("trafgen-text",),
          "netperf": ("netperf-text",), "sockperf": ("sockperf-text",), "irtt": ("irtt-json",)}
@@ -25,6 +25,8 @@ _IPERF2_CSV = re.compile(r"^(?:[+-]\d{4}:)?\d{14}(?:\.\d+)?[^,]*,[^,]*,-?\d*,[^,
 def _guess(text: str) -> list[str]:
     head = text[:200_000]
     out = []
+    if re.search(r'^\{"event":\s*"start",\s*"data":', head, re.M):
+        out.append("iperf3-json-stream")       # before iperf3-json: each line is a small JSON object
     if re.search(r'^(?:\^\[\[[0-9;]*[A-Za-z~]|\^[A-Z@\\\]^_?])*\{', head, re.M) and '"start"' in head and \
             re.search(r'"version":\s*"iperf 3|"intervals"|"error"', head):
         out.append("iperf3-json")
