@@ -24,7 +24,8 @@ SEEDS = {  # one real file per format
     "netperf-text": "netperf/ext/netperf_pkb_udp_rr_o.txt", "sockperf-text": "sockperf/ext/doc_3.5_pp_tcp_m64.txt",
     "irtt-json": "irtt/ext/lens_starlink_0.9.1.json",
     # no --json-stream file from another project: a real -J report's sections as iperf3 3.17 streams them
-    "iperf3-json-stream": "stream:iperf3/ext/cp_tx_omit3.json"}
+    "iperf3-json-stream": "stream:iperf3/ext/cp_tx_omit3.json",
+    "ntttcp-xml": "ntttcp/ext/pkb_ntttcp_tcp_receiver.xml", "nuttcp-text": "nuttcp/ext/pscheduler_udp_i1.txt"}
 BOUND = 2.0      # seconds per input, generous for a shared 2-core machine
 
 

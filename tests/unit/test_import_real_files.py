@@ -245,3 +245,30 @@ def test_json_stream_is_read_as_its_json_report(tmp_path):
     cut = "\n".join(lines[:-1]) + "\n"             # stopped before its end event
     with pytest.raises(InputError, match="no end summary"):
         parse_file(cut, "cut.json")
+
+
+@pytest.mark.parametrize("rel, kind, side, value", [
+    # PerfKitBenchmarker's NTttcp 5.33 XML: "MB" are MiB (its own mbps: 291.484/291.485, 189.447, 245.153)
+    ("ntttcp/ext/pkb_ntttcp_tcp_receiver.xml", "tcp", "receiver", 2085.379314 * MIB * 8 / 60.015),
+    ("ntttcp/ext/pkb_ntttcp_tcp_sender.xml", "tcp", "sender", 2085.383034 * MIB * 8 / 60.015),
+    ("ntttcp/ext/pkb_ntttcp_udp_receiver.xml", "udp", "receiver", 1355.365845 * MIB * 8 / 60.015),
+    ("ntttcp/ext/pkb_ntttcp_udp_sender.xml", "udp", "sender", 1753.907349 * MIB * 8 / 60.015),
+    # nuttcp: MB are MiB; a UDP summary is its receiver's (258108 x 1024 B = 252.06 MiB)
+    ("nuttcp/ext/pscheduler_tcp_i1.txt", "tcp", "sender", 2197.0657 * MIB * 8 / 10.00),
+    ("nuttcp/ext/pscheduler_tcp_summary.txt", "tcp", "sender", 68.7253 * MIB * 8 / 10.15),
+    ("nuttcp/ext/pscheduler_udp_i1.txt", "udp", "receiver", 252.0586 * MIB * 8 / 10.00),
+    ("nuttcp/ext/pkb_udp_summary.txt", "udp", "receiver", 1416.3418 * MIB * 8 / 10.00),
+])
+def test_ntttcp_and_nuttcp(rel, kind, side, value):
+    p = load(rel)
+    assert p.kind == kind and headline(p)[0].startswith(side) and headline(p)[1] == pytest.approx(value, rel=1e-9)
+
+
+def test_ntttcp_sender_and_receiver_files_are_one_point(capsys, tmp_path):
+    doc = imp(capsys, tmp_path / "s", ROOT / "ntttcp/ext/pkb_ntttcp_tcp_sender.xml",
+              ROOT / "ntttcp/ext/pkb_ntttcp_tcp_receiver.xml")
+    [pt] = doc["runs"][0]["points"]
+    # the receiver's 2085.379314 MiB over 60.015 s, 2 threads, 150-byte buffers
+    assert pt["point"] == "tx/c2/io150" and pt["value"] == pytest.approx(2085.379314 * MIB * 8 / 60.015 / 1e9)
+    u = load("nuttcp/ext/pkb_udp_summary.txt")
+    assert (u.totals["tx.receiver.lost"], u.totals["tx.receiver.packets"]) == (104429, 1554763)

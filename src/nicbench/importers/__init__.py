@@ -19,6 +19,8 @@ from . import (
     iperf3_text,
     irtt_json,
     netperf_text,
+    ntttcp_xml,
+    nuttcp_text,
     pktgen,
     sockperf_text,
     trafgen_text,
@@ -34,14 +36,16 @@ PARSERS: dict[str, Callable[[str, str], ParsedFile]] = {
     "iperf3-json": iperf3_json.parse, "iperf3-text": iperf3_text.parse, "iperf2-csv": iperf2_csv.parse,
     "iperf2-text": iperf2_text.parse, "fio-json": fio_json.parse, "wrk-text": wrk_text.parse,
     "pktgen-text": pktgen.parse, "trafgen-text": trafgen_text.parse, "netperf-text": netperf_text.parse,
-    "sockperf-text": sockperf_text.parse, "irtt-json": irtt_json.parse, "iperf3-json-stream": iperf3_stream.parse}
+    "sockperf-text": sockperf_text.parse, "irtt-json": irtt_json.parse, "iperf3-json-stream": iperf3_stream.parse,
+    "ntttcp-xml": ntttcp_xml.parse, "nuttcp-text": nuttcp_text.parse}
 
 # per format, how to produce a file nicbench can use in full (for error hints)
 HINTS: dict[str, str] = {
     "iperf3-json": iperf3_json.HINT, "iperf3-text": iperf3_text.HINT, "iperf2-csv": iperf2_csv.HINT,
     "iperf2-text": iperf2_text.HINT, "fio-json": fio_json.HINT, "wrk-text": wrk_text.HINT, "wrk-lua": wrk_text.HINT,
     "pktgen-text": pktgen.HINT, "trafgen-text": trafgen_text.HINT, "netperf-text": netperf_text.HINT,
-    "sockperf-text": sockperf_text.HINT, "irtt-json": irtt_json.HINT, "iperf3-json-stream": iperf3_stream.HINT}
+    "sockperf-text": sockperf_text.HINT, "irtt-json": irtt_json.HINT, "iperf3-json-stream": iperf3_stream.HINT,
+    "ntttcp-xml": ntttcp_xml.HINT, "nuttcp-text": nuttcp_text.HINT}
 
 
 def parse_file(text: str, name: str, force: str | None = None, role: Role | None = None) -> ParsedFile:

@@ -13,12 +13,14 @@ import re
 from ..core.errors import InputError
 
 FORMATS = ("iperf3-json", "iperf3-text", "iperf2-csv", "iperf2-text", "fio-json", "wrk-text", "pktgen-text",
-           "trafgen-text", "netperf-text", "sockperf-text", "irtt-json", "iperf3-json-stream")
+           "trafgen-text", "netperf-text", "sockperf-text", "irtt-json", "iperf3-json-stream",
+           "ntttcp-xml", "nuttcp-text")
 # a tool name given by the user -> the formats it may mean, tried in order
 TOOLS = {"iperf3": ("iperf3-json", "iperf3-json-stream", "iperf3-text"), "iperf2": ("iperf2-csv", "iperf2-text"),
          "iperf": ("iperf2-csv", "iperf2-text"), "fio": ("fio-json",), "wrk": ("wrk-text",), "wrk2": ("wrk-text",),
          "pkt-gen": ("pktgen-text",), "pktgen": ("pktgen-text",), "trafgen": ("trafgen-text",),
-         "netperf": ("netperf-text",), "sockperf": ("sockperf-text",), "irtt": ("irtt-json",)}
+         "netperf": ("netperf-text",), "sockperf": ("sockperf-text",), "irtt": ("irtt-json",),
+         "ntttcp": ("ntttcp-xml",), "nuttcp": ("nuttcp-text",)}
 _IPERF2_CSV = re.compile(r"^(?:[+-]\d{4}:)?\d{14}(?:\.\d+)?[^,]*,[^,]*,-?\d*,[^,]*,-?\d*,-?\d+,\d", re.M)
 
 
@@ -30,6 +32,10 @@ def _guess(text: str) -> list[str]:
     if re.search(r'^(?:\^\[\[[0-9;]*[A-Za-z~]|\^[A-Z@\\\]^_?])*\{', head, re.M) and '"start"' in head and \
             re.search(r'"version":\s*"iperf 3|"intervals"|"error"', head):
         out.append("iperf3-json")
+    if re.search(r"^\s*<ntttcp[sr][\s>]", head, re.M):
+        out.append("ntttcp-xml")
+    if re.search(r"^\s*\d+(?:\.\d+)? MB /\s*\d+(?:\.\d+)? sec =\s*\d+(?:\.\d+)? Mbps", head, re.M):
+        out.append("nuttcp-text")
     if '"fio version"' in head:
         out.append("fio-json")
     if re.search(r"requests in [\d.]+\w+, [\d.]+\w*B read", head) or "nicbench-wrk-begin" in head:
