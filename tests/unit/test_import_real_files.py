@@ -275,3 +275,25 @@ def test_ntttcp_sender_and_receiver_files_are_one_point(capsys, tmp_path):
     assert pt["point"] == "tx/c2/io150" and pt["value"] == pytest.approx(2085.379314 * MIB * 8 / 60.015 / 1e9)
     u = load("nuttcp/ext/pkb_udp_summary.txt")
     assert (u.totals["tx.receiver.lost"], u.totals["tx.receiver.packets"]) == (104429, 1554763)
+
+
+@pytest.mark.parametrize("rel, kind, direction, side, value", [
+    # netperf's own manual (doc/netperf.texi): MIGRATED/omni send tests count at the receiver
+    ("netperf/ext/netperf_doc_tcp_stream.txt", "tcp", "tx", "receiver", 27175.27e6),
+    ("netperf/ext/netperf_doc_tcp_maerts.txt", "tcp", "rx", "receiver", 81.14e6),      # the netserver sends
+    ("netperf/ext/netperf_doc_tcp_sendfile.txt", "tcp", "tx", "sender", 81.83e6),      # classic, not migrated
+    ("netperf/ext/netperf_doc_udp_stream.txt", "udp", "tx", "receiver", 2748.50e6),    # its second line
+])
+def test_netperf_streams_say_whose_count_they_are(rel, kind, direction, side, value):
+    p = load(rel)
+    assert (p.kind, p.params["direction"]) == (kind, direction)
+    assert headline(p) == (f"{side} bit/s", pytest.approx(value, rel=1e-12), "bit/s")
+
+
+def test_netperf_udp_stream_says_what_did_not_arrive():
+    p = load("netperf/ext/netperf_doc_udp_stream.txt")
+    # "105672 - 104844 or 828 messages did not make it" (netperf.texi)
+    assert (p.totals["tx.receiver.lost"], p.totals["tx.receiver.packets"]) == (828, 105672)
+    assert p.params["io_size"] == 32768
+    with pytest.raises(InputError, match="the receiver reported 0 bytes while the sender sent"):
+        load("netperf/ext/netperf_doc_udp_stream_zero.txt")

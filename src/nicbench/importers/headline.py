@@ -28,7 +28,7 @@ def _one(p: ParsedFile) -> tuple[str, float, str]:
     t = p.totals
     if p.kind in ("tcp", "udp"):
         if "bps" in t:
-            return "sender bit/s (netperf)", t["bps"], "bit/s"
+            return f"{p.params.get('side', 'sender')} bit/s (netperf)", t["bps"], "bit/s"
         dirs = sorted({k.split(".")[0] for k in t})
         total, sides = 0.0, set()
         for d in dirs:

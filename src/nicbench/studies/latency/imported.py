@@ -17,23 +17,27 @@ the file gives its elapsed time.
 Files with every round trip (sockperf's full log, irtt's JSON) make the
 probe record the runner makes (:func:`.engines.base.exact`: the exact
 histogram, the window, 0.5 s bins of ``latency.requests``/``rtt_mean``/
-``rtt_max``).  A summary (netperf; sockperf's stdout) differs from a
-runner's in one way: the tool states its percentiles, it keeps no
-per-request times, so the record has no
-histogram (``percentiles_bound`` ``"stated"``) and carries the figures the
-file states, in seconds: ``percentiles`` (p50/p90/p99 as printed), ``mean``,
-``min``, ``max`` (None when not printed), ``rate`` (transactions/s),
-``count`` (transactions = rate x elapsed, when elapsed is printed) and
-``stated`` (everything the file said, stddev and burst included).  Nothing
-is derived: a mean RTT is not computed from the transaction rate (1/rate is
-the mean only with one transaction outstanding, and it includes the client's
-own time between transactions); a file that states no round-trip time is
-refused.  sockperf's "latency" without ``--full-rtt`` is half the round trip:
-its parser doubles it, and the notes say so.
+``rtt_max``).  A summary (netperf; sockperf's stdout) differs from a runner's in one way:
+the tool states its percentiles, it keeps no per-request times, so the
+record has no histogram (``percentiles_bound`` ``"stated"``) and carries the
+figures the file states, in seconds: ``percentiles`` (p50/p90/p99 as
+printed), ``mean``, ``min``, ``max`` (None when not printed), ``rate``
+(transactions/s), ``count`` (transactions = rate x elapsed, when elapsed is
+printed) and ``stated`` (everything the file said, stddev and burst
+included). The one figure derived: a netperf file that states no latency at
+all (its classic table, ``-o THROUGHPUT``) without a first burst has its
+mean round trip as 1 / its transaction rate (one transaction outstanding:
+each lasts that long, the client's own time between them included), the
+record says ``derived`` and the notes say so; with a burst, or from another
+tool, a file that states no round-trip time is refused. A netperf file that
+does not say its request size ran with netperf's default of 1 byte, said so.
+sockperf's "latency" without ``--full-rtt`` is half the round trip: its
+parser doubles it, and the notes say so.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -99,6 +103,9 @@ def _size(files: Sequence[ParsedFile], options: ImportOptions) -> tuple[int, str
     if req == {None} and resp == {None}:
         if options.io_size:
             return options.io_size, "as --io-size gave it (the file does not say it)"
+        if files[0].tool == "netperf":
+            # netperf's -r defaults to 1 byte each way: a file that does not say it ran with that
+            return 1, "netperf's default (-r not in the file: 1 byte each way; --io-size gives another)"
         engine = files[0].tool
         raise InputError("the request and response sizes are not in the file", where=_names(files),
                          hint="give them with --io-size BYTES " + (
@@ -149,11 +156,17 @@ def _trial(g: Group, options: ImportOptions) -> ImportedTrial:
         raise InputError(f"files of one point from different tools ({', '.join(sorted(tools))})",
                          where=_names(files), hint="import each tool's files as their own run")
     engine = tools.pop()
-    for p in files:
+    derived = []
+    for i, p in enumerate(files):
         if not any(f"latency.{k}" in p.totals for k in ROUND_TRIP):
-            raise InputError(f"no round-trip time in the file, only {p.totals['transactions_per_s']:.10g} "
-                             "transactions/s: the latency study needs netperf's latency selectors",
-                             where=p.name, hint=HINT)
+            rate = p.totals.get("transactions_per_s")
+            if engine != "netperf" or not rate or p.params.get("burst"):
+                raise InputError(f"no round-trip time in the file, only {rate or 0:.10g} transactions/s: the "
+                                 "latency study needs netperf's latency selectors", where=p.name, hint=HINT)
+            # one transaction outstanding (no burst): each lasts 1/rate, so that is the mean round
+            # trip -- the client's own time between transactions included; marked derived
+            files[i] = p = dataclasses.replace(p, totals={**p.totals, "latency.mean": 1.0 / rate})
+            derived.append(p.name)
     proto = _protocol(files, options)
     size, how = _size(files, options)
     names = labels(files)
@@ -161,6 +174,8 @@ def _trial(g: Group, options: ImportOptions) -> ImportedTrial:
     samples = []
     for i, p in enumerate(files):
         rec = probes[names[i]] = _probe(p)
+        if p.name in derived:
+            rec["derived"] = ["mean"]
         tags = dict(host=names[i], engine=engine, protocol=proto)
         rec["engine"] = engine
         if "histogram" in rec:
@@ -176,6 +191,10 @@ def _trial(g: Group, options: ImportOptions) -> ImportedTrial:
                 if rec[k] is not None:
                     samples.append(sample(metric, rec[k], "s", a, b, **tags))
     notes = file_notes(files, skip=("classic netperf table", "sockperf's full log:"))
+    for n in derived:
+        notes.append(f"{n}: netperf printed no latency: the mean round trip is derived as 1 / its transaction "
+                     "rate (one transaction outstanding; it includes the client's own time between "
+                     "transactions), and there are no percentiles")
     if how != "file":
         notes.append(f"message size {size} B {how}")
     bursts = sorted({int(p.params["burst"]) for p in files if p.params.get("burst")})
