@@ -297,3 +297,29 @@ def test_netperf_udp_stream_says_what_did_not_arrive():
     assert p.params["io_size"] == 32768
     with pytest.raises(InputError, match="the receiver reported 0 bytes while the sender sent"):
         load("netperf/ext/netperf_doc_udp_stream_zero.txt")
+
+
+def test_a_log_with_a_missing_or_repeated_interval_keeps_its_receiver_summary(capsys, tmp_path):
+    """esnet/iperf issue #1351: an iperf3 3.11 server's text, its receiver row 10.5 GBytes
+    over 0.00-10.00.  The same log with one interval line lost, and with one printed
+    twice (edits of that real file): the summary is still the figure."""
+    real = (ROOT / "iperf3-text/ext/iperf3_issue1351_server.txt").read_text()
+    p = load("iperf3-text/ext/iperf3_issue1351_server.txt")
+    assert (p.role, p.params["direction"]) == ("server", "rx")
+    assert headline(p)[1] == pytest.approx(10.5 * 2**30 * 8 / 10.00)
+    lost = tmp_path / "lost.txt"
+    lost.write_text(real.replace("[  5]   4.00-5.00   sec  1.08 GBytes  9.27 Gbits/sec\n", ""))
+    twice = tmp_path / "twice.txt"
+    line = "[  5]   6.00-7.00   sec  1.08 GBytes  9.24 Gbits/sec\n"
+    twice.write_text(real.replace(line, line + line))
+    q = parse_file(lost.read_text(), "lost.txt")
+    assert any("missing at 4-5 s" in n for n in q.notes)
+    assert not [s for s in q.samples if s.tag("side") == "receiver" and s.tag("whole") != "1"]
+    r = parse_file(twice.read_text(), "twice.txt")
+    assert any("1 interval line(s) printed twice counted once" in n for n in r.notes)
+    # lost: the receiver row; twice: its own intervals, each counted once (the 10.00-10.00 line spans no time)
+    each = (1.01 + 1.02 + 1.01 + 1.03 + 6 * 1.08) * 2**30
+    for f, value in ((lost, 10.5 * 2**30 * 8 / 10.00), (twice, each * 8 / 10.00)):
+        doc = imp(capsys, tmp_path / f.stem, f)
+        [pt] = doc["runs"][0]["points"]
+        assert pt["value"] == pytest.approx(value / 1e9, rel=1e-9)

@@ -122,6 +122,45 @@ def role_from_ports(text: str) -> tuple[Role | None, str]:
     return None, "its ports do not say which end listened"
 
 
+def _timeline(ivs: list[FlowInterval], totals: dict[tuple[str, str], traffic.Total],
+              role: Role | None) -> tuple[list[FlowInterval], list[str]]:
+    """A text log's intervals as a timeline: a line printed twice (a log
+    concatenated, a terminal's scroll-back) counts once; where one flow and
+    side's intervals miss a stretch (a lost line) or overlap, and the file
+    has that flow and side's whole-test summary, the summary is the figure
+    and those intervals are left out (said) -- rather than a point refused
+    for a broken timeline whose total is right there."""
+    seen: set[tuple[object, ...]] = set()
+    kept: list[FlowInterval] = []
+    repeated = 0
+    for iv in ivs:
+        key = (iv.flow, iv.side, iv.start, iv.end, iv.bytes)
+        if key in seen:
+            repeated += 1
+            continue
+        seen.add(key)
+        kept.append(iv)
+    notes = [f"{repeated} interval line(s) printed twice counted once"] if repeated else []
+    by: dict[tuple[str, str], list[FlowInterval]] = {}
+    for iv in kept:
+        by.setdefault((iv.flow, iv.side), []).append(iv)
+    drop: set[tuple[str, str]] = set()
+    for (flow, side), group in by.items():
+        group = sorted((iv for iv in group if not iv.omitted), key=lambda iv: iv.start)
+        spans = sorted(iv.end - iv.start for iv in group)
+        nominal = spans[len(spans) // 2] if spans else 0.0
+        for a, b in zip(group, group[1:], strict=False):
+            if abs(b.start - a.end) > 0.25 * nominal:
+                d = traffic.direction_of(flow, role)
+                if (d, side) in totals:
+                    drop.add((flow, side))
+                    what = "missing" if b.start > a.end else "overlapping"
+                    notes.append(f"{d} {side}: its intervals are {what} at {a.end:g}-{b.start:g} s: the whole-test "
+                                 "summary is the figure and those intervals are left out")
+                break
+    return [iv for iv in kept if (iv.flow, iv.side) not in drop], notes
+
+
 def _old_udp_summaries(text: str, udp: bool) -> list[TextLine]:
     """iperf3 before 3.1 ended a UDP client's text with one summary line per
     stream, with jitter and loss but without ``sender``/``receiver``: the
@@ -188,6 +227,7 @@ def parse(text: str, name: str, *, role: Role | None = None, peer: bool = False,
                                     int(ln.bytes), len(streams) or 1, omitted=ln.omitted,
                                     retransmits=ln.retransmits, packets=ln.packets, lost=ln.lost,
                                     jitter_s=ln.jitter_s))
+    ivs, fixes = _timeline(ivs, totals, role)
     ver = re.search(r"iperf (3\.\d+(?:\.\d+)?)", text)
     params: dict[str, object] = {"direction": "bidir" if bidir else ("rx" if (role == "server") != rev else "tx"),
               "streams": len(streams) or 1, "protocol": kind.upper(), "engine": "iperf3"}
@@ -196,6 +236,7 @@ def parse(text: str, name: str, *, role: Role | None = None, peer: bool = False,
     notes = ["figures from iperf3 text are rounded to 3 significant digits"]
     if inferred:
         notes.insert(0, inferred)
+    notes += fixes
     for ln in old_udp:
         if multi and ln.ident != "SUM":
             continue
