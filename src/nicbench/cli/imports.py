@@ -218,7 +218,7 @@ def _prepare(kind: str, items: list[tuple[SourceFile, ParsedFile, ParsedFile]], 
 def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: str | None, together: bool,
             io_size: str | None, protocol: str | None, name: str, store: str | None) -> None:
     """Turn outputs of iperf3, iperf 2, fio, wrk/wrk2, netmap pkt-gen, trafgen,
-    netperf, sockperf and irtt, run by hand or by other harnesses, into runs with the same
+    netperf, sockperf, irtt, NTttcp and nuttcp, run by hand or by other harnesses, into runs with the same
     report as nicbench's own, comparable with them (nicbench compare).
 
     Each file's format is detected and said (--as forces one; the old form
