@@ -50,6 +50,8 @@ CASES = [
     ("iperf2-text/ext/pkb_tcp_p3_i1.txt", "iperf2-text", "client", 739 * MIB * 8 / 5.24, 1e-12),
     ("iperf2-text/ext/pkb_udp_p1.txt", "iperf2-text", "client", 7.50 * MIB * 8 / 60.0, 1e-12),
     ("iperf2-text/ext/pkb_udp_p2.txt", "iperf2-text", "client", 2 * 7.50 * MIB * 8 / 60.0, 1e-12),
+    # -f K: transfer and rate in KBytes (gVisor's benchmark-tools test data)
+    ("iperf2-text/ext/gvisor_bench_fK.txt", "iperf2-text", "client", 459520 * 1024 * 8 / 10.0, 1e-12),
     # EURECOM OpenRAN labs, iperf 2 -R -e: the [ *1] whole-test row
     ("iperf2-text/ext/mobsys_oran_reverse_mcs9_e.txt", "iperf2-text", "client", 163 * MIB * 8 / 60.86, 1e-12),
     ("iperf2-text/ext/mobsys_oran_reverse_mcs28_e.txt", "iperf2-text", "client", 525 * MIB * 8 / 60.40, 1e-12),
