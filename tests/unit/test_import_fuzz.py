@@ -25,7 +25,8 @@ SEEDS = {  # one real file per format
     "irtt-json": "irtt/ext/lens_starlink_0.9.1.json",
     # no --json-stream file from another project: a real -J report's sections as iperf3 3.17 streams them
     "iperf3-json-stream": "stream:iperf3/ext/cp_tx_omit3.json",
-    "ntttcp-xml": "ntttcp/ext/pkb_ntttcp_tcp_receiver.xml", "nuttcp-text": "nuttcp/ext/pscheduler_udp_i1.txt"}
+    "ntttcp-xml": "ntttcp/ext/pkb_ntttcp_tcp_receiver.xml", "nuttcp-text": "nuttcp/ext/pscheduler_udp_i1.txt",
+    "fio-terse": "fio/ext/guide_3.32_rw_terse_normal.txt"}
 BOUND = 2.0      # seconds per input, generous for a shared 2-core machine
 
 

@@ -16,7 +16,7 @@ from conftest import run_cli as nb
 from nicbench.api import load_run
 from nicbench.core.errors import InputError
 from nicbench.importers import parse_file
-from nicbench.importers.headline import headline
+from nicbench.importers.headline import details, headline
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "import"
 MIB = 2**20
@@ -325,3 +325,16 @@ def test_a_log_with_a_missing_or_repeated_interval_keeps_its_receiver_summary(ca
         doc = imp(capsys, tmp_path / f.stem, f)
         [pt] = doc["runs"][0]["points"]
         assert pt["value"] == pytest.approx(value / 1e9, rel=1e-9)
+
+
+def test_fio_terse_lines_match_the_normal_text_beside_them():
+    """A fio 3.32 guide's rw run printed as a terse line and as normal text: the
+    terse line's figures are the normal text's (issued rwts: total=16398,16393)."""
+    p = load("fio/ext/guide_3.32_rw_terse_normal.txt")
+    assert (p.format, p.version, p.params["op"], p.params["block_size"]) == ("fio-terse", "3.32", "readwrite", 4096)
+    assert (p.totals["read.ios"], p.totals["write.ios"]) == (16398, 16393)
+    assert p.totals["read.bytes"] == 65592 * 1024 and p.totals["read.seconds"] == 10.001
+    # normal text: read IOPS=1639, BW=6559KiB/s (6716kB/s); clat 50.00th=[133] us, terse 50%=132 us
+    got = {a: v for a, v, _ in details(p)}
+    assert got["read bytes/s"] == pytest.approx(6716e3, rel=1e-3) and round(got["read IOPS"]) == 1640
+    assert p.totals["read.latency.p50"] == pytest.approx(132e-6)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from ..core.errors import InputError, NicbenchError
 from . import (
     fio_json,
+    fio_terse,
     iperf2_csv,
     iperf2_text,
     iperf3_json,
@@ -37,7 +38,7 @@ PARSERS: dict[str, Callable[[str, str], ParsedFile]] = {
     "iperf2-text": iperf2_text.parse, "fio-json": fio_json.parse, "wrk-text": wrk_text.parse,
     "pktgen-text": pktgen.parse, "trafgen-text": trafgen_text.parse, "netperf-text": netperf_text.parse,
     "sockperf-text": sockperf_text.parse, "irtt-json": irtt_json.parse, "iperf3-json-stream": iperf3_stream.parse,
-    "ntttcp-xml": ntttcp_xml.parse, "nuttcp-text": nuttcp_text.parse}
+    "ntttcp-xml": ntttcp_xml.parse, "nuttcp-text": nuttcp_text.parse, "fio-terse": fio_terse.parse}
 
 # per format, how to produce a file nicbench can use in full (for error hints)
 HINTS: dict[str, str] = {
@@ -45,7 +46,7 @@ HINTS: dict[str, str] = {
     "iperf2-text": iperf2_text.HINT, "fio-json": fio_json.HINT, "wrk-text": wrk_text.HINT, "wrk-lua": wrk_text.HINT,
     "pktgen-text": pktgen.HINT, "trafgen-text": trafgen_text.HINT, "netperf-text": netperf_text.HINT,
     "sockperf-text": sockperf_text.HINT, "irtt-json": irtt_json.HINT, "iperf3-json-stream": iperf3_stream.HINT,
-    "ntttcp-xml": ntttcp_xml.HINT, "nuttcp-text": nuttcp_text.HINT}
+    "ntttcp-xml": ntttcp_xml.HINT, "nuttcp-text": nuttcp_text.HINT, "fio-terse": fio_terse.HINT}
 
 
 def parse_file(text: str, name: str, force: str | None = None, role: Role | None = None) -> ParsedFile:

@@ -14,10 +14,11 @@ from ..core.errors import InputError
 
 FORMATS = ("iperf3-json", "iperf3-text", "iperf2-csv", "iperf2-text", "fio-json", "wrk-text", "pktgen-text",
            "trafgen-text", "netperf-text", "sockperf-text", "irtt-json", "iperf3-json-stream",
-           "ntttcp-xml", "nuttcp-text")
+           "ntttcp-xml", "nuttcp-text", "fio-terse")
 # a tool name given by the user -> the formats it may mean, tried in order
 TOOLS = {"iperf3": ("iperf3-json", "iperf3-json-stream", "iperf3-text"), "iperf2": ("iperf2-csv", "iperf2-text"),
-         "iperf": ("iperf2-csv", "iperf2-text"), "fio": ("fio-json",), "wrk": ("wrk-text",), "wrk2": ("wrk-text",),
+         "iperf": ("iperf2-csv", "iperf2-text"), "fio": ("fio-json", "fio-terse"), "wrk": ("wrk-text",),
+         "wrk2": ("wrk-text",),
          "pkt-gen": ("pktgen-text",), "pktgen": ("pktgen-text",), "trafgen": ("trafgen-text",),
          "netperf": ("netperf-text",), "sockperf": ("sockperf-text",), "irtt": ("irtt-json",),
          "ntttcp": ("ntttcp-xml",), "nuttcp": ("nuttcp-text",)}
@@ -38,6 +39,8 @@ def _guess(text: str) -> list[str]:
         out.append("nuttcp-text")
     if '"fio version"' in head:
         out.append("fio-json")
+    elif re.search(r"^[345];fio-[^;]*;", head, re.M):
+        out.append("fio-terse")
     if re.search(r"requests in [\d.]+\w+, [\d.]+\w*B read", head) or "nicbench-wrk-begin" in head:
         out.append("wrk-text")
     if "main_thread [" in head or re.search(r"^Speed: [\d.]+ [KMG]?pps", head, re.M):
