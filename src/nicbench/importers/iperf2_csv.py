@@ -147,4 +147,5 @@ def parse(text: str, name: str, *, role: Role | None = None, server_port: int | 
     return traffic.build(name=name, fmt=FORMAT, tool="iperf2", version=None, role=role, kind=kind,  # type: ignore[arg-type]
                          params=params, intervals=rep.intervals, totals=totals,
                          start=min(starts) if starts else None, host=name, notes=notes, dropped=dropped, hint=HINT,
-                         pairs=[(ln.sport, ln.dport) for ln in lines if not ln.is_sum and ln.sport and ln.dport])
+                         pairs=[(ln.sport, ln.dport) for ln in lines if not ln.is_sum and ln.sport and ln.dport],
+                         tails=True)

@@ -132,4 +132,4 @@ def parse(text: str, name: str, *, role: Role | None = None) -> ParsedFile:
                      + ("what this client received" if role != "server" else "what this server sent"))
     return traffic.build(name=name, fmt=FORMAT, tool="iperf2", version=ver[1] if ver else None, role=role,
                          kind=kind, params=params, intervals=ivs, totals=totals, start=None, host=name,  # type: ignore[arg-type]
-                         notes=notes, hint=HINT, pairs=traffic.connection_pairs(text))
+                         notes=notes, hint=HINT, pairs=traffic.connection_pairs(text), tails=True)

@@ -257,4 +257,4 @@ def parse(text: str, name: str, *, role: Role | None = None, peer: bool = False,
     return traffic.build(name=name, fmt=FORMAT, tool="iperf3", version=ver[1] if ver else None, role=role,
                          kind=kind, params=params, intervals=ivs, totals=totals, start=start,
                          host=name, notes=notes, pairs=traffic.connection_pairs(text),
-                         hint=HINT)
+                         hint=HINT, tails=True)

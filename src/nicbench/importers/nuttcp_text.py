@@ -68,4 +68,5 @@ def parse(text: str, name: str) -> ParsedFile:
         notes.append("nuttcp's TCP line does not say which end measured it: taken as the transmitter's")
     params: dict[str, object] = {"direction": d, "streams": 1, "protocol": kind.upper(), "engine": "nuttcp"}
     return traffic.build(name=name, fmt=FORMAT, tool="nuttcp", version=None, role="client", kind=kind,
-                         params=params, intervals=ivs, totals=totals, start=None, host=name, notes=notes, hint=HINT)
+                         params=params, intervals=ivs, totals=totals, start=None, host=name, notes=notes, hint=HINT,
+                         tails=True)

@@ -47,7 +47,7 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
           params: Mapping[str, Any], intervals: Iterable[FlowInterval | FlowRow],
           totals: Mapping[tuple[str, str], Total], start: float | None, host: str,
           notes: Iterable[str] = (), dropped: Iterable[str] = (), hint: str,
-          pairs: Iterable[tuple[int, int]] = ()) -> ParsedFile:
+          pairs: Iterable[tuple[int, int]] = (), tails: bool = False) -> ParsedFile:
     """Samples and totals of one traffic file; raises when no usable point is left.
 
     ``totals`` is keyed (direction, side) with direction from this file's process.
@@ -57,6 +57,10 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
     left out, said so in ``dropped``.  ``pairs``: the (port, port) of each
     connection the file names, so both ends' files of one test can be
     matched (``extra["pairs"]``, see :func:`connection_pairs`).
+    ``tails``: hold the intervals to the tool's whole-test totals
+    (:func:`_tails`) -- the text and CSV formats, whose last partial
+    interval may be printed only in their total; iperf3's JSON reports its
+    own, and its 100,000s of intervals are left the one pass they take.
     """
     notes = list(notes)
     ivs = list(intervals)
@@ -105,7 +109,8 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
                 have_snd_iv.add(d)
     flat: dict[str, float] = {}
     dropped = list(dropped)
-    samples += _tails(ivs, totals, role, base, host, kind, params, notes)
+    if tails:
+        samples += _tails(ivs, totals, role, base, host, kind, params, notes)
     for (d, side), tot in sorted(totals.items()):
         if tot.seconds <= 0:
             dropped.append(f"{d} {side} total of {tot.bytes:.0f} bytes over {tot.seconds:g} s: no rate can be "
