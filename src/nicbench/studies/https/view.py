@@ -12,7 +12,7 @@ from ...records import Sample, TrialRecord
 from ...report.figures import new_figure, save
 from ...report.numbers import num, whole
 from ...report.render import pinned_tools, write_exports, write_page
-from ...report.tables import Col, limit_text, ok_failed, spread, table
+from ...report.tables import Col, limit_text, ok_failed, table
 from ...report.timeline import Panel, busiest_host, interface_series, series_of, timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import HttpsPoint, HttpsTrial, https_points, https_trial
@@ -152,12 +152,11 @@ HEADLINE = (
     Col("connections", "connections", "count"),
     Col("wrk threads", "threads", "count"),
     Col("app Gbps", "app_gbps", bold=True, title="what every wrk read x 8 over the shared span, median over repeats"),
-    Col("min–max", spread("app_min", "app_max"), "text", title="over repeats"),
     Col("% of ceiling", "pct_of_ceiling", alert=lambda r: (r.get("pct_of_ceiling") or 0) > 101),
     Col("p99 ms", _ms("latency_p99_s"), title="request latency, the slowest client's (wrk)"),
+    # wrk's own headline (its min–max over repeats is in the detail table, as app min and max)
     Col("requests/s", "requests_per_s", title="requests completed per second over wrk's duration (its Requests/sec), "
         "median over repeats"),
-    Col("duration s", "duration_s", title="wrk's duration: the clients' span"),
     Col("CPU % of machine", "cpu_pct_of_machine"),
     Col("errors", lambda r: (r.get("socket_errors") or 0) + (r.get("bad_status") or 0), "count",
         alert=lambda r: bool(r.get("socket_errors") or r.get("bad_status")), title="socket errors + non-2xx"),
@@ -168,10 +167,11 @@ HEADLINE = (
 DETAIL = (
     Col("point", "point", "text"), *HEADLINE[:4],
     Col("min", "app_min"), Col("max", "app_max"), Col("wire Gbps", "wire_gbps"), Col("ceiling", "ceiling_gbps"),
-    HEADLINE[5], P50, HEADLINE[6],
+    HEADLINE[4], P50, HEADLINE[5],
     Col("CPU % of machine", "cpu_pct_of_machine"), Col("cores busy", "cores_busy"),
     Col("nginx cores", "nginx_cores"), Col("wrk cores", "wrk_cores"), Col("Gbps per core", "gbps_per_core"),
-    Col("requests", "requests", "count"), HEADLINE[7], HEADLINE[8],
+    Col("requests", "requests", "count"), HEADLINE[6],
+    Col("duration s", "duration_s", title="wrk's duration: the clients' span"),
     Col("socket errors", "socket_errors", "count", alert=lambda r: bool(r.get("socket_errors"))),
     Col("non-2xx", "bad_status", "count", alert=lambda r: bool(r.get("bad_status"))),
     Col("kTLS", "ktls", "text", wrap=True), Col("ok/failed", ok_failed, "text"),
