@@ -165,13 +165,8 @@ def test_a_partial_file_says_what_was_dropped(capsys, tmp_path):
     (["--role", "server", V2 / "server_n.csv"], "over 0 s"),
     ([V2 / "server_n.csv"], "--role client"),
     ([V2 / "client_udp.csv"], "a UDP point needs the receiver's report"),
-    # netperf TCP_RR without latency selectors: only transactions/s, no round trip for the latency study
-    ([IMP / "netperf/ext/netperf_doc_tcp_rr.txt"], "netperf_doc_tcp_rr.txt: no round-trip time in the file, only "
-                                                   "59421.52 transactions/s"),
-    ([IMP / "netperf/ext/netperf_doc_tcp_rr_k.txt"], "only 60074.74 transactions/s"),
-    ([IMP / "netperf/ext/netperf_doc_omni_rr_o.txt"], "only 60999.07 transactions/s"),
-    # percentiles but no request size, and no --io-size
-    ([IMP / "netperf/ext/netperf_pkb_tcp_rr_o.txt"], "request and response sizes are not in the file"),
+    # netperf UDP_STREAM whose receiver got nothing (netperf's own doc, -m 65000 -S 32768)
+    ([IMP / "netperf/ext/netperf_doc_udp_stream_zero.txt"], "the receiver reported 0 bytes"),
     ([V3 / "tx_p2.json", IMP / "iperf3/ext/cp_damaged.json"], "cp_damaged.json"),     # one bad file: nothing
     ([V3 / "tx_p2.json", V3 / "tx_p2.json"], "given twice"),
     ([V3 / "tx_omit.json", "missing.json"], "missing.json: cannot read"),
@@ -258,6 +253,7 @@ def test_role_fills_in_where_a_file_does_not_say_and_never_overrides_it(capsys, 
               IMP / "iperf2-text/local/server_tx_e.txt")
     assert [f["role"] for f in doc["files"]] == ["client", "server"]
     [p] = doc["runs"][0]["points"]
-    # the server's [SUM] receiver intervals: 882 MBytes over 0-1 s and 1.22 GBytes over 1-2 s (MiB, GiB)
-    assert p["point"] == "tx/c2" and p["value"] == pytest.approx((882 * 2**20 + 1.22 * 2**30) * 8 / 2.0 / 1e9)
+    # the server's own whole-test total, [SUM] 0.0000-2.0243 sec 2.12 GBytes (its intervals, 882 MBytes over
+    # 0-1 s and 1.22 GBytes over 1-2 s, are the timeline; the 0.0243 s past them is one more sample)
+    assert p["point"] == "tx/c2" and p["value"] == pytest.approx(2.12 * 2**30 * 8 / 2.0243 / 1e9)
     assert "tx/c2" not in doc["runs"][0]["basis"]            # receiver-side, from intervals

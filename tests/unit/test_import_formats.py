@@ -82,7 +82,8 @@ def test_fio_job_groups_ran_one_after_another_are_one_point_each():
 
 
 def test_iperf2_csv_needs_a_role_and_then_reads_bytes_not_the_bps_field():
-    with pytest.raises(InputError, match="which end"):
+    # one line from port 41703 to the listening 5001: iperf 2.1+ writes that at both ends, so it asks
+    with pytest.raises(InputError, match="as iperf 2.1. writes them at both ends"):
         load("iperf2/ext/iperf2_syno4862.csv")
     p = load("iperf2/ext/iperf2_syno4862.csv", role="client")
     # 1112670268 B over 0.0-10.0 s = 890.1 Mbit/s; the line's own bits/s field says 8.87 Gbit/s

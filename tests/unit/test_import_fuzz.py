@@ -4,6 +4,7 @@ within a bounded time per input (issue 21): truncation at every offset
 10k-deep nesting and a 2 MB line."""
 
 import contextlib
+import json
 import random
 import time
 from pathlib import Path
@@ -20,12 +21,21 @@ SEEDS = {  # one real file per format
     "iperf2-csv": "iperf2/local/server_udp_e.csv", "iperf2-text": "iperf2-text/local/client_tx_p2_e.txt",
     "fio-json": "fio/local/client_server_2hosts.json", "wrk-text": "wrk/ext/wrk2_readme_latency.txt",
     "pktgen-text": "pktgen/ext/pktgen_netmap368_tx.txt", "trafgen-text": None,
-    "netperf-text": "netperf/ext/netperf_pkb_udp_rr_o.txt"}
+    "netperf-text": "netperf/ext/netperf_pkb_udp_rr_o.txt", "sockperf-text": "sockperf/ext/doc_3.5_pp_tcp_m64.txt",
+    "irtt-json": "irtt/ext/lens_starlink_0.9.1.json",
+    # no --json-stream file from another project: a real -J report's sections as iperf3 3.17 streams them
+    "iperf3-json-stream": "stream:iperf3/ext/cp_tx_omit3.json",
+    "ntttcp-xml": "ntttcp/ext/pkb_ntttcp_tcp_receiver.xml", "nuttcp-text": "nuttcp/ext/pscheduler_udp_i1.txt",
+    "fio-terse": "fio/ext/guide_3.32_rw_terse_normal.txt"}
 BOUND = 2.0      # seconds per input, generous for a shared 2-core machine
 
 
 def seed_text(fmt):
     rel = SEEDS[fmt]
+    if rel is not None and rel.startswith("stream:"):
+        d = json.loads((ROOT / rel.removeprefix("stream:")).read_text())
+        events = [("start", d["start"])] + [("interval", iv) for iv in d["intervals"]] + [("end", d["end"])]
+        return "".join(json.dumps({"event": k, "data": v}, separators=(",", ":")) + "\n" for k, v in events)
     if rel is None:
         return (ROOT.parent / "trafgen" / "0.6.8" / "one-cpu.out").read_text()
     return (ROOT / rel).read_text()

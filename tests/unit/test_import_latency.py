@@ -79,24 +79,36 @@ def test_the_latency_analysis_takes_stated_figures_as_they_are(capsys, tmp_path)
     assert s.values["rate"] == 1405.50 and s.values["lost_pct"] is None
 
 
-def test_a_classic_table_says_protocol_and_sizes_but_no_round_trip():
+def test_a_classic_table_gives_its_mean_round_trip_marked_derived():
+    """Issue 28: netperf's classic TCP_RR table has only its transaction rate; with one
+    transaction outstanding (no burst) that is the mean round trip: imported, marked derived."""
     p = parse_file((NP / "netperf_doc_tcp_rr.txt").read_text(), "netperf_doc_tcp_rr.txt")
     # 16384  87380  1  1  10.00  59421.52: socket sizes, request 1 B, response 1 B, 10 s, transactions/s
     assert (p.params["protocol"], p.params["request_size"], p.params["response_size"]) == ("tcp", 1, 1)
     assert p.totals["transactions"] == pytest.approx(594215.2)
-    with pytest.raises(InputError) as e:
-        adapt(NP / "netperf_doc_tcp_rr.txt")
-    assert e.value.where == "netperf_doc_tcp_rr.txt"
-    assert "no round-trip time in the file, only 59421.52 transactions/s" in e.value.message
-    assert "P99_LATENCY" in (e.value.hint or "")              # the selectors that make a usable file
+    t = adapt(NP / "netperf_doc_tcp_rr.txt").trials[0]
+    [rec] = t.meta["probes"].values()
+    assert rec["mean"] == pytest.approx(1 / 59421.52) and rec["derived"] == ["mean"] and rec["percentiles"] == {}
+    assert any("derived as 1 / its transaction rate" in n for n in t.notes)
 
 
-@pytest.mark.parametrize("name, rate", [("netperf_doc_tcp_rr_k.txt", "60074.74"),
-                                        ("netperf_doc_omni_rr_o.txt", "60999.07")])
-def test_throughput_only_selectors_are_refused_naming_the_file(name, rate):
-    with pytest.raises(InputError) as e:
-        adapt(NP / name, io_size=1)
-    assert e.value.where == name and f"only {rate} transactions/s" in e.value.message
+def test_throughput_only_selectors_give_a_derived_mean():
+    t = adapt(NP / "netperf_doc_tcp_rr_k.txt", io_size=1).trials[0]
+    [rec] = t.meta["probes"].values()
+    assert rec["mean"] == pytest.approx(1 / 60074.74) and rec["derived"] == ["mean"]
+    # an omni test that says neither TCP nor UDP (-o THROUGHPUT alone): its protocol is asked for
+    with pytest.raises(InputError, match="do not say TCP or UDP") as e:
+        adapt(NP / "netperf_doc_omni_rr_o.txt", io_size=1)
+    assert "--protocol" in (e.value.hint or "")
+
+
+def test_a_burst_without_latency_is_refused(tmp_path):
+    """With a first burst several transactions are outstanding: 1/rate is no round trip."""
+    src = (NP / "netperf_doc_tcp_rr.txt").read_text().replace(": demo", ": first burst 4 : demo")
+    f = tmp_path / "burst.txt"
+    f.write_text(src)
+    with pytest.raises(InputError, match="no round-trip time in the file, only 59421.52 transactions/s"):
+        adapt(f)
 
 
 def with_columns(src: Path, dest: Path, **extra: str) -> Path:

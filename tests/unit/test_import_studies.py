@@ -148,12 +148,27 @@ def test_wrk_latency_percentiles_kept_as_the_runner_keeps_them(capsys, tmp_path)
     assert view.points[0].requests == 60018 and view.points[0].scheme == "http"
 
 
-def test_non_2xx_responses_fail_the_point_as_in_the_lab(capsys, tmp_path):
-    with pytest.raises(SystemExit) as e:
-        main(["import", "--store", str(tmp_path / "store"), str(IMP / "wrk/ext/pkb_wrk2_output_errors.txt")])
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and "14 of 600 responses were not 2xx/3xx" in err and "pkb_wrk2_output_errors.txt" in err
-    assert not (tmp_path / "store").exists() or not list((tmp_path / "store").iterdir())
+def test_non_2xx_responses_fail_the_point_as_in_the_lab_and_keep_its_figures(capsys, tmp_path):
+    """Imported as a failed point (issue 28), not refused: wrk's Requests/sec, its
+    duration and its error counts stay visible."""
+    run, view = one_run(capsys, tmp_path, IMP / "wrk/ext/pkb_wrk2_output_errors.txt")
+    [t] = view.trials
+    assert t.status == "failed" and "14 of 600 responses were not 2xx/3xx" in (t.error or "")
+    # Requests/sec: 10.00, 600 requests in 1.00m
+    assert (t.requests, t.bad_status, t.requests_per_s, t.seconds) == (600, 14, 10.00, 60.0)
+    [f] = run["failed"]
+    assert (f["point"], f["requests_per_s"], f["bad_status"]) == ("https/c2", 10.00, 14)
+    [p] = view.points
+    assert p.n_failed == 1 and p.requests_per_s == 10.00 and p.bad_status == 14
+
+
+def test_wrk_requests_per_second_and_duration_are_in_the_report(capsys, tmp_path):
+    run, view = one_run(capsys, tmp_path, IMP / "wrk/ext/wrk_readme.txt")
+    [p] = view.points
+    # wrk's README: "22464657 requests in 30.00s", "Requests/sec: 748868.53"
+    assert p.requests_per_s == 748868.53 and p.seconds == 30.0
+    html = render(view).read_text()
+    assert "requests/s" in html and "748" in html
 
 
 def test_a_sender_only_packet_point_is_compared_only_as_sent(capsys, tmp_path):

@@ -19,7 +19,7 @@ EXAMPLES = [(m[1], m[2].splitlines()) for m in re.finditer(r"```\n\$ nicbench im
 def test_every_format_has_an_example():
     shown = {f.split(": ")[1].split(" ")[0] for _, lines in EXAMPLES for f in lines[:1]}
     assert shown >= {"iperf3-json", "iperf3-text", "iperf2-csv", "iperf2-text", "fio-json", "wrk-text", "pktgen-text",
-                     "trafgen-text", "netperf-text"}
+                     "trafgen-text", "netperf-text", "sockperf-text", "irtt-json", "ntttcp-xml", "nuttcp-text"}
     assert all("/ext/" in cmd for cmd, _ in EXAMPLES)             # third-party files only
 
 

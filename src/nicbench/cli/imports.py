@@ -11,6 +11,7 @@ no valid point is an error, and the store is left untouched.
 from __future__ import annotations
 
 import gc
+import re
 import shutil
 import statistics
 import sys
@@ -31,7 +32,7 @@ from ..importers import HINTS, ParsedFile, parse_file, points
 from ..importers.adapt import ImportedRun, ImportOptions
 from ..importers.detect import FORMATS, TOOLS
 from ..importers.group import group
-from ..importers.headline import headline
+from ..importers.headline import details, headline
 from ..importers.write import SourceFile, provenance, read_source, records, write_run
 from ..records import RunInfo, Sample, TrialRecord
 from ..registry import STUDIES, VIEWS, importer_for
@@ -105,6 +106,12 @@ def _force(args: list[str], as_: str | None) -> tuple[str | None, list[str]]:
             raise InputError(f"the tool is given twice: {args[0]!r} and --as {as_!r}", where="import",
                              hint="give it once, with --as")
         return args[0], args[1:]
+    if len(args) > 1 and not Path(args[0]).exists() and re.fullmatch(r"[A-Za-z][A-Za-z0-9_+-]*", args[0]) \
+            and any(Path(a).exists() for a in args[1:]):
+        # a word before existing files is a tool's name (the old form), not a missing file
+        raise InputError(f"unknown tool {args[0]!r}: nicbench imports {', '.join(sorted(TOOLS))}",
+                         where="import", hint=f"name one of those tools (or --as a format: {', '.join(FORMATS)}), "
+                                              "or leave the tool out and let nicbench detect each file's format")
     if as_ is not None and as_ not in TOOLS and as_ not in FORMATS:
         raise InputError(f"unknown format {as_!r}", where="--as",
                          hint=f"a tool ({', '.join(sorted(TOOLS))}) or a format ({', '.join(FORMATS)})")
@@ -139,7 +146,10 @@ def _check(study: str, info: RunInfo, trials: list[tuple[TrialRecord, list[Sampl
     stored = StoredRun(Path(info.run_id), info, {}, [r for r, _ in trials], {r.spec.trial_id: s for r, s in trials},
                        ())
     analysed = view.analyse(stored)
+    judged = {r.spec.trial_id: r.status for r, _ in trials}
     for t in analysed.trials:
+        if t.status == "failed" and judged.get(t.trial_id) == "failed":
+            continue        # failed by its adapter for what the file says (wrk's non-2xx): kept, figures visible
         if t.status not in ("ok", "partial"):
             fs = files.get(t.trial_id, [])
             fmt = fs[0][0].format if fs else ""
@@ -198,15 +208,17 @@ def _prepare(kind: str, items: list[tuple[SourceFile, ParsedFile, ParsedFile]], 
 @click.option("--io-size", default=None, metavar="SIZE",
               help="IO (or block) size of points whose files do not say it, e.g. 128K (netperf *_RR: the "
                    "request and response size).")
+@click.option("--protocol", type=click.Choice(["tcp", "udp"]), default=None,
+              help="Protocol of request/response files that do not say it (sockperf's --full-log).")
 @click.option("--name", default="imported", show_default=True,
               help="Run name: letters, digits, '.', '_', '-' (at most 64).")
 @store_option
 @json_option
 @click.pass_context
 def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: str | None, together: bool,
-            io_size: str | None, name: str, store: str | None) -> None:
-    """Turn outputs of iperf3, iperf 2, fio, wrk/wrk2, netmap pkt-gen, trafgen
-    and netperf, run by hand or by other harnesses, into runs with the same
+            io_size: str | None, protocol: str | None, name: str, store: str | None) -> None:
+    """Turn outputs of iperf3, iperf 2, fio, wrk/wrk2, netmap pkt-gen, trafgen,
+    netperf, sockperf, irtt, NTttcp and nuttcp, run by hand or by other harnesses, into runs with the same
     report as nicbench's own, comparable with them (nicbench compare).
 
     Each file's format is detected and said (--as forces one; the old form
@@ -228,22 +240,25 @@ def import_(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: s
     every file yields a valid point.  netperf TCP_RR/UDP_RR results go to
     the latency study: they need netperf's latency selectors (-- -o
     ...,P50_LATENCY,P90_LATENCY,P99_LATENCY,MAX_LATENCY) and their request
-    size (-o REQUEST_SIZE,RESPONSE_SIZE, or --io-size).
+    size (-o REQUEST_SIZE,RESPONSE_SIZE, or --io-size).  sockperf ping-pong
+    and under-load (its client output, or its --full-log with --protocol)
+    and irtt JSON go there too, as the study's own probes would.
     """
     check_name(name)
     with _no_cycle_collector():
-        _import(ctx, files, as_, role, together, io_size, name, store)
+        _import(ctx, files, as_, role, together, io_size, protocol, name, store)
 
 
 def _import(ctx: click.Context, files: tuple[str, ...], as_: str | None, role: str | None, together: bool,
-            io_size: str | None, name: str, store: str | None) -> None:
+            io_size: str | None, protocol: str | None, name: str, store: str | None) -> None:
     force, args = _force(list(files), as_)
-    options = ImportOptions()
+    size = None
     if io_size is not None:
         try:
-            options = ImportOptions(io_size=parse_size(io_size))
+            size = parse_size(io_size)
         except UnitError as e:
             raise InputError(str(e), where="--io-size") from None
+    options = ImportOptions(io_size=size, protocol=protocol)
     sources = _read(args)
     stage = _Stages(sources)
     parsed = []
@@ -284,7 +299,8 @@ def _file_line(src: SourceFile, p: ParsedFile, forced: bool, study: str | None) 
     heads: list[dict[str, Any]] = []
     for q in points(p):
         lb, v, unit = headline(q)
-        heads.append({"label": lb, "value": v, "unit": unit})
+        heads.append({"label": lb, "value": v, "unit": unit,
+                      "details": [{"label": a, "value": b, "unit": c} for a, b, c in details(q)]})
     how = "as asked" if forced else "detected"
     figs = "; ".join(f"{_scaled(h['value'], h['unit'])} ({h['label']})" for h in heads)
     return (f"{src.given}: {p.format} ({how}), {p.tool} {p.version or '(version not in the file)'}, "
@@ -292,7 +308,9 @@ def _file_line(src: SourceFile, p: ParsedFile, forced: bool, study: str | None) 
 
 
 def _scaled(v: float, unit: str) -> str:
-    """A figure with a decimal prefix: 17.0305 Gbit/s, 132.492 MB/s, 909.093 kpps."""
+    """A figure with a decimal prefix: 17.0305 Gbit/s, 132.492 MB/s, 909.093 kpps, 18.034 us."""
+    if unit == "s":
+        return f"{v * 1e3:.6g} ms" if v >= 1e-3 else f"{v * 1e6:.6g} us"
     for k, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(v) >= k and unit in ("bit/s", "B/s", "pps"):
             return f"{v / k:.6g} {prefix}{unit if unit != 'B/s' else 'B/s'}"
@@ -319,11 +337,31 @@ def _text(parsed: list[tuple[SourceFile, ParsedFile]], runs: list[_Run], force: 
             # a figure not taken as the study's runner takes it: its unit, then how it was taken
             metric = f["metric"].split(" (")[0].removesuffix(" sent").removesuffix(" received") if b else f["metric"]
             lines.append(f"  {f['point']}: {metric} {f['value']:.6g} ({rep})" + (f" -- {b}" if b else ""))
+        for f in _failed(r):
+            lines.append(f"  {f['point']}: failed -- {f['error']}"
+                         + (f" ({f['requests_per_s']:.6g} requests/s over {f['seconds']:g} s)"
+                            if f.get("requests_per_s") and f.get("seconds") else ""))
         for w in r.info.meta["warnings"]:
             lines.append(f"  note: {w}")
         again = quoted("nicbench", "report", r.info.run_id, *(("--store", store) if store else ()))
         lines.append(f"  {again} renders it")
     return "\n".join(lines)
+
+
+def _failed(r: _Run) -> list[dict[str, Any]]:
+    """The trials imported as failed (their adapter's judgement of what the file
+    says, e.g. wrk's non-2xx answers): why, and what was counted all the same."""
+    out = []
+    for t in r.analysed.trials:
+        if t.status != "failed":
+            continue
+        d: dict[str, Any] = {"point": t.point, "trial_id": t.trial_id, "error": t.error}
+        for k in ("requests_per_s", "seconds", "requests", "socket_errors", "bad_status"):
+            v = getattr(t, k, None)
+            if v is not None:
+                d[k] = v
+        out.append(d)
+    return out
 
 
 def _json(parsed: list[tuple[SourceFile, ParsedFile]], runs: list[_Run], written: list[Path],
@@ -339,7 +377,7 @@ def _json(parsed: list[tuple[SourceFile, ParsedFile]], runs: list[_Run], written
     out: dict[str, Any] = {
         "files": files,
         "runs": [{"run_id": r.info.run_id, "run_dir": str(d), "study": r.study, "trials": len(r.trials),
-                  "points": r.figures, "notes": r.info.meta["warnings"],
+                  "points": r.figures, "failed": _failed(r), "notes": r.info.meta["warnings"],
                   "basis": {t.point: t.basis for t in r.imported.trials if t.basis}}
                  for r, d in zip(runs, written, strict=True)],
         "run_ids": [r.info.run_id for r in runs]}

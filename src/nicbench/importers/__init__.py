@@ -10,7 +10,23 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core.errors import InputError, NicbenchError
-from . import fio_json, iperf2_csv, iperf2_text, iperf3_json, iperf3_text, netperf_text, pktgen, trafgen_text, wrk_text
+from . import (
+    fio_json,
+    fio_terse,
+    iperf2_csv,
+    iperf2_text,
+    iperf3_json,
+    iperf3_stream,
+    iperf3_text,
+    irtt_json,
+    netperf_text,
+    ntttcp_xml,
+    nuttcp_text,
+    pktgen,
+    sockperf_text,
+    trafgen_text,
+    wrk_text,
+)
 from .bounds import check as check_bounds
 from .detect import detect
 from .model import ParsedFile, Role
@@ -20,13 +36,17 @@ __all__ = ["HINTS", "ParsedFile", "PARSERS", "detect", "parse_file", "points"]
 PARSERS: dict[str, Callable[[str, str], ParsedFile]] = {
     "iperf3-json": iperf3_json.parse, "iperf3-text": iperf3_text.parse, "iperf2-csv": iperf2_csv.parse,
     "iperf2-text": iperf2_text.parse, "fio-json": fio_json.parse, "wrk-text": wrk_text.parse,
-    "pktgen-text": pktgen.parse, "trafgen-text": trafgen_text.parse, "netperf-text": netperf_text.parse}
+    "pktgen-text": pktgen.parse, "trafgen-text": trafgen_text.parse, "netperf-text": netperf_text.parse,
+    "sockperf-text": sockperf_text.parse, "irtt-json": irtt_json.parse, "iperf3-json-stream": iperf3_stream.parse,
+    "ntttcp-xml": ntttcp_xml.parse, "nuttcp-text": nuttcp_text.parse, "fio-terse": fio_terse.parse}
 
 # per format, how to produce a file nicbench can use in full (for error hints)
 HINTS: dict[str, str] = {
     "iperf3-json": iperf3_json.HINT, "iperf3-text": iperf3_text.HINT, "iperf2-csv": iperf2_csv.HINT,
     "iperf2-text": iperf2_text.HINT, "fio-json": fio_json.HINT, "wrk-text": wrk_text.HINT, "wrk-lua": wrk_text.HINT,
-    "pktgen-text": pktgen.HINT, "trafgen-text": trafgen_text.HINT, "netperf-text": netperf_text.HINT}
+    "pktgen-text": pktgen.HINT, "trafgen-text": trafgen_text.HINT, "netperf-text": netperf_text.HINT,
+    "sockperf-text": sockperf_text.HINT, "irtt-json": irtt_json.HINT, "iperf3-json-stream": iperf3_stream.HINT,
+    "ntttcp-xml": ntttcp_xml.HINT, "nuttcp-text": nuttcp_text.HINT, "fio-terse": fio_terse.HINT}
 
 
 def parse_file(text: str, name: str, force: str | None = None, role: Role | None = None) -> ParsedFile:

@@ -32,6 +32,7 @@ class ImportOptions:
     block) size of points whose files do not say it (iperf 2, text outputs)."""
 
     io_size: int | None = None
+    protocol: str | None = None          # "tcp"/"udp" of request/response files that do not say (sockperf's full log)
 
 
 @dataclass(frozen=True)

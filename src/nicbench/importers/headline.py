@@ -5,7 +5,8 @@ Traffic: receiver bits/s over the receiver's own span (iperf3's receiver
 bits/s), summed over directions for bidir and over files run together; the
 sender's when the file has no receiver figure (the label says so).  Storage:
 bytes/s per op summed (read+write).  HTTP: requests/s.  Packets: packets/s.
-RR: transactions/s.
+RR: transactions/s, or the tool's own figure where it states one
+(``extra["headline"]``: sockperf's and irtt's mean round trip, seconds).
 """
 
 from __future__ import annotations
@@ -20,10 +21,14 @@ def _one(p: ParsedFile) -> tuple[str, float, str]:
     if p.extra.get("points"):
         raise InputError(f"the file holds {len(p.extra['points'])} points that ran one after another: "
                          "no one figure", where=p.name, hint="take the headline of each of points(file)")
+    own = p.extra.get("headline")
+    if own is not None:
+        # the tool's own headline figure (sockperf's and irtt's mean round trip)
+        return own[0], float(own[1]), own[2]
     t = p.totals
     if p.kind in ("tcp", "udp"):
         if "bps" in t:
-            return "sender bit/s (netperf)", t["bps"], "bit/s"
+            return f"{p.params.get('side', 'sender')} bit/s (netperf)", t["bps"], "bit/s"
         dirs = sorted({k.split(".")[0] for k in t})
         total, sides = 0.0, set()
         for d in dirs:
@@ -52,6 +57,34 @@ def _one(p: ParsedFile) -> tuple[str, float, str]:
         v = t["pps"] if "pps" in t else t["packets"] / t["seconds"]
         return "packets/s", v, "pps"
     return "transactions/s", t["transactions_per_s"], "trans/s"
+
+
+def details(p: ParsedFile) -> list[tuple[str, float, str]]:
+    """The tool's other own figures beside its headline, as it reports them:
+    fio's per-operation bandwidth and IOPS (readwrite, randrw), UDP loss and
+    jitter per direction, a request/response tool's transactions/s and p99."""
+    t = p.totals
+    out: list[tuple[str, float, str]] = []
+    if p.kind == "storage":
+        for op in ("read", "write"):
+            secs = t.get(f"{op}.seconds")
+            if secs:
+                out.append((f"{op} bytes/s", t[f"{op}.bytes"] / secs, "B/s"))
+                if f"{op}.ios" in t:
+                    out.append((f"{op} IOPS", t[f"{op}.ios"] / secs, "IO/s"))
+    elif p.kind == "udp":
+        for d in ("tx", "rx"):
+            k = f"{d}.receiver"
+            if t.get(f"{k}.packets") and f"{k}.lost" in t:
+                out.append((f"{d} datagrams lost", 100.0 * t[f"{k}.lost"] / t[f"{k}.packets"], "%"))
+            if f"{k}.jitter_s" in t:
+                out.append((f"{d} jitter", t[f"{k}.jitter_s"], "s"))
+    elif p.kind == "rr":
+        if "transactions_per_s" in t:
+            out.append(("transactions/s", t["transactions_per_s"], "trans/s"))
+        if "latency.p99" in t:
+            out.append(("round trip p99", t["latency.p99"], "s"))
+    return out
 
 
 def headline(x: ParsedFile | Sequence[ParsedFile]) -> tuple[str, float, str]:

@@ -11,6 +11,7 @@ bits/s), UDP loss and jitter, and the decision of what a point can use.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..core.errors import InputError, ToolError
@@ -92,8 +93,23 @@ def _udp_totals(end: dict, own_sends: bool, streams: int, name: str, notes: list
     return out
 
 
+# what a terminal echoed at a line's start, glued before the report's "{": ^C (the client
+# was stopped), or an escape sequence in caret notation (^[[A: an arrow key)
+_GLUED = re.compile(r"^((?:\^\[\[[0-9;]*[A-Za-z~]|\^[A-Z@\\\]^_?])+)(?=\{)", re.M)
+
+
+def unglued(text: str) -> tuple[str, str | None]:
+    """``text`` without the keys a terminal echoed before the report's
+    ``{`` (looked for in its first 64 KiB), and what was removed."""
+    m = _GLUED.search(text, 0, 65536)
+    if m is None:
+        return text, None
+    return text[:m.start()] + text[m.end():], m[1]
+
+
 def parse(text: str, name: str) -> ParsedFile:
     """One iperf3 JSON report; InputError when it holds no usable point."""
+    text, glued = unglued(text)
     try:
         d, damage = tool.load_json(text, lean=True)     # its intervals: what flow_rows reads
     except ToolError as e:
@@ -102,7 +118,8 @@ def parse(text: str, name: str) -> ParsedFile:
     is_server = "accepted_connection" in start
     role: Role = "server" if is_server else "client"
     ts = start.get("test_start")
-    notes: list[str] = []
+    notes: list[str] = [f"{glued!r} a terminal echoed before the report was removed"
+                        + (" (^C: the client was stopped by hand)" if "^C" in glued else "")] if glued else []
     dropped = [f"damaged report: {x}" for x in damage]
     err = d.get("error")
     ver = str(start.get("version") or "").replace("iperf ", "") or None
@@ -163,6 +180,14 @@ def parse(text: str, name: str) -> ParsedFile:
         server["intervals"] = None
     if err:
         dropped.append(f"iperf3 reported an error: {err} (the test ended early; totals cover what ran)")
+        zero = [k for k, t in totals.items() if k[1] == "receiver" and t.bytes == 0]
+        if zero and "interrupt" in str(err) and any(t.bytes > 0 for k, t in totals.items() if k[1] == "sender"):
+            # stopped by hand (^C): the server's results never reached the client, so its
+            # receiver figure is an empty 0, not a measurement; the sender's is what ran
+            for k in zero:
+                del totals[k]
+            dropped.append("the receiver's total is 0 because the client was interrupted before the server's "
+                           "results reached it: the point is partial, its figure what the sender says")
     tstamp = (start.get("timestamp") or {}).get("timesecs") if isinstance(start.get("timestamp"), dict) else None
     t_start = finite(tstamp, "start.timestamp.timesecs", name) if tstamp is not None else None
     if t_start is not None:

@@ -18,6 +18,7 @@ import io
 import re
 
 from ..core.errors import InputError
+from . import traffic
 from .model import Kind, ParsedFile, finite, no_point, sample
 
 FORMAT = "netperf-text"
@@ -67,15 +68,23 @@ def parse(text: str, name: str) -> ParsedFile:
     t = _TEST.search(text)
     test = t[1].strip().upper() if t else ""
     f, notes = _fields(text, name)
+    omni = bool(f)                       # -o/-k output selectors: netperf's omni tests
     rr = "REQUEST/RESPONSE" in test or "Trans" in f.get("Throughput Units", "")
+    udp_rcv: list[str] | None = None
     if not f:
         # classic table: the first line of numbers holds the result in its last column
         rows = [ln.split() for ln in text.splitlines() if re.match(r"^\s*\d+\s+\d+\s+\d+", ln)]
+        # UDP_STREAM's second line is the receiver's: socket size, elapsed, messages, throughput
+        second = [ln.split() for ln in text.splitlines() if re.match(r"^\s*\d+\s+\d+\.\d+\s+\d+\s+\d", ln)]
+        udp_rcv = second[0] if second and len(second[0]) == 4 else None
         rows = [r for r in rows if len(r) >= 5]
         if not rows:
             raise InputError("no netperf result line", where=name, hint=HINT)
         f = {"Throughput": rows[0][-1], "Elapsed Time (sec)": rows[0][-2],
              "Throughput Units": "Trans/s" if rr else "10^6bits/s"}
+        if not rr and "UDP" in test and len(rows[0]) == 6:
+            # socket size, message size, elapsed, messages okay, errors, throughput
+            f["Elapsed Time (sec)"] = rows[0][2]
         if rr and len(rows[0]) == 6:
             # Send and Recv socket sizes, Request and Resp. sizes, Elapsed, Trans. Rate
             f["Request Size Bytes"], f["Response Size Bytes"] = rows[0][2], rows[0][3]
@@ -106,18 +115,67 @@ def parse(text: str, name: str) -> ParsedFile:
         scale = {"10^6bits/s": 1e6, "10^9bits/s": 1e9, "10^3bits/s": 1e3, "bits/s": 1.0}.get(unit)
         if scale is None:
             raise InputError(f"throughput unit {unit!r} not understood", where=name, hint="use netperf -f m or g")
+        if thr > 0 and secs:
+            return _stream(text, name, test, thr * scale, secs, omni, udp_rcv, notes)
         totals["bps"] = thr * scale
-        if secs:
-            totals["seconds"] = secs
-            samples.append(sample("tcp.bytes" if "UDP" not in test else "udp.bytes", thr * scale * secs / 8,
-                                  "bytes", 0.0, secs, **tags, direction="tx", side="sender"))
         kind = "udp" if "UDP" in test else "tcp"
-        notes.append("netperf's throughput is measured at the sender unless the test says otherwise")
+        side = _side(text, test, omni)
+        params["side"] = side
+        params["direction"] = "rx" if "MAERTS" in test else "tx"
+        notes.append(f"netperf's throughput here is its {side}'s" + (" (omni: the remote receiver's count for a "
+                                                                     "send test)" if side == "receiver" else ""))
     if thr <= 0:
         raise no_point(name, "throughput is 0", HINT)
     return ParsedFile(name=name, format=FORMAT, tool="netperf", version=None, role="client", kind=kind,
                       params=params, samples=samples, totals=totals,
                       relative_time=True, notes=tuple(notes))
+
+
+def _side(text: str, test: str, omni: bool) -> str:
+    """Whose count netperf's throughput is: its omni tests (every -o/-k output,
+    and the MIGRATED banner of 2.5+) take a send test's from the remote
+    receiver and a receive test's (MAERTS) from the local receiver
+    (src/nettest_omni.c: ``remote_bytes_xferd`` unless ``NETPERF_RECV_ONLY``);
+    the classic tests before the migration counted what was sent."""
+    if "MAERTS" in test or omni or re.search(r"^MIGRATED ", text, re.M):
+        return "receiver"
+    return "sender"
+
+
+def _stream(text: str, name: str, test: str, bps: float, secs: float, omni: bool, udp_rcv: list[str] | None,
+            notes: list[str]) -> ParsedFile:
+    """A _STREAM/_MAERTS result as a traffic file: whose count it is (:func:`_side`),
+    the direction (MAERTS: the netserver sends), a classic UDP_STREAM's two lines."""
+    udp = "UDP" in test
+    kind: Kind = "udp" if udp else "tcp"
+    d = "rx" if "MAERTS" in test else "tx"
+    side = _side(text, test, omni)
+    size = re.search(r"^\s*\d+\s+(\d+)\s+\d+\.\d+\s+\d+\s+\d+\s+[\d.]+\s*$", text, re.M) if udp else None
+    totals: dict[tuple[str, str], traffic.Total] = {}
+    if udp and udp_rcv is not None:
+        # the first line is the sender's (messages sent), the second the receiver's (messages received)
+        sent = re.search(r"^\s*\d+\s+\d+\s+\d+\.\d+\s+(\d+)\s+(\d+)\s+[\d.]+\s*$", text, re.M)
+        n_sent = int(sent[1]) if sent else None
+        r_secs, r_msgs, r_mbps = float(udp_rcv[1]), int(udp_rcv[2]), float(udp_rcv[3])
+        totals[(d, "sender")] = traffic.Total(bps * secs / 8, secs, packets=n_sent, streams=1)
+        if r_secs > 0:
+            totals[(d, "receiver")] = traffic.Total(
+                r_mbps * 1e6 * r_secs / 8, r_secs, packets=n_sent, streams=1,
+                lost=n_sent - r_msgs if n_sent is not None and n_sent >= r_msgs else None)
+        notes.append("netperf UDP_STREAM: its first line is the sender's, its second the receiver's"
+                     + (f" ({n_sent - r_msgs} of {n_sent} messages did not arrive)" if n_sent is not None else ""))
+    else:
+        totals[(d, side)] = traffic.Total(bps * secs / 8, secs, streams=1)
+        notes.append(f"netperf's throughput here is its {side}'s" + (
+            " (omni: the remote receiver's count for a send test, src/nettest_omni.c)" if side == "receiver"
+            and "MAERTS" not in test else " (MAERTS: the netserver sends, netperf receives)" if "MAERTS" in test
+            else " (a classic test before netperf 2.5's omni migration)"))
+    params: dict[str, object] = {"direction": d, "streams": 1, "protocol": kind.upper(), "engine": "netperf",
+                                 "test": test or None}
+    if size:
+        params["io_size"] = int(size[1])
+    return traffic.build(name=name, fmt=FORMAT, tool="netperf", version=None, role="client", kind=kind,
+                         params=params, intervals=[], totals=totals, start=None, host=name, notes=notes, hint=HINT)
 
 
 def _rr_params(text: str, test: str, f: dict[str, str], name: str) -> dict[str, object]:

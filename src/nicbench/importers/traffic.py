@@ -48,7 +48,7 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
           params: Mapping[str, Any], intervals: Iterable[FlowInterval | FlowRow],
           totals: Mapping[tuple[str, str], Total], start: float | None, host: str,
           notes: Iterable[str] = (), dropped: Iterable[str] = (), hint: str,
-          pairs: Iterable[tuple[int, int]] = ()) -> ParsedFile:
+          pairs: Iterable[tuple[int, int]] = (), tails: bool = False) -> ParsedFile:
     """Samples and totals of one traffic file; raises when no usable point is left.
 
     ``totals`` is keyed (direction, side) with direction from this file's process.
@@ -59,6 +59,10 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
     name tags the samples).  ``pairs``: the (port, port) of each
     connection the file names, so both ends' files of one test can be
     matched (``extra["pairs"]``, see :func:`connection_pairs`).
+    ``tails``: hold the intervals to the tool's whole-test totals
+    (:func:`_tails`) -- the text and CSV formats, whose last partial
+    interval may be printed only in their total; iperf3's JSON reports its
+    own, and its 100,000s of intervals are left the one pass they take.
     """
     notes = list(notes)
     ivs = list(intervals)
@@ -112,6 +116,8 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
                 have_snd_iv.add(d)
     flat: dict[str, float] = {}
     dropped = list(dropped)
+    if tails:
+        samples += _tails(ivs, totals, role, base, host, kind, params, notes)
     for (d, side), tot in sorted(totals.items()):
         if tot.seconds <= 0:
             dropped.append(f"{d} {side} total of {tot.bytes:.0f} bytes over {tot.seconds:g} s: no rate can be "
@@ -165,6 +171,69 @@ def build(*, name: str, fmt: str, tool: str, version: str | None, role: Role | N
                       params=dict(params), samples=samples, totals=flat, relative_time=start is None,
                       notes=tuple(notes), dropped=tuple(dropped), start=start,
                       extra={"pairs": sorted({tuple(sorted(x)) for x in pairs})})
+
+
+# the tool's whole-test total and its intervals, as rates: closer than this they
+# agree (text figures carry 3 significant digits: up to 0.5 % off each)
+AGREE = 0.01
+# seconds the whole-test total may run past the last interval before that
+# stretch is its own (iperf 2 prints its last interval only when it is whole)
+_TAIL_S = 0.005
+
+
+def _tails(ivs: list[FlowInterval | FlowRow], totals: Mapping[tuple[str, str], Total], role: Role | None,
+           base: float, host: str, kind: str, params: Mapping[str, Any], notes: list[str]) -> list[Sample]:
+    """The tool's own whole-test total is the figure; its intervals are the
+    timeline.  Where the total runs past the last interval (iperf 2's
+    ``[SUM] 0.00-5.24`` after intervals to 5.00: its last, partial
+    interval is printed only in the total), the bytes the total counts
+    beyond the intervals are one more sample over that stretch (tagged
+    ``tail``), so the point's bytes and span are the tool's own; where the
+    two still disagree by more than :data:`AGREE`, a note says both."""
+    if not totals or not ivs:
+        return []
+    acc: dict[tuple[str, str], list[float]] = {}
+    for iv in ivs:
+        if iv.omitted:
+            continue
+        d = direction_of(iv.flow, role)
+        a = acc.get((d, iv.side))
+        t1 = (iv.abs_start if iv.abs_start is not None else base + iv.start) + (iv.end - iv.start)
+        if a is None:
+            acc[(d, iv.side)] = [float(iv.bytes), iv.start, iv.end, t1, 1.0]
+            continue
+        a[0] += iv.bytes
+        a[4] += 1
+        if iv.start < a[1]:
+            a[1] = iv.start
+        if iv.end > a[2]:
+            a[2], a[3] = iv.end, t1
+    out: list[Sample] = []
+    for (d, side), (nbytes, r0, r1, t1, n) in sorted(acc.items()):
+        tot = totals.get((d, side))
+        if tot is None or tot.seconds <= 0 or r1 <= r0 or abs(tot.t0 - r0) > 0.011:
+            continue
+        end = tot.t0 + tot.seconds
+        extra = tot.bytes - nbytes
+        if end > r1 + _TAIL_S and extra > -AGREE / 2 * tot.bytes:
+            extra = max(extra, 0.0)         # rounded text: intervals may sum a little over the total
+            out.append(sample(f"{kind}.bytes", extra, "bytes", t1, t1 + (end - r1), host=host, proc="0",
+                              direction=d, side=side, tail=1,
+                              streams=tot.streams if tot.streams is not None else params.get("streams")))
+            left = (f"the {extra:.0f} bytes its {int(n)} intervals leave out are" if extra else
+                    f"its {int(n)} intervals already hold its bytes (rounded text), and a 0-byte sample is")
+            notes.append(f"{d} {side}: the tool's whole-test total ({tot.bytes:.0f} bytes over {tot.seconds:g} s) "
+                         f"runs {end - r1:.3g} s past its last interval: {left} one more sample over "
+                         f"{r1:g}-{end:g} s, so the figure is the tool's total")
+            continue
+        iv_rate, tot_rate = nbytes * 8 / (r1 - r0), tot.bytes * 8 / tot.seconds
+        if abs(iv_rate - tot_rate) > AGREE * tot_rate:
+            notes.append(f"{d} {side}: the tool's whole-test total says {tot_rate / 1e6:.6g} Mbit/s "
+                         f"({tot.bytes:.0f} bytes over {tot.seconds:g} s), its {int(n)} intervals "
+                         f"{iv_rate / 1e6:.6g} Mbit/s ({nbytes:.0f} bytes over {r1 - r0:g} s): "
+                         f"{(iv_rate / tot_rate - 1) * 100:+.1f} %; the file's headline is the tool's total, the "
+                         "intervals are the timeline")
+    return out
 
 
 def connection_pairs(text: str) -> list[tuple[int, int]]:

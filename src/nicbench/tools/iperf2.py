@@ -142,6 +142,8 @@ class Iperf2Report:
 
 
 _TZ_STAMP = re.compile(r"^(\d{14})(\.\d+)?\s*([+-]\d{4}|[A-Z]{1,5})?$")
+# 2.1.9+: the zone first, ``+0000:20240908113035.128`` (kubernetes' agnhost, test/e2e/network/util_iperf.go)
+_ZONE_FIRST = re.compile(r"^([+-]\d{4}):(\d{14}(?:\.\d+)?)$")
 
 
 def _stamp(text: str, utc: bool = False) -> float:
@@ -149,6 +151,9 @@ def _stamp(text: str, utc: bool = False) -> float:
     run under :data:`RUN_ENV`) -> epoch seconds.  A zone written after the
     stamp (2.1.9+: ``+0100``, ``UTC``) is honoured when it is numeric or
     UTC/GMT; other names are read as local time."""
+    z = _ZONE_FIRST.match(text.strip())
+    if z:
+        text = z.group(2) + z.group(1)
     m = _TZ_STAMP.match(text.strip())
     if m and m.group(3):
         zone = m.group(3)
@@ -175,14 +180,18 @@ def parse_lines(text: str, *, strict: bool = True, skipped: list[str] | None = N
     ``skipped``; a 2.2-style line with start and end as separate fields is
     read too.  Sum lines (id -1 or port 0, 2.0.x ``-P``) are flagged."""
     out = []
+    udp_named: bool | None = None       # a header line says whether the fields after speed are UDP's
     for n, raw in enumerate(text.splitlines(), 1):
         ln = raw.strip()
         if not ln:
             continue
         f = [x.strip() for x in ln.split(",")]
+        if f[0] == "time" and "bytes" in f:
+            # 2.2's header: its names say what the fields after speed are (jitter: UDP)
+            udp_named = "jitter" in f
         if len(f) >= 10 and _is_num(f[6]) and _is_num(f[7]) and "-" not in f[6]:
             f = f[:6] + [f"{f[6]}-{f[7]}"] + f[8:]       # 2.2: start,end as two fields
-        if len(f) < 9 or not f[0][:1].isdigit():
+        if len(f) < 9 or not f[0].lstrip("+-")[:1].isdigit():
             if strict:
                 raise ToolError(f"line {n} is not iperf2 CSV: {ln[:120]!r}",
                                 hint="run iperf with -y C (nicbench never reads its human text)")
@@ -194,7 +203,11 @@ def parse_lines(text: str, *, strict: bool = True, skipped: list[str] | None = N
             sport = int(f[2]) if f[2].lstrip("-").isdigit() else 0
             dport = int(f[4]) if f[4].lstrip("-").isdigit() else 0
             ident = int(f[5])
-            udp = tuple(float(x) for x in f[9:14]) if len(f) >= 13 else ()
+            # UDP: jitter (ms, "%.3f"), lost, total, percent, out-of-order; an enhanced (-e) TCP
+            # line has as many fields after speed, all whole numbers (write count, errors,
+            # retries, cwnd, rtt): without a header, the jitter's decimal point tells them apart
+            is_udp = udp_named if udp_named is not None else (len(f) >= 13 and "." in f[9])
+            udp = tuple(float(x) for x in f[9:14]) if is_udp and len(f) >= 13 else ()
             out.append(CsvLine(_stamp(f[0], stamps_utc), f[1], sport, f[3], dport, ident, float(a), float(b), int(f[7]),
                                float(f[8]), is_sum=ident < 0, udp=udp))
         except (ValueError, OverflowError) as e:
@@ -275,13 +288,19 @@ def parse(text: str, *, role: Literal["client", "server"], omit: float = 0.0,
     totals: dict[str, int] = {}
     spans: dict[str, float] = {}
     udp: dict[str, tuple[float, ...]] = {}
+    # the client's own connections to the server: a line of the client's file that
+    # answers one of them from the server's port is the server's report of it (UDP)
+    mine = {(ln.src, ln.sport) for ln in lines if not ln.is_sum and ln.dport == port and ln.sport != port}
     for _key, fl in by_flow.items():
-        if server_ip is not None and fl[0].sport != port:
-            flow = "fwd" if (fl[0].dst == server_ip and fl[0].dport == port) else "rev"
+        if role == "client" and fl[0].sport == port and (fl[0].dst, fl[0].dport) in mine:
+            flow, side = "fwd", "receiver"      # the server's report the client printed
         else:
-            flow = "rev" if fl[0].sport == port else "fwd"
-        # the engine client sends fwd; the engine server sends rev
-        side = "sender" if (flow == "fwd") == (role == "client") else "receiver"
+            if server_ip is not None and fl[0].sport != port:
+                flow = "fwd" if (fl[0].dst == server_ip and fl[0].dport == port) else "rev"
+            else:
+                flow = "rev" if fl[0].sport == port else "fwd"
+            # the engine client sends fwd; the engine server sends rev
+            side = "sender" if (flow == "fwd") == (role == "client") else "receiver"
         kept = []
         for i, ln in enumerate(fl):
             summary = len(fl) == 1 or (ln.start == 0.0 and i == len(fl) - 1 and i > 0) \

@@ -124,7 +124,7 @@ class SockperfRun:
     summary: StatedSummary       # sockperf's own statistics of that window
     halved: bool
     params: str                  # "--mps=1000 --burst=1 ..." as sockperf restates them
-    warmup: float                # s
+    warmup: float | None         # s (None: not printed, before 3.5)
     total_sent: int              # whole run, warm-up included
     total_received: int
 
@@ -214,14 +214,14 @@ def parse_summary(text: str, where: str | None = None) -> tuple[StatedSummary, b
     (summary, halved)."""
     check_text(text, where)
     clean = _ANSI.sub("", text)
-    halved = re.search(r"avg-latency=", clean) is not None
+    halved = re.search(r"avg-lat(?:ency)?=", clean) is not None
     summary, _ = _summary(clean, 2.0 if halved else 1.0, where)
     return summary, halved
 
 
 class _Run(NamedTuple):
     params: str
-    warmup: float
+    warmup: float | None           # s (None: before 3.5, which did not print it)
     total_sent: int
     total_received: int
 
@@ -233,16 +233,17 @@ def _us(text: str, factor: float) -> float:
 
 
 def _summary(clean: str, factor: float, where: str | None) -> tuple[StatedSummary, _Run]:
-    total = _num(r"\[Total Run\] RunTime=(" + _FLOAT + r") sec; Warm up time=(\d+) msec; SentMessages=(\d+); "
+    # (before 3.5 no warm-up time; before 3.6 "avg-lat=" with a space, "<MAX>" without brackets from 3.8)
+    total = _num(r"\[Total Run\] RunTime=(" + _FLOAT + r") sec;(?: Warm up time=(\d+) msec;)? SentMessages=(\d+); "
                  r"ReceivedMessages=(\d+)", clean, "[Total Run]", where)
     valid = _num(r"\[Valid Duration\] RunTime=(" + _FLOAT + r") sec; SentMessages=(\d+); ReceivedMessages=(\d+)",
                  clean, "[Valid Duration]", where)
-    avg = _num(r"====> avg-(?:rtt|latency)=(" + _FLOAT + r") \(std-dev=(" + _FLOAT + r")", clean, "avg", where)
+    avg = _num(r"====> avg-(?:rtt|latency|lat)=\s*(" + _FLOAT + r") \(std-dev=(" + _FLOAT + r")", clean, "avg", where)
     counts = _num(r"# dropped messages = (\d+); # duplicated messages = (\d+); # out-of-order messages = (\d+)",
                   clean, "dropped/duplicated/out-of-order", where)
     obs = _num(r"Total (\d+) observations", clean, "observations", where)
-    mx = _num(r"<MAX> observation =\s*(" + _FLOAT + ")", clean, "<MAX>", where)
-    mn = _num(r"<MIN> observation =\s*(" + _FLOAT + ")", clean, "<MIN>", where)
+    mx = _num(r"<?MAX>? observation =\s*(" + _FLOAT + ")", clean, "<MAX>", where)
+    mn = _num(r"<?MIN>? observation =\s*(" + _FLOAT + ")", clean, "<MIN>", where)
     pct = {float(p): _us(v, factor)
            for p, v in re.findall(r"---> percentile\s+(" + _FLOAT + r")\s*=\s*(" + _FLOAT + ")", clean)}
     params = re.search(r"test was performed using the following parameters: (.*)", clean)
@@ -256,6 +257,6 @@ def _summary(clean: str, factor: float, where: str | None) -> tuple[StatedSummar
         percentiles=pct,
         counters={"dropped": int(counts.group(1)), "duplicated": int(counts.group(2)),
                   "out_of_order": int(counts.group(3))})
-    run = _Run(params.group(1).strip() if params else "", int(total.group(2)) / 1000.0,
+    run = _Run(params.group(1).strip() if params else "", int(total.group(2)) / 1000.0 if total.group(2) else None,
                int(total.group(3)), int(total.group(4)))
     return summary, run

@@ -45,6 +45,17 @@ class HttpsTrial(TrialHead):
     wrk: Mapping[str, object] = field(default_factory=dict)
     frames: float | None = None              # the server's interface, both ways, over the window
     verdict: Verdict | None = None           # what held it below line rate (analysis/verdict.py)
+    seconds: float | None = None             # wrk's duration: the clients' span, first start to last end
+
+    @property
+    def requests_per_s(self) -> float | None:
+        """Requests completed per second, every client's: wrk's own Requests/sec
+        summed when each client's record states it (an import: wrk divides by
+        its unrounded runtime), else requests over wrk's duration."""
+        stated = [r.get("requests_per_s") for r in self.wrk.values() if isinstance(r, Mapping)]
+        if stated and all(isinstance(v, (int, float)) for v in stated):
+            return float(sum(stated))     # type: ignore[arg-type]
+        return self.requests / self.seconds if self.seconds else None
 
     def latency_s(self, percent: str) -> float | None:
         """Request latency at ``percent`` ("50", "99"), seconds: the slowest client's,
@@ -110,8 +121,16 @@ def _https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | N
     common = dict(**head(rec), ktls=str(meta.get("ktls") or ""),
                   warnings=tuple(meta.get("warnings") or ()), wrk=dict(meta.get("wrk") or {}))
     if rec.status != "ok" or not by:
+        # a point failed for what wrk answered (non-2xx) keeps what wrk counted, so its
+        # requests/s, duration and error counts stay visible; only its bytes are no payload
+        seen = [s for s in samples if s.metric.startswith("http.")]
+        span = (max(s.t_end for s in seen) - min(s.t_start for s in seen)) if seen else None
+        counted = {m: int(sum(s.value for s in seen if s.metric == m))
+                   for m in ("http.requests", "http.socket_errors", "http.bad_status")}
         return HttpsTrial(status="failed" if rec.status == "ok" else rec.status,
-                          error=rec.error or "no wrk result", app_gbps=None, window=None, **common)
+                          error=rec.error or "no wrk result", app_gbps=None, window=None,
+                          requests=counted["http.requests"], socket_errors=counted["http.socket_errors"],
+                          seconds=span or None, **{**common, "bad_status": counted["http.bad_status"]})
     # all clients' bytes over the span from the first start to the last end:
     # summing per-client rates would count twice the time one client had the
     # link alone while another was already done (seen: 100.8 % of the ceiling)
@@ -127,9 +146,11 @@ def _https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | N
     requests, socket_errors = total("http.requests"), total("http.socket_errors")
     common["bad_status"] = total("http.bad_status")
     budget = float_meta(meta, "error_budget", DEFAULT_ERROR_BUDGET)
+    span = window[1] - window[0] if window[1] > window[0] else None
     if socket_errors > budget * max(requests, 1):
         # a firewall resetting connections mid-run: wrk still counts what it got
         return HttpsTrial(status="failed", app_gbps=None, window=None, requests=requests, socket_errors=socket_errors,
+                          seconds=span,
                           error=f"wrk counted {socket_errors} socket errors against {requests} requests "
                                 f"({socket_errors / max(requests, 1):.1%}): more than the point's error budget "
                                 f"({budget:.1%}; study.error_budget)", **common)
@@ -138,7 +159,7 @@ def _https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | N
         # wrk ends at its duration whatever the server did: a server frozen for part of
         # the point gave a lower rate that wrk alone reports as fine
         return HttpsTrial(status="failed", app_gbps=None, window=None, requests=requests, socket_errors=socket_errors,
-                          error=f"the server sent next to nothing (under 1 % of the point's mean) for "
+                          seconds=span, error=f"the server sent next to nothing (under 1 % of the point's mean) for "
                                 f"{lull[1] - lull[0]:.1f} s of the {window[1] - window[0]:.1f} s the clients ran "
                                 f"(from +{lull[0] - window[0]:.1f} s): it stalled, so the point's rate is not "
                                 "one it sustains; its error log is in the run's raw/https/", **common)
@@ -154,6 +175,7 @@ def _https_trial(rec: TrialRecord, samples: Sequence[Sample], link: LinkInfo | N
         window=window,
         requests=requests,
         socket_errors=socket_errors,
+        seconds=span,
         wire=wire,
         cpu=u,
         counters=c,
@@ -189,6 +211,10 @@ class HttpsPoint:
     latency_p50_s: float | None = None       # the slowest client's, median over repeats
     latency_p99_s: float | None = None
     verdict: Verdict | None = None           # the limit of the point, over its ok repeats
+    # wrk's headline: requests completed per second and its duration, median over the ok
+    # repeats (over every repeat when none is ok: a failed point's figures stay visible)
+    requests_per_s: float | None = None
+    seconds: float | None = None
 
     @property
     def of_ceiling(self) -> float | None:
@@ -248,6 +274,8 @@ def https_points(trials: Iterable[HttpsTrial], link: LinkInfo | None, clients: i
                 med(t.latency_s("50") for t in ok),
                 med(t.latency_s("99") for t in ok),
                 point_verdict([t.verdict for t in ok if t.verdict is not None]),
+                requests_per_s=med(t.requests_per_s for t in (ok or ts)),
+                seconds=med(t.seconds for t in (ok or ts)),
             )
         )
     return sorted(out, key=lambda p: (p.scheme != "https", p.connections, p.threads))

@@ -50,6 +50,7 @@ class HttpsImport:
                           "status": int(tot.get("bad_status", 0))}
                 wrk[names[i]] = {"gbps": tot["bytes"] * 8 / tot["seconds"] / 1e9 if tot.get("seconds") else None,
                                  "requests": int(tot["requests"]), "errors": errors, "latency_us": {},
+                                 "requests_per_s": tot.get("requests_per_s"), "seconds": tot.get("seconds"),
                                  "percentiles_us": {pct: round(tot[f"latency.{k}"] * 1e6) for k, pct in _PCT.items()
                                                     if f"latency.{k}" in tot}}
                 if tot.get("bad_status") and status == "ok":

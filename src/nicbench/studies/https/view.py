@@ -12,7 +12,7 @@ from ...records import Sample, TrialRecord
 from ...report.figures import new_figure, save
 from ...report.numbers import num, whole
 from ...report.render import pinned_tools, write_exports, write_page
-from ...report.tables import Col, limit_text, ok_failed, spread, table
+from ...report.tables import Col, limit_text, ok_failed, table
 from ...report.timeline import Panel, busiest_host, interface_series, series_of, timelines
 from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import HttpsPoint, HttpsTrial, https_points, https_trial
@@ -21,8 +21,8 @@ TEMPLATE = Path(__file__).with_name("report.html.j2")
 COLS = ["point", "scheme", "connections", "threads", "repeats_ok", "repeats_failed", "app_bps", "app_min_bps",
         "app_max_bps", "wire_bps", "ceiling_bps", "app_gbps", "app_min", "app_max",
         "wire_gbps", "ceiling_gbps", "pct_of_ceiling", "cpu_pct_of_machine", "cores_busy", "nginx_cores",
-        "wrk_cores", "gbps_per_core", "latency_p50_s", "latency_p99_s", "requests", "socket_errors", "bad_status",
-        "ktls"]
+        "wrk_cores", "gbps_per_core", "latency_p50_s", "latency_p99_s", "requests", "requests_per_s", "duration_s",
+        "socket_errors", "bad_status", "ktls"]
 
 
 def _trials(view: RunView) -> list[HttpsTrial]:
@@ -39,6 +39,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("cores_busy", "cores", "CPU cores busy", higher_is_better=False),
     Metric("gbps_per_core", "Gbit/s per core", "application throughput per busy core"),
     Metric("requests", "count", "requests completed"),
+    Metric("requests_per_s", "req/s", "requests completed per second (wrk's Requests/sec)"),
     Metric("socket_errors", "count", "wrk socket errors", higher_is_better=False),
     Metric("bad_status", "count", "non-2xx/3xx responses", higher_is_better=False),
 )
@@ -48,6 +49,7 @@ def _values(p: HttpsPoint) -> dict[str, float | None]:
     return {"app_gbps": p.app_gbps, "app_min": p.app_min, "app_max": p.app_max, "wire_gbps": p.wire_gbps,
             "pct_of_ceiling": pct_of(p.app_gbps, p.ceiling_gbps), "cpu_pct": p.cpu_pct,
             "cores_busy": p.cores_busy, "gbps_per_core": p.gbps_per_core, "requests": float(p.requests),
+            "requests_per_s": p.requests_per_s,
             "socket_errors": float(p.socket_errors), "bad_status": float(p.bad_status)}
 
 
@@ -131,7 +133,8 @@ def https_rows(points: Sequence[HttpsPoint]) -> list[dict[str, Any]]:
              "cpu_pct_of_machine": p.cpu_pct, "cores_busy": p.cores_busy,
              "nginx_cores": p.nginx_cores, "wrk_cores": p.wrk_cores,
              "gbps_per_core": p.gbps_per_core, "latency_p50_s": p.latency_p50_s, "latency_p99_s": p.latency_p99_s,
-             "requests": whole(p.requests), "socket_errors": whole(p.socket_errors),
+             "requests": whole(p.requests), "requests_per_s": p.requests_per_s, "duration_s": p.seconds,
+             "socket_errors": whole(p.socket_errors),
              "bad_status": whole(p.bad_status), "ktls": "; ".join(p.ktls),
              "limit": p.verdict.limit if p.verdict else None, "verdict": p.verdict.as_dict() if p.verdict else None,
              "errors": list(p.errors),
@@ -149,9 +152,11 @@ HEADLINE = (
     Col("connections", "connections", "count"),
     Col("wrk threads", "threads", "count"),
     Col("app Gbps", "app_gbps", bold=True, title="what every wrk read x 8 over the shared span, median over repeats"),
-    Col("min–max", spread("app_min", "app_max"), "text", title="over repeats"),
     Col("% of ceiling", "pct_of_ceiling", alert=lambda r: (r.get("pct_of_ceiling") or 0) > 101),
     Col("p99 ms", _ms("latency_p99_s"), title="request latency, the slowest client's (wrk)"),
+    # wrk's own headline (its min–max over repeats is in the detail table, as app min and max)
+    Col("requests/s", "requests_per_s", title="requests completed per second over wrk's duration (its Requests/sec), "
+        "median over repeats"),
     Col("CPU % of machine", "cpu_pct_of_machine"),
     Col("errors", lambda r: (r.get("socket_errors") or 0) + (r.get("bad_status") or 0), "count",
         alert=lambda r: bool(r.get("socket_errors") or r.get("bad_status")), title="socket errors + non-2xx"),
@@ -162,10 +167,11 @@ HEADLINE = (
 DETAIL = (
     Col("point", "point", "text"), *HEADLINE[:4],
     Col("min", "app_min"), Col("max", "app_max"), Col("wire Gbps", "wire_gbps"), Col("ceiling", "ceiling_gbps"),
-    HEADLINE[5], P50, HEADLINE[6],
+    HEADLINE[4], P50, HEADLINE[5],
     Col("CPU % of machine", "cpu_pct_of_machine"), Col("cores busy", "cores_busy"),
     Col("nginx cores", "nginx_cores"), Col("wrk cores", "wrk_cores"), Col("Gbps per core", "gbps_per_core"),
-    Col("requests", "requests", "count"),
+    Col("requests", "requests", "count"), HEADLINE[6],
+    Col("duration s", "duration_s", title="wrk's duration: the clients' span"),
     Col("socket errors", "socket_errors", "count", alert=lambda r: bool(r.get("socket_errors"))),
     Col("non-2xx", "bad_status", "count", alert=lambda r: bool(r.get("bad_status"))),
     Col("kTLS", "ktls", "text", wrap=True), Col("ok/failed", ok_failed, "text"),

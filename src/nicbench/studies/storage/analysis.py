@@ -58,6 +58,8 @@ class StorageTrial(TrialHead):
     fio: Mapping[str, object] = field(default_factory=dict)
     frames: float | None = None               # the target's interface, both ways, over the window
     verdict: Verdict | None = None            # what held it below line rate (analysis/verdict.py)
+    # per op (read, write), its own (MB/s, IOPS): a readwrite/randrw point's two figures fio reports
+    per_op: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def latency_s(self, percent: str) -> float | None:
         """Completion latency at ``percent`` ("50", "99"), seconds: the slowest fio
@@ -123,21 +125,21 @@ def _storage_trial(rec: TrialRecord, samples: Sequence[Sample]) -> StorageTrial:
     if all(s.tag("proc") for s in by):
         trim = report_interval(by)
         try:
-            window, mb_s, iops, per, skew = _shared_window(samples, by, trim)
+            window, mb_s, iops, per, skew, per_op = _shared_window(samples, by, trim)
         except NoSharedWindow as e:
             return StorageTrial(status="failed", error=f"fio jobs: {e}", **common)
     else:
-        window, mb_s, iops, per, skew = _union_window(by, ios)
+        window, mb_s, iops, per, skew, per_op = _union_window(by, ios)
     u = cpu_usage(samples, window)
     c = counters(samples, window)
     return StorageTrial(status="ok", error=None, mb_s=mb_s, iops=iops, per_initiator_mb_s=per, window=window,
-                        start_skew_s=skew, trim_s=trim, cpu=u, counters=c,
+                        start_skew_s=skew, trim_s=trim, cpu=u, counters=c, per_op=per_op,
                         frames=frames_carried(samples, window, str(rec.meta.get("server") or "") or None),
                         warnings=tuple(rec.meta.get("warnings") or ()) + tuple(cpu_warnings(u) if u else ())
                         + tuple(counter_warnings(c) if c else ()), **common)
 
 
-Totals = tuple[tuple[float, float], float, float, dict[str, float], float]
+Totals = tuple[tuple[float, float], float, float, dict[str, float], float, dict[str, tuple[float, float]]]
 
 
 def report_interval(by: Sequence[Sample]) -> float:
@@ -152,18 +154,20 @@ def _shared_window(samples: Sequence[Sample], by: Sequence[Sample], trim: float)
     (readwrite: both run on the same jobs)."""
     mb_s = iops = 0.0
     per: dict[str, float] = defaultdict(float)
+    per_op: dict[str, tuple[float, float]] = {}
     windows, starts = [], []
     for op in sorted({s.tag("op") or "?" for s in by}):
         b = aggregate(samples, direction=op, side="initiator", metric="storage.bytes", along="op", trim=trim)
         n = aggregate(samples, direction=op, side="initiator", metric="storage.ios", along="op", trim=trim)
         mb_s += b.bytes / 1e6 / b.seconds
         iops += n.bytes / n.seconds
+        per_op[op] = (b.bytes / 1e6 / b.seconds, n.bytes / n.seconds)
         for share in b.processes:
             per[share.host] += share.bytes / 1e6 / b.seconds
         windows.append(b.window)
         starts += [share.span[0] for share in b.processes]
     window = (min(w[0] for w in windows), max(w[1] for w in windows))
-    return window, mb_s, iops, dict(per), max(starts) - min(starts)
+    return window, mb_s, iops, dict(per), max(starts) - min(starts), per_op
 
 
 def _union_window(by: Sequence[Sample], ios: Sequence[Sample]) -> Totals:
@@ -174,8 +178,11 @@ def _union_window(by: Sequence[Sample], ios: Sequence[Sample]) -> Totals:
     for s in by:
         per[s.tag("host") or "?"] += s.value / 1e6 / (s.t_end - s.t_start)
     starts = sorted({s.t_start for s in by})
+    per_op = {op: (sum(s.value for s in by if s.tag("op") == op) / 1e6 / secs,
+                   sum(s.value for s in ios if s.tag("op") == op) / secs)
+              for op in sorted({s.tag("op") or "?" for s in by})}
     return (window, sum(s.value for s in by) / 1e6 / secs, sum(s.value for s in ios) / secs, dict(per),
-            starts[-1] - starts[0])
+            starts[-1] - starts[0], per_op)
 
 
 @dataclass(frozen=True)
@@ -196,6 +203,11 @@ class StoragePoint:
     latency_p50_s: float | None = None        # the slowest job's, median over repeats
     latency_p99_s: float | None = None
     verdict: Verdict | None = None            # the limit of the point, over its ok repeats
+    # per op, median over ok repeats: fio's own per-operation figures (readwrite, randrw)
+    read_mb_s: float | None = None
+    read_iops: float | None = None
+    write_mb_s: float | None = None
+    write_iops: float | None = None
 
     @property
     def of_ceiling(self) -> float | None:
@@ -221,6 +233,15 @@ def ceiling_mb_s(link: LinkInfo | None, transport: str, io_size: int, op: str, i
         return None          # e.g. FCoE on a link whose MTU cannot carry its frames: no ceiling, not a crash
 
 
+def _per_op(ok: Sequence[StorageTrial]) -> dict[str, float | None]:
+    """Each op's MB/s and IOPS, median over the ok repeats (None where no repeat ran it)."""
+    out: dict[str, float | None] = {}
+    for op in ("read", "write"):
+        out[f"{op}_mb_s"] = median_of(t.per_op[op][0] for t in ok if op in t.per_op)
+        out[f"{op}_iops"] = median_of(t.per_op[op][1] for t in ok if op in t.per_op)
+    return out
+
+
 def storage_points(trials: Iterable[StorageTrial], link: LinkInfo | None, transport: str,
                    initiators: int | None) -> list[StoragePoint]:
     med = median_of
@@ -237,7 +258,8 @@ def storage_points(trials: Iterable[StorageTrial], link: LinkInfo | None, transp
                                 tuple(sorted({t.error for t in ts if t.error})),
                                 tuple(sorted({w for t in ts for w in t.warnings})),
                                 med(t.latency_s("50") for t in ok), med(t.latency_s("99") for t in ok),
-                                point_verdict([t.verdict for t in ok if t.verdict is not None])))
+                                point_verdict([t.verdict for t in ok if t.verdict is not None]),
+                                **_per_op(ok)))
     return sorted(out, key=lambda p: (["read", "write", "readwrite"].index(p.op), p.block_size))
 
 

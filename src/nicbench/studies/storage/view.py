@@ -21,12 +21,17 @@ from .analysis import Setting, StoragePoint, StorageTrial, line_rate_from, stora
 TEMPLATE = Path(__file__).with_name("report.html.j2")
 COLS = ["point", "op", "block_size", "bs", "repeats_ok", "repeats_failed", "bytes_per_s", "ceiling_bytes_per_s",
         "mb_s", "iops", "ceiling_mb_s", "pct_of_ceiling", "above_ceiling", "latency_p50_s", "latency_p99_s",
-        "cpu_pct_of_machine", "cores_busy", "max_start_skew_s", "max_start_skew_ms"]
+        "cpu_pct_of_machine", "cores_busy", "max_start_skew_s", "max_start_skew_ms", "read_mb_s", "read_iops",
+        "write_mb_s", "write_iops"]
 
 
 METRICS: tuple[Metric, ...] = (
     Metric("mb_s", "MB/s", "10^6 bytes/s, all initiators, median over repeats"),
     Metric("iops", "IO/s", "I/Os per second, all initiators"),
+    Metric("read_mb_s", "MB/s", "reads' 10^6 bytes/s (readwrite, randrw: fio's per-operation figure)"),
+    Metric("read_iops", "IO/s", "reads per second (readwrite, randrw)"),
+    Metric("write_mb_s", "MB/s", "writes' 10^6 bytes/s (readwrite, randrw)"),
+    Metric("write_iops", "IO/s", "writes per second (readwrite, randrw)"),
     Metric("pct_of_ceiling", "%", "of the line-rate ceiling"),
     Metric("cpu_pct", "%", "CPU of the machine", higher_is_better=False),
     Metric("cores_busy", "cores", "CPU cores busy", higher_is_better=False),
@@ -34,7 +39,8 @@ METRICS: tuple[Metric, ...] = (
 
 
 def _values(p: StoragePoint) -> dict[str, float | None]:
-    return {"mb_s": p.mb_s, "iops": p.iops, "pct_of_ceiling": pct_of(p.mb_s, p.ceiling_mb_s),
+    return {"mb_s": p.mb_s, "iops": p.iops, "read_mb_s": p.read_mb_s, "read_iops": p.read_iops,
+            "write_mb_s": p.write_mb_s, "write_iops": p.write_iops, "pct_of_ceiling": pct_of(p.mb_s, p.ceiling_mb_s),
             "cpu_pct": p.cpu_pct, "cores_busy": p.cores_busy}
 
 
@@ -152,6 +158,10 @@ def storage_rows(points: Sequence[StoragePoint]) -> list[dict[str, Any]]:
             "cores_busy": p.cores_busy,
             "max_start_skew_s": p.max_skew_s,
             "max_start_skew_ms": p.max_skew_s * 1000 if p.max_skew_s is not None else None,
+            "read_mb_s": p.read_mb_s,
+            "read_iops": p.read_iops,
+            "write_mb_s": p.write_mb_s,
+            "write_iops": p.write_iops,
             "limit": p.verdict.limit if p.verdict else None,
             "verdict": p.verdict.as_dict() if p.verdict else None,
             "errors": list(p.errors),
@@ -180,6 +190,9 @@ HEADLINE = (
 )
 DETAIL = (
     Col("point", "point", "text"), *HEADLINE[:4], Col("ceiling MB/s", "ceiling_mb_s"), *HEADLINE[4:8],
+    Col("read MB/s", "read_mb_s", title="the reads' own, per operation (readwrite, randrw)"),
+    Col("read IOPS", "read_iops"), Col("write MB/s", "write_mb_s", title="the writes' own, per operation"),
+    Col("write IOPS", "write_iops"),
     Col("cores busy", "cores_busy"), Col("start skew ms", "max_start_skew_ms"), HEADLINE[8],
 )
 
