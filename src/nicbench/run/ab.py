@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..core.errors import Interrupted, NicbenchError, PreflightError, Stopped, stopped_by
+from ..hosts.lease import controller
 from ..hosts.transport import LocalTransport, Transport
 from ..plan.model import Plan
 from ..records import HostFacts, Sample, TrialRecord, TrialSpec
@@ -239,6 +240,11 @@ def _open(ab: _AB, runner: RunnerFactory, hosts_for: Callable[[Plan], OpenedHost
         r.started = True
         ab.runs[label] = r
     ab.opened.note_run(ab.runs["A"].writer.run_dir.name if ab.runs["A"].writer else "")
+    held = ab.opened.host_leases
+    if held is not None:
+        for run in ab.runs.values():     # each side's run holds them, for 'nicbench runs --active'
+            if run.writer is not None:
+                run.writer.record_leases(controller(), held.since, held.targets())
 
 
 def _under(ab: _AB, side: Side, collect: Callable[[], list[tuple[HostFacts, str]]],
@@ -313,6 +319,7 @@ def _clean_up(ab: _AB, progress: ABProgress, keep_lab: bool) -> None:
             untune_error.append(str(e))
             print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
     if o is not None:
+        _quietly("releasing the host leases", o.release_hosts, "nothing: a lease ends with its holder's session")
         _quietly("ending the hosts' sessions and processes", o.hosts.close, lab_down)
     ab.lock.release()
     for side, run in ab.runs.items():

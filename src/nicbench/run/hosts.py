@@ -1,12 +1,16 @@
 """The hosts a plan runs on: an embedded lab (built for the run, or reused),
-the lab's SSH mode, or real machines over SSH."""
+the lab's SSH mode, or real machines over SSH; and the run's leases on them
+(the lab's, and one on every host: ``hosts.lease``), taken here before any
+study preflight and released at the run's end."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from ..core.errors import LabError, PreflightError
 from ..hosts.base import Hosts
+from ..hosts.lease import HostLeases, take_all
 from ..hosts.remote import RemoteHosts
 from ..hosts.spec import DirectLink
 from ..lab import manager
@@ -66,15 +70,25 @@ class OpenedHosts:
     owned: bool = False                 # this run built the lab: it removes it
     lease: Lease | None = None          # the lab is this run's until the lease is released
     notes: list[str] = field(default_factory=list)      # what the user should hear of (a lab replaced)
+    host_leases: HostLeases | None = None   # every host is this run's until they are released
 
     def note_run(self, run_id: str) -> None:
-        """The run's id, for the message another run using the same lab gets."""
+        """The run's id, for the message another run using the same lab or host gets."""
         if self.lease is not None:
             self.lease.note_run(run_id)
+        if self.host_leases is not None:
+            self.host_leases.note_run(run_id)
+
+    def release_hosts(self) -> None:
+        """Release every host lease (before the sessions close: over SSH a
+        lease's holder rides the host's connection)."""
+        if self.host_leases is not None:
+            self.host_leases.release()
 
     def close(self, keep_lab: bool = False) -> None:
         """End every session and process of the run; remove a lab it built."""
         try:
+            self.release_hosts()
             self.hosts.close()
         finally:
             self.remove_lab(keep_lab)
@@ -83,6 +97,7 @@ class OpenedHosts:
         """Remove the lab if this run built it (and was not asked to keep it);
         then the lab is free for another run."""
         try:
+            self.release_hosts()
             if self.lab is not None and self.owned and not keep_lab:
                 manager.down(self.lab.spec.name)
         finally:
@@ -90,9 +105,11 @@ class OpenedHosts:
                 self.lease.release()
 
 
-def open_hosts(plan: Plan) -> OpenedHosts:
+def open_hosts(plan: Plan, wait: float | None = None) -> OpenedHosts:
     """Connect real hosts (SSH preflight of every host at once), or build or
-    reuse the plan's lab (with its sshds in SSH mode).  The caller closes it."""
+    reuse the plan's lab (with its sshds in SSH mode); then lease every host.
+    A lab or host another run holds refuses the run at once, naming it; with
+    ``wait`` (seconds) the run queues until they are free.  The caller closes it."""
     if plan.remote:
         remote = RemoteHosts(plan)         # no root needed here: the hosts are reached as the plan says
         try:
@@ -105,12 +122,13 @@ def open_hosts(plan: Plan) -> OpenedHosts:
             remote.close()
             raise PreflightError("; ".join(problems), where="ssh to the hosts",
                                  hint="fix every item listed, then run again")
-        return OpenedHosts(remote)
+        return _leased(OpenedHosts(remote), plan, wait)
     manager.require_root()
     spec = lab_spec(plan)
     # before the lab is looked at, built or touched: a second run on a lab in
     # use is refused here, and its clean-up has nothing of the first run's to stop
-    lease = Lease.take(spec.name, plan.name)
+    deadline = None if wait is None else time.monotonic() + wait
+    lease = Lease.take(spec.name, plan.name, wait=wait)
     notes: list[str] = []
     try:
         lab, owned = acquire_lab(spec, notes)
@@ -124,4 +142,15 @@ def open_hosts(plan: Plan) -> OpenedHosts:
         except BaseException:
             opened.close()
             raise
+    return _leased(opened, plan, None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+
+def _leased(opened: OpenedHosts, plan: Plan, wait: float | None) -> OpenedHosts:
+    """``opened`` with a lease on every host of the plan, through each host's
+    own transport (a namespace's, or its SSH session); closed if refused."""
+    try:
+        opened.host_leases = take_all({h: opened.hosts.transport(h) for h in plan.hosts}, plan.name, wait=wait)
+    except BaseException:
+        opened.close()
+        raise
     return opened

@@ -30,6 +30,7 @@ from .. import __version__
 from ..core.errors import Interrupted, NicbenchError, PreflightError, Stopped, stopped_by
 from ..hosts.base import Hosts
 from ..hosts.facts import collect_quietly
+from ..hosts.lease import controller
 from ..hosts.transport import LocalTransport, Transport, each_host
 from ..plan.matrix import trials as plan_trials
 from ..plan.model import Plan
@@ -300,6 +301,8 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
             info = _run_info(r, pre, plan_text, facts, tuning)
             r.writer = RunWriter.create(archive, info, total=len(trial_list), tags=tags)
             r.opened.note_run(info.run_id)
+            if r.opened.host_leases is not None:
+                r.writer.record_leases(controller(), r.opened.host_leases.since, r.opened.host_leases.targets())
             r.env = _point_env(r, r.writer, facts, pin)
             store_facts(r.writer, facts)
             r.started = True
@@ -485,6 +488,9 @@ def _clean_up(r: _Run, progress: ProgressSink, keep_lab: bool) -> None:
             print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
     o = r.opened
     if o is not None:
+        # the study is stopped and tuning restored: the hosts are free for another
+        # run (before the sessions close: over SSH a lease's holder rides them)
+        _quietly("releasing the host leases", o.release_hosts, "nothing: a lease ends with its holder's session")
         # sessions end (remote watchdogs fire), tracked processes die
         _quietly("ending the hosts' sessions and processes", o.hosts.close, lab_down)
     r.lock.release()
