@@ -8,7 +8,6 @@ side's verdict.  Exit 0 when B won, 9 when it did not."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from ..report.catalogue import summarise
 from ..report.numbers import num
 from ..report.view import RunView, StudyView
 from ..run.ab import Side, execute_ab
-from ..run.hosts import open_hosts
 from ..store.ab import ab_result, finish_ab
 from ..store.archive import Archive
 from ..tuning.profile import load
@@ -123,7 +121,7 @@ def ab_cmd(ctx: click.Context, plan: Path, b_profile: str, a_profile: str | None
         prog = _Lines(s.view, {"trim": getattr(p.study, "trim", 0.0)}) if not ctx.obj.get("json") else None
         out = execute_ab(p, text, sides, runner=s.runner, rounds=rounds, store=archive, progress=prog,
                          keep_lab=keep_lab, host_wide=host_wide, tags=tags, exiting=True,
-                         hosts_for=partial(open_hosts, wait=wait))
+                         wait=wait)
         views: dict[str, RunView] = {side: summarise(archive, r.run_id, VIEWS) for side, r in out.runs.items()}
         row = ab_result(archive, out.ab_id)
         result = judge(views["A"], views["B"], s.view)

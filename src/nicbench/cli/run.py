@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial as bind
 from pathlib import Path
 
 import click
@@ -10,7 +9,6 @@ import click
 from ..core.errors import PointsFailed, PreflightError, StoreError
 from ..registry import VIEWS, study
 from ..report.catalogue import summarise
-from ..run.hosts import open_hosts
 from ..run.session import execute
 from ..store.archive import Archive
 from .options import check_tags, emit, json_option, plan_store, quoted, read_plan, report_dir, store_option, wait_option
@@ -59,7 +57,7 @@ def run(ctx: click.Context, plan: Path, store: str | None, keep_lab: bool, no_re
         _leftovers(ctx, archive, p.tuning is not None, do_recover)
         prog = TerminalProgress(s.view) if not ctx.obj.get("json") else None
         outcome = execute(p, text, runner=s.runner, store=archive, progress=prog, keep_lab=keep_lab, exiting=True,
-                          host_wide=host_wide, tags=tags, hosts_for=bind(open_hosts, wait=wait))
+                          host_wide=host_wide, tags=tags, wait=wait)
         # the per-point figures go where the run went (the local spool if PostgreSQL went away)
         target = archive if outcome.archive in (None, archive.loc) else Archive.open(outcome.archive)
         try:

@@ -19,12 +19,12 @@ import ipaddress
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..core.errors import LabError, PreflightError, tail
 from ..hosts.lease import lease_dir
-from ..hosts.ssh import SshTarget, SshTransport, close_all
+from ..hosts.ssh import SshTarget, SshTransport, close_all, connected
 from ..hosts.sshcheck import HostCheck, preflight
 from ..hosts.transport import Transport
 from .manager import Lab
@@ -190,13 +190,21 @@ class SshLab:
         self.lab.close()
 
 
-def ssh_lab(lab: Lab, *, max_offset: float = 0.05) -> SshLab:
+def ssh_lab(lab: Lab, *, max_offset: float = 0.05,
+            before_check: Callable[[dict[str, Transport]], None] | None = None) -> SshLab:
     """Start the lab's sshds (unless running), connect to every host and run
-    the SSH preflight.  PreflightError lists every problem of every host at once."""
+    the SSH preflight (``before_check``, the run's host leases, once every host
+    is connected).  PreflightError lists every problem of every host at once."""
     targets_ = start(lab)             # keys and sshds made only where missing
     ts = {h: SshTransport(h, t, lab.tracker) for h, t in targets_.items()}
     want: dict[str, dict[str, tuple[str | None, int | None]]] = {
         h.name: {h.ifname: (h.ip, lab.spec.mtu)} for h in lab.spec.hosts}
+    try:
+        if before_check is not None and connected(ts):
+            before_check(dict(ts))
+    except BaseException:
+        close_all(ts)
+        raise
     checks, problems = preflight(ts, want, max_offset=max_offset)
     if problems:
         close_all(ts)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -132,7 +133,8 @@ class _AB:
 def execute_ab(plan: Plan, plan_text: str, sides: tuple[Side, Side], *, runner: RunnerFactory, rounds: int,
                store: Archive | StoreLocation | Path | str | None = None, progress: ABProgress | None = None,
                keep_lab: bool = False, host_wide: bool = False, tags: tuple[str, ...] = (),
-               hosts_for: Callable[[Plan], OpenedHosts] = open_hosts, exiting: bool = False) -> ABOutcome:
+               hosts_for: Callable[..., OpenedHosts] = open_hosts, exiting: bool = False,
+               wait: float | None = None) -> ABOutcome:
     """Run ``plan``'s points under both sides, interleaved, into two runs and
     one A/B row of the archive (its judgement is the results side's: the CLI
     reads both runs back and stores it)."""
@@ -147,7 +149,8 @@ def execute_ab(plan: Plan, plan_text: str, sides: tuple[Side, Side], *, runner: 
     ab_id = new_run_id(f"{plan.name}-ab")
     with _handlers(ab.signals.handle, lambda: exiting and bool(ab.signals.got)):
         try:
-            _open(ab, runner, hosts_for, archive, plan_text, sum(1 for s, _ in slots if s == "A"), tags)
+            _open(ab, runner, hosts_for if wait is None else partial(hosts_for, wait=wait), archive, plan_text,
+                  sum(1 for s, _ in slots if s == "A"), tags)
             runs = {s: r.writer.run_dir.name for s, r in ab.runs.items() if r.writer is not None}
             insert_ab(archive, ab_id, plan.name, plan.study.kind, runs["A"], runs["B"], ab.sides["A"].name,
                       ab.sides["B"].name, rounds)

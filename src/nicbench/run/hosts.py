@@ -13,6 +13,7 @@ from ..hosts.base import Hosts
 from ..hosts.lease import HostLeases, take_all
 from ..hosts.remote import RemoteHosts
 from ..hosts.spec import DirectLink
+from ..hosts.transport import Transport
 from ..lab import manager
 from ..lab.lease import Lease
 from ..lab.sshd import ssh_lab
@@ -107,27 +108,42 @@ class OpenedHosts:
 
 def open_hosts(plan: Plan, wait: float | None = None) -> OpenedHosts:
     """Connect real hosts (SSH preflight of every host at once), or build or
-    reuse the plan's lab (with its sshds in SSH mode); then lease every host.
+    reuse the plan's lab (with its sshds in SSH mode); and lease every host.
     A lab or host another run holds refuses the run at once, naming it; with
-    ``wait`` (seconds) the run queues until they are free.  The caller closes it."""
+    ``wait`` (seconds) the run queues until they are free.  The caller closes it.
+
+    Over SSH the leases are taken as soon as every host is connected, before
+    the SSH preflight looks at them: a host in use by another run would show
+    that run's processes as leftovers, and after a wait the check is of the
+    host as this run gets it."""
+    deadline = None if wait is None else time.monotonic() + wait
+
+    def left() -> float | None:
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    leases: list[HostLeases] = []
+
+    def lease_hosts(transports: dict[str, Transport]) -> None:
+        leases.append(take_all({h: transports[h] for h in plan.hosts}, plan.name, wait=left()))
+
     if plan.remote:
         remote = RemoteHosts(plan)         # no root needed here: the hosts are reached as the plan says
         try:
-            problems = remote.connect(plan.lab.max_clock_offset)
+            problems = remote.connect(plan.lab.max_clock_offset, before_check=lease_hosts)
             problems += os_problems(plan, {h: c.os for h, c in remote.checks.items()})
+            if problems:
+                raise PreflightError("; ".join(problems), where="ssh to the hosts",
+                                     hint="fix every item listed, then run again")
         except BaseException:
+            for held in leases:
+                held.release()
             remote.close()
             raise
-        if problems:
-            remote.close()
-            raise PreflightError("; ".join(problems), where="ssh to the hosts",
-                                 hint="fix every item listed, then run again")
-        return _leased(OpenedHosts(remote), plan, wait)
+        return _leased(OpenedHosts(remote, host_leases=leases[0] if leases else None), plan, left())
     manager.require_root()
     spec = lab_spec(plan)
     # before the lab is looked at, built or touched: a second run on a lab in
     # use is refused here, and its clean-up has nothing of the first run's to stop
-    deadline = None if wait is None else time.monotonic() + wait
     lease = Lease.take(spec.name, plan.name, wait=wait)
     notes: list[str] = []
     try:
@@ -138,16 +154,22 @@ def open_hosts(plan: Plan, wait: float | None = None) -> OpenedHosts:
     opened = OpenedHosts(lab, lab, owned, lease, notes)
     if plan.lab.transport == "ssh":
         try:
-            opened.hosts = ssh_lab(lab, max_offset=plan.lab.max_clock_offset)
+            opened.hosts = ssh_lab(lab, max_offset=plan.lab.max_clock_offset, before_check=lease_hosts)
+            opened.host_leases = leases[0] if leases else None
         except BaseException:
+            for held in leases:
+                held.release()
             opened.close()
             raise
-    return _leased(opened, plan, None if deadline is None else max(0.0, deadline - time.monotonic()))
+    return _leased(opened, plan, left())
 
 
 def _leased(opened: OpenedHosts, plan: Plan, wait: float | None) -> OpenedHosts:
-    """``opened`` with a lease on every host of the plan, through each host's
-    own transport (a namespace's, or its SSH session); closed if refused."""
+    """``opened`` with a lease on every host of the plan (unless it has them),
+    through each host's own transport (a namespace's, or its SSH session);
+    closed if refused."""
+    if opened.host_leases is not None:
+        return opened
     try:
         opened.host_leases = take_all({h: opened.hosts.transport(h) for h in plan.hosts}, plan.name, wait=wait)
     except BaseException:

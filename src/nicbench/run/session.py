@@ -279,11 +279,14 @@ class _Run:
 def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
             store: Archive | StoreLocation | Path | str | None = None, progress: ProgressSink | None = None,
             keep_lab: bool = False, host_wide: bool = False, tags: tuple[str, ...] = (),
-            hosts_for: Callable[[Plan], OpenedHosts] = open_hosts, exiting: bool = False) -> RunOutcome:
+            hosts_for: Callable[..., OpenedHosts] = open_hosts, exiting: bool = False,
+            wait: float | None = None) -> RunOutcome:
     """Run ``plan`` with the study runner ``runner`` makes (the CLI gets it
     from the study registry: the session knows no study) on the hosts
     ``hosts_for`` opens (the lab or real hosts; fakes in unit tests), into
-    the archive ``store`` (an open one, or a path/URL; None: the default)."""
+    the archive ``store`` (an open one, or a path/URL; None: the default).
+    ``wait``: seconds to queue for a lab or host another run holds (None:
+    refused at once)."""
     for tag in tags:                   # the CLI checked them already; api callers too, before anything
         check_tag(tag, "tags")
     progress = progress or NoProgress()
@@ -293,7 +296,7 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
     archive = store if isinstance(store, Archive) else Archive.open(store)
     with _handlers(r.signals.handle, lambda: exiting and bool(r.signals.got)):
         try:
-            r.opened = hosts_for(plan)
+            r.opened = hosts_for(plan) if wait is None else hosts_for(plan, wait=wait)
             r.study = runner(plan, r.opened.hosts)
             pre = r.study.preflight()
             r.warnings = [*plan.warnings, *r.opened.notes, *pre.warnings]
