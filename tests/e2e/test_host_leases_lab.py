@@ -81,6 +81,7 @@ def test_a_second_controller_is_refused_a_leased_host_and_with_wait_runs_after(t
     lab = f"{P}hl1"
     holder, other, _ = _plans(tmp_path, lab, duration=4)
     first = nicbench("run", holder, "--store", tmp_path / "s1", "--no-report")
+    queued: subprocess.Popen | None = None
     stopped = False
     try:
         _in_flight(first, lab)
@@ -131,8 +132,8 @@ def test_a_second_controller_is_refused_a_leased_host_and_with_wait_runs_after(t
     finally:
         if stopped:
             os.kill(first.pid, signal.SIGCONT)
-        for p in (first,):
-            if p.poll() is None:
+        for p in (first, queued):
+            if p is not None and p.poll() is None:
                 p.send_signal(signal.SIGTERM)
                 p.communicate(timeout=60)
         manager.down(lab)

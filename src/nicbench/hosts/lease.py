@@ -275,11 +275,14 @@ def _say(text: str) -> None:
 
 
 def take_all(transports: Mapping[str, Transport], plan: str, *, wait: float | None = None,
-             say: Callable[[str], None] = _say, poll: float = 2.0) -> HostLeases:
+             say: Callable[[str], None] = _say, poll: float = 2.0, asked: float | None = None) -> HostLeases:
     """Lease every host, all or none.  A host another run holds refuses at
     once, naming it; with ``wait`` (seconds) the run queues until every host
-    is free, trying again every ``poll`` seconds, up to ``wait``."""
+    is free, trying again every ``poll`` seconds, up to ``wait``.  ``asked``:
+    the wait the user asked for, as the messages say it (``wait`` is what is
+    left of it once the hosts are reached)."""
     doc = holder_doc(plan)
+    shown = asked if asked is not None else wait
     deadline = None if wait is None else time.monotonic() + wait
     told: set[str] = set()
     while True:
@@ -299,11 +302,11 @@ def take_all(transports: Mapping[str, Transport], plan: str, *, wait: float | No
                                       "('nicbench runs --active' lists the runs holding hosts)")
         left = deadline - time.monotonic()
         if left <= 0:
-            raise PreflightError(f"still busy after waiting {wait:g}s: {holders}; nothing was started",
+            raise PreflightError(f"still busy after waiting {shown:g}s: {holders}; nothing was started",
                                  where="host leases", hint="a longer --wait, or see 'nicbench runs --active'")
         news = sorted(set(busy) - told)
         if news:
-            say(f"waiting up to {wait:g}s for " + "; ".join(
+            say(f"waiting up to {shown:g}s for " + "; ".join(
                 f"host {h} (leased by {describe(busy[h].holder)})" for h in news))
             told |= set(news)
         time.sleep(min(poll, left))

@@ -124,7 +124,7 @@ def open_hosts(plan: Plan, wait: float | None = None) -> OpenedHosts:
     leases: list[HostLeases] = []
 
     def lease_hosts(transports: dict[str, Transport]) -> None:
-        leases.append(take_all({h: transports[h] for h in plan.hosts}, plan.name, wait=left()))
+        leases.append(take_all({h: transports[h] for h in plan.hosts}, plan.name, wait=left(), asked=wait))
 
     if plan.remote:
         remote = RemoteHosts(plan)         # no root needed here: the hosts are reached as the plan says
@@ -139,7 +139,7 @@ def open_hosts(plan: Plan, wait: float | None = None) -> OpenedHosts:
                 held.release()
             remote.close()
             raise
-        return _leased(OpenedHosts(remote, host_leases=leases[0] if leases else None), plan, left())
+        return _leased(OpenedHosts(remote, host_leases=leases[0] if leases else None), plan, left(), wait)
     manager.require_root()
     spec = lab_spec(plan)
     # before the lab is looked at, built or touched: a second run on a lab in
@@ -161,17 +161,18 @@ def open_hosts(plan: Plan, wait: float | None = None) -> OpenedHosts:
                 held.release()
             opened.close()
             raise
-    return _leased(opened, plan, left())
+    return _leased(opened, plan, left(), wait)
 
 
-def _leased(opened: OpenedHosts, plan: Plan, wait: float | None) -> OpenedHosts:
+def _leased(opened: OpenedHosts, plan: Plan, wait: float | None, asked: float | None) -> OpenedHosts:
     """``opened`` with a lease on every host of the plan (unless it has them),
     through each host's own transport (a namespace's, or its SSH session);
     closed if refused."""
     if opened.host_leases is not None:
         return opened
     try:
-        opened.host_leases = take_all({h: opened.hosts.transport(h) for h in plan.hosts}, plan.name, wait=wait)
+        opened.host_leases = take_all({h: opened.hosts.transport(h) for h in plan.hosts}, plan.name, wait=wait,
+                                      asked=asked)
     except BaseException:
         opened.close()
         raise
