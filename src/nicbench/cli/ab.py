@@ -28,7 +28,7 @@ from ..run.ab import Side, execute_ab
 from ..store.ab import ab_result, finish_ab
 from ..store.archive import Archive
 from ..tuning.profile import load
-from .options import check_tags, emit, json_option, plan_store, report_dir, store_option
+from .options import check_tags, emit, json_option, plan_store, report_dir, store_option, wait_option
 from .run import _leftovers
 
 
@@ -99,10 +99,11 @@ def _table(doc: Mapping[str, Any], a_name: str, b_name: str) -> Table:
 @click.option("--host-wide", is_flag=True, help="Also apply host-wide settings to this machine (lab); restored "
               "after each repeat.")
 @click.option("--tag", "tags", multiple=True, callback=check_tags, help="Tag both runs (repeatable).")
+@wait_option
 @json_option
 @click.pass_context
 def ab_cmd(ctx: click.Context, plan: Path, b_profile: str, a_profile: str | None, rounds: int, store: str | None,
-           keep_lab: bool, no_report: bool, host_wide: bool, tags: tuple[str, ...]) -> None:
+           keep_lab: bool, no_report: bool, host_wide: bool, tags: tuple[str, ...], wait: float | None) -> None:
     """Does profile B beat A on PLAN's points?  Both run interleaved on the
     same hosts, point by point, in ABBA order alternating over rounds, each
     repeat under its own profile (applied before it, restored after it, read
@@ -119,7 +120,8 @@ def ab_cmd(ctx: click.Context, plan: Path, b_profile: str, a_profile: str | None
         _leftovers(ctx, archive, any(not x.profile.audit_only for x in sides), False)
         prog = _Lines(s.view, {"trim": getattr(p.study, "trim", 0.0)}) if not ctx.obj.get("json") else None
         out = execute_ab(p, text, sides, runner=s.runner, rounds=rounds, store=archive, progress=prog,
-                         keep_lab=keep_lab, host_wide=host_wide, tags=tags, exiting=True)
+                         keep_lab=keep_lab, host_wide=host_wide, tags=tags, exiting=True,
+                         wait=wait)
         views: dict[str, RunView] = {side: summarise(archive, r.run_id, VIEWS) for side, r in out.runs.items()}
         row = ab_result(archive, out.ab_id)
         result = judge(views["A"], views["B"], s.view)

@@ -28,6 +28,19 @@ STORE_HELP = ("The archive: a directory, a .sqlite file, or a postgresql:// URL 
               "(default: $NICBENCH_STORE, else $XDG_DATA_HOME/nicbench).")
 
 
+WAIT_DEFAULT = 1800.0      # --wait without a value: half an hour
+
+
+def wait_option(f: F) -> F:
+    """``--wait [SECONDS]``: queue behind the run holding the lab or a host, up
+    to SECONDS (without a value: WAIT_DEFAULT), instead of being refused at once."""
+    return click.option("--wait", "wait", type=click.FloatRange(min=0), is_flag=False, flag_value=WAIT_DEFAULT,
+                        default=None, metavar="[SECONDS]",
+                        help=f"If another run holds the lab or one of the hosts, wait up to SECONDS for it "
+                             f"(no value: {WAIT_DEFAULT:g}) instead of stopping at once.  Give it after PLAN, "
+                             "or with a value.")(f)
+
+
 def read_plan(path: Path) -> tuple[Plan, str]:
     """A plan file as every command reads it, and its exact text: an inventory
     it names is read by ansible-inventory when that is installed, else by

@@ -15,6 +15,9 @@ A killed run cannot clean up after itself.  What it can leave:
   ``nicbench archive summarise`` does;
 - a lab it built: removed with ``lab.manager.down``, also one it was
   still building (it has no run yet: found by the lab's owner record);
+- its host leases, still recorded as held in the archive: released there
+  (the locks on the hosts themselves ended with its process: see
+  ``hosts.lease``);
 Without ``--yes`` it only says what it found and what it would do.
 """
 
@@ -53,10 +56,11 @@ class Leftovers:
     other_tuning: list[str] = field(default_factory=list)     # pending, but no killed run applied tuning
     unsummarised: list[RunRow] = field(default_factory=list)  # finished, no point figures, process gone
     spooled: list[tuple[RunRow, RunRow]] = field(default_factory=list)  # (archive's row, spool's): finished there
+    leases: dict[str, list[str]] = field(default_factory=dict)  # run id -> hosts: leases recorded held, process gone
 
     def __bool__(self) -> bool:
         return bool(self.runs or self.halves or self.stray_dirs or self.tuning or self.labs or self.dead_labs
-                    or self.unsummarised)
+                    or self.unsummarised or self.leases)
 
     def items(self) -> list[tuple[str, str]]:
         """(what was found, what cleaning it does)."""
@@ -71,6 +75,9 @@ class Leftovers:
                 for rid in self.tuning]
         out += [(f"lab {lab} built by run {run} is still up", "removed") for lab, run in self.labs]
         out += [(f"lab {lab} {why}", "removed") for lab, why in self.dead_labs]
+        out += [(f"run {run}'s leases on host{'s' if len(hosts) > 1 else ''} {', '.join(hosts)} are still recorded "
+                 "as held (the locks on the hosts ended with its process)", "released in the archive")
+                for run, hosts in self.leases.items()]
         return out
 
     def lines(self, done: bool) -> list[str]:
@@ -130,6 +137,10 @@ def inspect(archive: Archive) -> Leftovers:
         left.tuning = restore_ids
     else:
         left.other_tuning = restore_ids
+    for lease in archive.held_leases():
+        row = archive.row(lease.run_id, include_hidden=True)
+        if row.status != "running":       # its process is gone (on another controller: cannot be told)
+            left.leases.setdefault(lease.run_id, []).append(lease.host)
     left.dead_labs = dead_labs()
     up = set(manager.all_labs()) - {lab for lab, _ in left.dead_labs}
     for r in left.runs:
@@ -155,6 +166,8 @@ def clean(archive: Archive | None, left: Leftovers) -> list[str]:
     if archive is not None:
         for r in left.runs:
             archive.set_status(r.run_id, "aborted", f"process {r.pid} gone (found by nicbench recover)")
+        for run_id in left.leases:
+            archive.release_leases(run_id)
         for r in left.halves:
             archive.delete_run(r.run_id)
             shutil.rmtree(Path(r.run_dir).with_name(f".tmp-{r.run_id}"), ignore_errors=True)

@@ -11,7 +11,7 @@ from ..registry import VIEWS, study
 from ..report.catalogue import summarise
 from ..run.session import execute
 from ..store.archive import Archive
-from .options import check_tags, emit, json_option, plan_store, quoted, read_plan, report_dir, store_option
+from .options import check_tags, emit, json_option, plan_store, quoted, read_plan, report_dir, store_option, wait_option
 from .progress import TerminalProgress
 from .recover import clean, inspect
 from .tables import echo_table, flagged_points, points_table
@@ -28,10 +28,11 @@ from .tables import echo_table, flagged_points, points_table
               help="Tag the run (repeatable); 'nicbench runs --tag' finds it.")
 @click.option("--recover", "do_recover", is_flag=True,
               help="First clean up what a killed nicbench left (as 'nicbench recover --yes').")
+@wait_option
 @json_option
 @click.pass_context
 def run(ctx: click.Context, plan: Path, store: str | None, keep_lab: bool, no_report: bool,
-        host_wide: bool, tags: tuple[str, ...], do_recover: bool) -> None:
+        host_wide: bool, tags: tuple[str, ...], do_recover: bool, wait: float | None) -> None:
     """Run PLAN (a .toml file) and write its report.
 
     Where it runs is the plan's: real hosts over SSH when its [hosts] give
@@ -42,6 +43,10 @@ def run(ctx: click.Context, plan: Path, store: str | None, keep_lab: bool, no_re
     up'), which is reused and left alone.  The run is in the archive from its
     start and every finished point is stored at once; Ctrl-C stops cleanly
     and keeps them.
+
+    The run leases every host it uses (and the lab) for its whole life: a
+    run wanting a host another run holds, from any controller, stops at once
+    naming that run, or with --wait queues until it is free.
     """
     p, text = read_plan(plan)
     s = study(p.study.kind)
@@ -52,7 +57,7 @@ def run(ctx: click.Context, plan: Path, store: str | None, keep_lab: bool, no_re
         _leftovers(ctx, archive, p.tuning is not None, do_recover)
         prog = TerminalProgress(s.view) if not ctx.obj.get("json") else None
         outcome = execute(p, text, runner=s.runner, store=archive, progress=prog, keep_lab=keep_lab, exiting=True,
-                          host_wide=host_wide, tags=tags)
+                          host_wide=host_wide, tags=tags, wait=wait)
         # the per-point figures go where the run went (the local spool if PostgreSQL went away)
         target = archive if outcome.archive in (None, archive.loc) else Archive.open(outcome.archive)
         try:

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..core.errors import StoreError
-from ..store.archive import RunRow
+from ..store.archive import LeaseRow, RunRow
 from ..store.location import parse_store
 from ..store.names import shown
 from ..store.runs import DB as LEGACY_DB
@@ -43,11 +43,18 @@ def headline(r: RunRow) -> str:
 @store_option
 @filter_options
 @click.option("--limit", type=click.IntRange(min=1), default=200, show_default=True, help="At most this many runs.")
+@click.option("--active", is_flag=True, help="Only the runs going on now (from any controller writing here), "
+              "each with the hosts it holds leases on, and leases a killed run left recorded.")
 @json_option
 @click.pass_context
-def runs(ctx: click.Context, store: str | None, limit: int, **kw: Any) -> None:
+def runs(ctx: click.Context, store: str | None, limit: int, active: bool, **kw: Any) -> None:
     """List the runs in the archive, newest first, with their full ids."""
     f = pop_filter(kw)
+    if active:
+        if f != type(f)():
+            raise click.UsageError("--active lists every run going on now: it takes no filter")
+        _active(ctx, store)
+        return
     loc = parse_store(store)
     try:
         a = open_archive(store)
@@ -85,3 +92,46 @@ def _legacy_hint() -> str:
         return ("\n" + f"{here} holds run directories of an older nicbench: "
                 + quoted("nicbench", "archive", "add", str(here)) + " brings them in")
     return ""
+
+
+def _lease_status(r: RunRow) -> str:
+    if r.status == "running":
+        return "running"
+    if r.stored_status == "running":
+        return "killed (nicbench recover releases its leases)"
+    return f"{r.status} (its leases not released: nicbench recover)"
+
+
+def _active(ctx: click.Context, store: str | None) -> None:
+    """``runs --active``: every run marked running and every lease not released."""
+    loc = parse_store(store)
+    try:
+        a = open_archive(store)
+    except StoreError as e:
+        if e.message != "no archive here yet":
+            raise
+        emit(ctx, [], f"no runs going on in {loc.display}")
+        return
+    with a:
+        got = a.active()
+    if ctx.obj.get("json"):
+        emit(ctx, [{"run_id": r.run_id, "plan": r.name, "study": r.study, "status": _lease_status(r),
+                    "controller": r.machine, "pid": r.pid, "created": r.created,
+                    "leases": [_lease_dict(x) for x in leases]} for r, leases in got])
+        return
+    if not got:
+        click.echo(f"no runs going on in {loc.display}")
+        return
+    table = [("RUN ID", "PLAN", "STATUS", "CONTROLLER", "PID", "SINCE", "HOSTS LEASED")]
+    for r, leases in got:
+        since = min((x.since for x in leases), default=r.created)
+        table.append((r.run_id, shown(r.name, 40), _lease_status(r), r.machine, str(r.pid or "?"), _created(since),
+                      ",".join(x.host for x in leases) or "-"))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _lease_dict(x: LeaseRow) -> dict[str, Any]:
+    return {"host": x.host, "target": x.target, "controller": x.controller, "pid": x.pid, "since": x.since}
+

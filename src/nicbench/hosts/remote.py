@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .spec import HostSpec, HostsSpec
-from .ssh import SshTarget, SshTransport, close_all
+from .ssh import SshTarget, SshTransport, close_all, connected
 from .sshcheck import HostCheck, preflight
 from .tracker import ProcessTracker, state_root
 from .transport import Transport
@@ -64,10 +64,16 @@ class RemoteHosts:
     def restore_id(self, host: str) -> str:
         return f"ssh-{host}"
 
-    def connect(self, max_offset: float) -> list[str]:
-        """Connect and check every host (in parallel); the problems, all of them."""
+    def connect(self, max_offset: float,
+                before_check: Callable[[dict[str, Transport]], None] | None = None) -> list[str]:
+        """Connect and check every host (in parallel); the problems, all of
+        them.  ``before_check`` (the run's host leases) runs once every host
+        is connected, before any is checked (a host one cannot reach is then
+        left to the check, which names it with the others' problems)."""
         want: dict[str, dict[str, tuple[str | None, int | None]]] = {
             h.name: {h.ifname: (h.ip, self.spec.mtu)} for h in self.spec.hosts}
+        if before_check is not None and connected(self._t):
+            before_check(dict(self._t))
         self._checks, problems = preflight(self._t, want, max_offset=max_offset)
         return problems
 

@@ -591,3 +591,10 @@ class SshTransport:
 
 def close_all(transports: dict[str, SshTransport]) -> None:
     each_host(lambda t: t.close(), transports)
+
+
+def connected(transports: dict[str, SshTransport]) -> bool:
+    """Connect every host at once; whether all of them are (a failure is left
+    to the preflight, which says it with every other host's problems)."""
+    got = each_host(lambda t: t.connect(), transports)
+    return not any(isinstance(v, BaseException) for v in got.values())

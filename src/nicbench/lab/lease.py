@@ -8,7 +8,10 @@ when the process dies however it dies, so a lease is never left behind by a
 one) for the message a second run gets: it is refused before it starts or
 touches anything, the first run's processes included.
 
-This is the first step of host leases (issue 32): one lease per lab.
+Every host of the lab is leased too, through its own transport (see
+``hosts.lease``): the lab's lease keeps two runs off one lab (whose namespaces
+only it names: two labs never share a namespace name), the host leases keep
+any two runs, from any controller, off one host.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -71,22 +75,36 @@ class Lease:
         self._doc = doc
 
     @classmethod
-    def take(cls, lab: str, plan: str) -> Lease:
-        """Lock the lab for this run, or raise PreflightError naming the run that has it."""
+    def take(cls, lab: str, plan: str, wait: float | None = None, poll: float = 1.0) -> Lease:
+        """Lock the lab for this run, or raise PreflightError naming the run
+        that has it; with ``wait`` (seconds), first wait up to that long for it."""
         path = lease_path(lab)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            doc = _read(path) or {}
-            raise PreflightError(f"the lab is in use by {describe(doc)}; nothing was started or stopped",
-                                 where=f"lab {lab}",
-                                 hint="wait for that run to end, or give this plan another [lab] name") from None
-        except BaseException:
-            os.close(fd)
-            raise
+        deadline = None if wait is None else time.monotonic() + wait
+        told = False
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                os.close(fd)
+                doc = _read(path) or {}
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is None or left <= 0:
+                    waited = f" after waiting {wait:g}s" if wait is not None else ""
+                    raise PreflightError(f"the lab is in use{waited} by {describe(doc)}; nothing was started or "
+                                         "stopped", where=f"lab {lab}",
+                                         hint="wait for that run to end (or run with --wait [SECONDS] to queue), "
+                                              "or give this plan another [lab] name") from None
+                if not told:
+                    print(f"nicbench: waiting up to {wait:g}s for lab {lab} (in use by {describe(doc)})",
+                          file=sys.stderr)
+                    told = True
+                time.sleep(min(poll, left))
+            except BaseException:
+                os.close(fd)
+                raise
         pid = os.getpid()
         lease = cls(lab, fd, {"pid": pid, "pid_start": proc_starttime(pid), "plan": plan, "since": time.time()})
         lease._write()

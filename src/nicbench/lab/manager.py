@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import LabError, PreflightError, tail
+from ..hosts.lease import lease_dir
 from ..hosts.sshcheck import HostCheck
 from ..hosts.tracker import ProcessTracker, state_root
 from ..hosts.transport import NetnsTransport, Transport, existing_namespaces
@@ -178,6 +180,8 @@ def down(name: str) -> list[str]:
         else:
             raise LabError(f"cannot delete namespace {ns}: {tail(r.stderr)}", where=f"lab {name}")
     tracker.clear()
+    for ns in sorted(mine):      # the hosts' lease files (their holders died with the namespaces' processes)
+        shutil.rmtree(lease_dir(ns), ignore_errors=True)
     remove_ssh(name)             # the SSH mode's keys and configs, if any
     _paths(name)[0].unlink(missing_ok=True)
     return removed

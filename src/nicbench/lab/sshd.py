@@ -19,11 +19,12 @@ import ipaddress
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..core.errors import LabError, PreflightError, tail
-from ..hosts.ssh import SshTarget, SshTransport, close_all
+from ..hosts.lease import lease_dir
+from ..hosts.ssh import SshTarget, SshTransport, close_all, connected
 from ..hosts.sshcheck import HostCheck, preflight
 from ..hosts.transport import Transport
 from .manager import Lab
@@ -52,7 +53,12 @@ SetEnv TMPDIR={tmp}
 # its own hostname, and an empty file over root's ~/.bashrc: bash run by sshd
 # reads it even for a command, and this machine's (pyenv init: 0.35 s of CPU)
 # is not part of a lab host -- 64 logins would cost 22 s of the 2 shared CPUs.
-_SSHD_WRAP = ('mount -t tmpfs -o mode=755 nicbench-run /run && mkdir -p /run/sshd && hostname "$1" && '
+# The host's lease directory (hosts.lease: $4, this machine's directory for the
+# namespace, under /run) is kept through a bind mount at $5 (outside /run) and
+# mounted as the host's /run/lock/nicbench: a lease taken over SSH and one taken
+# through ``ip netns exec`` are one lock.
+_SSHD_WRAP = ('mount --bind "$4" "$5" && mount -t tmpfs -o mode=755 nicbench-run /run && '
+              'mkdir -p /run/sshd /run/lock/nicbench && mount --bind "$5" /run/lock/nicbench && hostname "$1" && '
               'h=$(getent passwd root | cut -d: -f6) && { [ ! -e "$h/.bashrc" ] || mount --bind "$3" "$h/.bashrc"; } '
               '&& exec /usr/sbin/sshd -D -e -f "$2"')
 
@@ -115,8 +121,12 @@ def start_one(lab, h, hd: Path) -> subprocess.Popen:
     """sshd in host ``h``'s namespace, in the foreground, tracked with the lab's processes."""
     log = open(hd / "sshd.log", "ab")
     (hd / "bashrc").write_text("")
+    leases = lease_dir(h.netns)
+    leases.mkdir(parents=True, exist_ok=True)
+    (hd / "lease").mkdir(exist_ok=True)
     p = subprocess.Popen(["ip", "netns", "exec", h.netns, "unshare", "--mount", "--propagation", "private", "--uts",
-                          "sh", "-c", _SSHD_WRAP, "sshd-wrap", h.name, str(hd / "sshd_config"), str(hd / "bashrc")],
+                          "sh", "-c", _SSHD_WRAP, "sshd-wrap", h.name, str(hd / "sshd_config"), str(hd / "bashrc"),
+                          str(leases), str(hd / "lease")],
                          stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     log.close()
     lab.tracker.add(h.name, p.pid)
@@ -180,13 +190,21 @@ class SshLab:
         self.lab.close()
 
 
-def ssh_lab(lab: Lab, *, max_offset: float = 0.05) -> SshLab:
+def ssh_lab(lab: Lab, *, max_offset: float = 0.05,
+            before_check: Callable[[dict[str, Transport]], None] | None = None) -> SshLab:
     """Start the lab's sshds (unless running), connect to every host and run
-    the SSH preflight.  PreflightError lists every problem of every host at once."""
+    the SSH preflight (``before_check``, the run's host leases, once every host
+    is connected).  PreflightError lists every problem of every host at once."""
     targets_ = start(lab)             # keys and sshds made only where missing
     ts = {h: SshTransport(h, t, lab.tracker) for h, t in targets_.items()}
     want: dict[str, dict[str, tuple[str | None, int | None]]] = {
         h.name: {h.ifname: (h.ip, lab.spec.mtu)} for h in lab.spec.hosts}
+    try:
+        if before_check is not None and connected(ts):
+            before_check(dict(ts))
+    except BaseException:
+        close_all(ts)
+        raise
     checks, problems = preflight(ts, want, max_offset=max_offset)
     if problems:
         close_all(ts)

@@ -23,10 +23,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
 from ..core.errors import Interrupted, NicbenchError, PreflightError, Stopped, stopped_by
+from ..hosts.lease import controller
 from ..hosts.transport import LocalTransport, Transport
 from ..plan.model import Plan
 from ..records import HostFacts, Sample, TrialRecord, TrialSpec
@@ -131,7 +133,8 @@ class _AB:
 def execute_ab(plan: Plan, plan_text: str, sides: tuple[Side, Side], *, runner: RunnerFactory, rounds: int,
                store: Archive | StoreLocation | Path | str | None = None, progress: ABProgress | None = None,
                keep_lab: bool = False, host_wide: bool = False, tags: tuple[str, ...] = (),
-               hosts_for: Callable[[Plan], OpenedHosts] = open_hosts, exiting: bool = False) -> ABOutcome:
+               hosts_for: Callable[..., OpenedHosts] = open_hosts, exiting: bool = False,
+               wait: float | None = None) -> ABOutcome:
     """Run ``plan``'s points under both sides, interleaved, into two runs and
     one A/B row of the archive (its judgement is the results side's: the CLI
     reads both runs back and stores it)."""
@@ -146,7 +149,8 @@ def execute_ab(plan: Plan, plan_text: str, sides: tuple[Side, Side], *, runner: 
     ab_id = new_run_id(f"{plan.name}-ab")
     with _handlers(ab.signals.handle, lambda: exiting and bool(ab.signals.got)):
         try:
-            _open(ab, runner, hosts_for, archive, plan_text, sum(1 for s, _ in slots if s == "A"), tags)
+            _open(ab, runner, hosts_for if wait is None else partial(hosts_for, wait=wait), archive, plan_text,
+                  sum(1 for s, _ in slots if s == "A"), tags)
             runs = {s: r.writer.run_dir.name for s, r in ab.runs.items() if r.writer is not None}
             insert_ab(archive, ab_id, plan.name, plan.study.kind, runs["A"], runs["B"], ab.sides["A"].name,
                       ab.sides["B"].name, rounds)
@@ -239,6 +243,11 @@ def _open(ab: _AB, runner: RunnerFactory, hosts_for: Callable[[Plan], OpenedHost
         r.started = True
         ab.runs[label] = r
     ab.opened.note_run(ab.runs["A"].writer.run_dir.name if ab.runs["A"].writer else "")
+    held = ab.opened.host_leases
+    if held is not None:
+        for run in ab.runs.values():     # each side's run holds them, for 'nicbench runs --active'
+            if run.writer is not None:
+                run.writer.record_leases(controller(), held.since, held.targets())
 
 
 def _under(ab: _AB, side: Side, collect: Callable[[], list[tuple[HostFacts, str]]],
@@ -313,6 +322,7 @@ def _clean_up(ab: _AB, progress: ABProgress, keep_lab: bool) -> None:
             untune_error.append(str(e))
             print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
     if o is not None:
+        _quietly("releasing the host leases", o.release_hosts, "nothing: a lease ends with its holder's session")
         _quietly("ending the hosts' sessions and processes", o.hosts.close, lab_down)
     ab.lock.release()
     for side, run in ab.runs.items():

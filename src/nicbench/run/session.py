@@ -30,6 +30,7 @@ from .. import __version__
 from ..core.errors import Interrupted, NicbenchError, PreflightError, Stopped, stopped_by
 from ..hosts.base import Hosts
 from ..hosts.facts import collect_quietly
+from ..hosts.lease import controller
 from ..hosts.transport import LocalTransport, Transport, each_host
 from ..plan.matrix import trials as plan_trials
 from ..plan.model import Plan
@@ -278,11 +279,14 @@ class _Run:
 def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
             store: Archive | StoreLocation | Path | str | None = None, progress: ProgressSink | None = None,
             keep_lab: bool = False, host_wide: bool = False, tags: tuple[str, ...] = (),
-            hosts_for: Callable[[Plan], OpenedHosts] = open_hosts, exiting: bool = False) -> RunOutcome:
+            hosts_for: Callable[..., OpenedHosts] = open_hosts, exiting: bool = False,
+            wait: float | None = None) -> RunOutcome:
     """Run ``plan`` with the study runner ``runner`` makes (the CLI gets it
     from the study registry: the session knows no study) on the hosts
     ``hosts_for`` opens (the lab or real hosts; fakes in unit tests), into
-    the archive ``store`` (an open one, or a path/URL; None: the default)."""
+    the archive ``store`` (an open one, or a path/URL; None: the default).
+    ``wait``: seconds to queue for a lab or host another run holds (None:
+    refused at once)."""
     for tag in tags:                   # the CLI checked them already; api callers too, before anything
         check_tag(tag, "tags")
     progress = progress or NoProgress()
@@ -292,7 +296,7 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
     archive = store if isinstance(store, Archive) else Archive.open(store)
     with _handlers(r.signals.handle, lambda: exiting and bool(r.signals.got)):
         try:
-            r.opened = hosts_for(plan)
+            r.opened = hosts_for(plan) if wait is None else hosts_for(plan, wait=wait)
             r.study = runner(plan, r.opened.hosts)
             pre = r.study.preflight()
             r.warnings = [*plan.warnings, *r.opened.notes, *pre.warnings]
@@ -300,6 +304,8 @@ def execute(plan: Plan, plan_text: str, *, runner: RunnerFactory,
             info = _run_info(r, pre, plan_text, facts, tuning)
             r.writer = RunWriter.create(archive, info, total=len(trial_list), tags=tags)
             r.opened.note_run(info.run_id)
+            if r.opened.host_leases is not None:
+                r.writer.record_leases(controller(), r.opened.host_leases.since, r.opened.host_leases.targets())
             r.env = _point_env(r, r.writer, facts, pin)
             store_facts(r.writer, facts)
             r.started = True
@@ -489,6 +495,9 @@ def _clean_up(r: _Run, progress: ProgressSink, keep_lab: bool) -> None:
             print(e.one_line() if isinstance(e, NicbenchError) else f"nicbench: {e}", file=sys.stderr)
     o = r.opened
     if o is not None:
+        # the study is stopped and tuning restored: the hosts are free for another
+        # run (before the sessions close: over SSH a lease's holder rides them)
+        _quietly("releasing the host leases", o.release_hosts, "nothing: a lease ends with its holder's session")
         # sessions end (remote watchdogs fire), tracked processes die
         _quietly("ending the hosts' sessions and processes", o.hosts.close, lab_down)
     r.lock.release()

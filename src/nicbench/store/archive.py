@@ -112,6 +112,20 @@ class RunRow:
 
 
 @dataclass(frozen=True)
+class LeaseRow:
+    """A host lease as the archive records it (the lock itself is on the host)."""
+
+    run_id: str
+    host: str
+    target: str         # where the lock is: the host's ssh destination and file, or a lab namespace's file
+    plan: str
+    controller: str
+    pid: int | None
+    since: float
+    released: float | None
+
+
+@dataclass(frozen=True)
 class PointSummary:
     """One point of a run as its study's view summarised it: parameters, and
     each metric's value (full precision, in the unit the view declares)."""
@@ -326,6 +340,41 @@ class Archive:
         """A run's rows (its directory is the caller's to remove)."""
         with self.db.transaction():
             self.db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+
+    # ---- host leases (the locks are on the hosts: hosts/lease.py) ----
+    def record_leases(self, run_id: str, plan: str, controller: str, pid: int | None, since: float,
+                      targets: Mapping[str, str]) -> None:
+        """The hosts ``run_id`` holds leases on: host -> where the lock is."""
+        with self.db.transaction():
+            self.db.executemany(
+                "INSERT INTO host_leases (run_id, host, target, plan, controller, pid, since) "
+                "VALUES (?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+                [(run_id, h, t, plan, controller, pid, since) for h, t in sorted(targets.items())])
+
+    def release_leases(self, run_id: str) -> int:
+        """Mark the leases of ``run_id`` released; how many were still held."""
+        with self.db.transaction():
+            n = self.db.one("SELECT COUNT(*) FROM host_leases WHERE run_id = ? AND released IS NULL", (run_id,))
+            self.db.execute("UPDATE host_leases SET released = ? WHERE run_id = ? AND released IS NULL",
+                            (time.time(), run_id))
+        return int(n[0]) if n else 0
+
+    def held_leases(self) -> list[LeaseRow]:
+        """Every lease not released: held by a running run, or left by a killed one."""
+        return [LeaseRow(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]),
+                         None if r[5] is None else int(r[5]), float(r[6]), None if r[7] is None else float(r[7]))
+                for r in self.db.query("SELECT run_id, host, target, plan, controller, pid, since, released "
+                                       "FROM host_leases WHERE released IS NULL ORDER BY since, run_id, host")]
+
+    def active(self) -> list[tuple[RunRow, list[LeaseRow]]]:
+        """Runs still marked running, and runs whose leases are not released,
+        each with its held leases, oldest first."""
+        leases: dict[str, list[LeaseRow]] = {}
+        for lease in self.held_leases():
+            leases.setdefault(lease.run_id, []).append(lease)
+        ids = {r[0] for r in self.db.query("SELECT run_id FROM runs WHERE status = 'running'")} | set(leases)
+        rows = sorted((self.row(i, include_hidden=True) for i in ids), key=lambda r: (r.created, r.run_id))
+        return [(r, leases.get(r.run_id, [])) for r in rows]
 
     # ---- the analysis' decisions (one status per trial, read the same everywhere) ----
     def record_decisions(self, run_id: str, decisions: Sequence[tuple[str, str, str | None]]) -> str:

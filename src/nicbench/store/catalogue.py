@@ -17,7 +17,10 @@ Tables, one row each per:
 - ``points``, ``point_values``: point of a run and each of its metrics, as the
   study's view computed them (trends and exports read only these);
 - ``ab_results``: A/B (``nicbench ab``): its two runs, their profiles, and
-  the judgement once made (store/ab.py).
+  the judgement once made (store/ab.py);
+- ``host_leases``: host a run leased (``hosts.lease``): who held it (run,
+  plan, controller machine and pid), since when, and when it was released
+  (NULL: still held, or its run was killed: ``nicbench recover`` releases it).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 from ..core.errors import StoreError
 from .db import Db
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _TYPES = {
     "sqlite": {"id": "INTEGER PRIMARY KEY", "real": "REAL", "norowid": "WITHOUT ROWID", "big": "INTEGER"},
@@ -174,7 +177,24 @@ CREATE TABLE ab_results (
 CREATE INDEX ab_results_by_created ON ab_results (created)
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3]
+# host leases (issue 32): the lock itself is on each host; the archive says
+# who holds which host, for 'nicbench runs --active' and the dashboard
+_V4 = """
+CREATE TABLE host_leases (
+    run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    host TEXT NOT NULL,
+    target TEXT NOT NULL,
+    plan TEXT NOT NULL,
+    controller TEXT NOT NULL,
+    pid {big},
+    since {real} NOT NULL,
+    released {real},
+    PRIMARY KEY (run_id, host)
+);
+CREATE INDEX host_leases_held ON host_leases (released, host)
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
 
 
 def _statements(text: str, dialect: str) -> list[str]:

@@ -33,7 +33,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -390,6 +390,13 @@ class RunWriter:
         self._do(op, need=need)
         self._trials += 1
 
+    def record_leases(self, controller: str, since: float, targets: Mapping[str, str]) -> None:
+        """The host leases this run holds (host -> where the lock is), for
+        'nicbench runs --active'; released with the run's :meth:`finish`."""
+        if targets:
+            self._do(lambda a, _rid: a.record_leases(self.info.run_id, self.info.name, controller, os.getpid(),
+                                                     since, targets))
+
     def finish(self, status: str, **meta: object) -> None:
         """How the run ended; an invisible run (an import) becomes visible now,
         its directory moved to its final name first."""
@@ -417,6 +424,8 @@ class RunWriter:
                 a.db.execute("UPDATE runs SET status = ?, finished = ?, extra = ?, visible = 1, run_dir = ? "
                              "WHERE rid = ?", (status, time.time(), json.dumps(extra, default=str),
                                                str(self.run_dir), rid))
+                a.db.execute("UPDATE host_leases SET released = ? WHERE run_id = ? AND released IS NULL",
+                             (time.time(), self.info.run_id))
         try:
             self._do(op)
         finally:
