@@ -528,6 +528,11 @@ class Archive:
         return [TrendRow(t[1], t[2], float(t[3]), t[4], t[5], t[6], lab.get(int(t[0]), {}), bool(t[7]), t[8], t[9])
                 for t in rows]
 
+    def studies_of(self, f: RunFilter) -> list[str]:
+        """The studies of the runs ``f`` selects."""
+        where, args = where_clause(f)
+        return sorted(r[0] for r in self.db.query(f"SELECT DISTINCT r.study FROM runs r WHERE {where}", args))
+
     def metrics_of(self, study: str | None = None) -> list[str]:
         q = "SELECT DISTINCT v.metric FROM point_values v"
         args: list[Any] = []
@@ -544,8 +549,8 @@ class Archive:
             vals.setdefault(point, {})[metric] = value
         return [PointSummary(p, loads(params, {}), int(ok), int(bad), vals.get(p, {}), int(part), bool(surv), verdict)
                 for p, params, ok, bad, part, surv, verdict in self.db.query(
-                    "SELECT point, params, n_ok, n_failed, n_partial, survivors_only, verdict FROM points WHERE rid = ? "
-                    "ORDER BY point", (row.rid,))]
+                    "SELECT point, params, n_ok, n_failed, n_partial, survivors_only, verdict FROM points "
+                    "WHERE rid = ? ORDER BY point", (row.rid,))]
 
     def export_rows(self, f: RunFilter | None = None) -> list[dict[str, Any]]:
         """Tidy rows: one per point of every run ``f`` selects, with the run's id,
