@@ -7,8 +7,14 @@ import json
 import time
 from xml.etree import ElementTree
 
+from test_archive_partial import run_once
+from test_session_fake import responder
+
 from conftest import run_cli as nb
+from nicbench.analysis.verdict import LIMITS
 from nicbench.records import Fact, HostFacts, RunInfo
+from nicbench.registry import VIEWS
+from nicbench.report.catalogue import summarise
 from nicbench.store.archive import Archive, PointSummary, RunFilter
 from nicbench.store.names import new_run_id
 from nicbench.store.writer import RunWriter
@@ -151,3 +157,16 @@ def test_plan_errors_are_one_line(tmp_path, capsys):
     assert code == 2 and "no metric 'bogus'" in err
     code, out, err = nb(capsys, "trend", "--plan", "nightly", "--json", "--check", "--store", store)
     assert code == 0 and json.loads(out)["points"][0]["status"] == "not enough history"
+
+
+def test_a_summarised_run_stores_each_points_verdict(tmp_path):
+    """The verdicts a trend says before and after a change point are the
+    study's own, stored when the run is summarised (catalogue schema 4)."""
+    store = tmp_path / "arch"
+    run_id = run_once(store, responder)
+    with Archive.open(store) as a:
+        view = summarise(a, run_id, VIEWS)
+        stored = {p.point: p.verdict for p in a.points_of(run_id)}
+        assert stored and set(stored.values()) <= set(LIMITS)
+        assert stored == {p.point: p.verdict.limit for p in view.points if p.verdict}
+        assert {r.point: r.verdict for r in a.plan_trend("gbps", RunFilter())} == stored
