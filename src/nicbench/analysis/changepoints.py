@@ -20,7 +20,8 @@ Why ruptures (see ARCHITECTURE.md, "Change points"): it installs from
 wheels with only numpy and scipy, is maintained, and its C PELT takes a
 2,000-run series in milliseconds; Apache Otava pins numpy and scipy to
 versions older than nicbench's and brings BigQuery and Slack clients along;
-MongoDB's signal-processing-algorithms needs numpy < 2 and ships no wheel.
+MongoDB's signal-processing-algorithms needs numpy < 2 and ships no wheel;
+FD.io's jumpavg is pure Python and quadratic in the run count.
 The thresholds are below, each with its reason.
 """
 

@@ -343,8 +343,8 @@ def junit_xml(t: PlanTrend, plan: str) -> str:
                 "the newest run's figure is its surviving clients' only: not judged" if p.status == "partial"
                 else f"{len(p.judged)} complete runs: a change point needs {2 * MIN_RUNS}"))
         out = ElementTree.SubElement(case, "system-out")
-        out.text = (f"{p.status}; {len(p.judged)} runs judged; "
-                    + "; ".join(f"{x.change.direction} at {x.run_after.run_id}: {step_text(x, m.unit)}"
-                                for x in p.explained))
+        out.text = "; ".join([p.status, f"{len(p.judged)} runs judged",
+                              *(f"{x.change.direction} at {x.run_after.run_id}: {step_text(x, m.unit)}"
+                                for x in p.explained)])
     ElementTree.indent(suite)
     return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
