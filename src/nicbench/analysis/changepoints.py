@@ -28,13 +28,12 @@ The thresholds are below, each with its reason.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import ruptures
-from scipy import stats
+from scipy import special
 
 # the penalty per change point, times ln(n), in units of the noise squared:
 # simulated on noise with no step (Gaussian, Laplace and Student t with 3
@@ -116,20 +115,20 @@ def noise(values: Sequence[float]) -> float:
     return max(1.4826 * mad / math.sqrt(2.0), floor)
 
 
-def _segment(x: Sequence[float], start: int, end: int) -> Segment:
+def _segment(x: np.ndarray, start: int, end: int) -> Segment:
     part = x[start:end]
-    return Segment(start, end, float(statistics.median(part)), float(min(part)), float(max(part)))
+    return Segment(start, end, float(np.median(part)), float(part.min()), float(part.max()))
 
 
-def _p_value(a: Sequence[float], b: Sequence[float], sd: float) -> float:
+def _p_value(a: np.ndarray, b: np.ndarray, sd: float) -> float:
     """Welch's t-test of ``a`` against ``b``, each side's variance taken no
     lower than the series' noise ``sd`` squared: two or three runs that
     happen to agree closely would otherwise make any difference look certain."""
-    va = max(statistics.variance(a) if len(a) > 1 else 0.0, sd * sd) / len(a)
-    vb = max(statistics.variance(b) if len(b) > 1 else 0.0, sd * sd) / len(b)
-    t = abs(statistics.fmean(b) - statistics.fmean(a)) / math.sqrt(va + vb)
+    va = max(float(a.var(ddof=1)) if len(a) > 1 else 0.0, sd * sd) / len(a)
+    vb = max(float(b.var(ddof=1)) if len(b) > 1 else 0.0, sd * sd) / len(b)
+    t = abs(float(b.mean()) - float(a.mean())) / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va * va / max(len(a) - 1, 1) + vb * vb / max(len(b) - 1, 1))
-    return float(2.0 * stats.t.sf(t, df))
+    return float(2.0 * special.stdtr(df, -t))       # Student's t, both tails
 
 
 def find(values: Sequence[float], *, higher_is_better: bool = True, penalty: float = PENALTY,
@@ -139,12 +138,12 @@ def find(values: Sequence[float], *, higher_is_better: bool = True, penalty: flo
     t-test or ``min_step`` is merged into its neighbours and the rest are
     judged again, so every change point kept is between the levels that
     stand on either side of it."""
-    x = [float(v) for v in values]
+    x = np.asarray(values, dtype=float)
     n = len(x)
     if n < 2 * min_runs:
         return []
     sd = noise(x)
-    z = (np.asarray(x) - float(np.median(x))) / sd
+    z = (x - float(np.median(x))) / sd
     breaks = ruptures.KernelCPD(kernel="linear", min_size=min_runs).fit(z).predict(pen=penalty * math.log(n))
     edges = [0, *[int(b) for b in breaks[:-1]], n]
     while True:
@@ -152,7 +151,7 @@ def find(values: Sequence[float], *, higher_is_better: bool = True, penalty: flo
         for i in range(1, len(edges) - 1):
             a, b = x[edges[i - 1]:edges[i]], x[edges[i]:edges[i + 1]]
             p = _p_value(a, b, sd)
-            before, after = statistics.median(a), statistics.median(b)
+            before, after = float(np.median(a)), float(np.median(b))
             small = before != 0 and abs(after - before) < min_step * abs(before)
             if (p >= max_p or small) and (weakest is None or p > weakest[0]):
                 weakest = (p, i)
