@@ -102,7 +102,7 @@ class ChangePoint:
         return "regression" if (self.step < 0) == self.higher_is_better else "improvement"
 
 
-def noise(values: Sequence[float]) -> float:
+def noise(values: Sequence[float] | np.ndarray) -> float:
     """The series' noise (one standard deviation) from the median absolute
     difference of successive values (x 1.4826 / sqrt 2: a normal's standard
     deviation), floored at :data:`NOISE_FLOOR` of its level."""
