@@ -12,9 +12,10 @@ an open archive):
 - ``nicbench trend --plan synth-sweep-0 --check --junit F``: one plan's
   2,000 runs (under the default --last 1000: its newest 1,000);
 - the same with ``--last 2000``: every run of the plan;
-- ``--plan 'synth-sweep-*' --last 10000``: all 10,000 runs as one series per point.
+- with ``--uncapped``, ``--plan 'synth-sweep-*' --last 10000``: all 10,000
+  runs as one series per point (PELT is quadratic: about a second a point).
 
-    .venv/bin/python bench/trend_plan.py [--runs 10000] [--backend sqlite --backend postgresql]
+    .venv/bin/python bench/trend_plan.py [--runs 10000] [--backend sqlite --backend postgresql] [--uncapped]
 """
 
 from __future__ import annotations
@@ -56,14 +57,14 @@ def cli(loc: StoreLocation, plan: str, last: int | None, junit: Path) -> tuple[f
     return wall, r.returncode, doc
 
 
-def bench(loc: StoreLocation, runs: int, work: Path) -> dict[str, object]:
+def bench(loc: StoreLocation, runs: int, work: Path, uncapped: bool) -> dict[str, object]:
     res: dict[str, object] = {"backend": loc.kind, "runs": runs}
     a = Archive.open(loc)
     t0 = time.perf_counter()
     seed(a, runs, samples=1)
     res["seed_s"] = round(time.perf_counter() - t0, 1)
     metric = VIEWS["tcp"].metrics[0]
-    for label, plan, last, times in CASES:
+    for label, plan, last, times in CASES[:None if uncapped else 2]:
         walls, codes = [], set()
         doc: dict[str, object] = {}
         for _ in range(times):
@@ -84,18 +85,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=10000)
     ap.add_argument("--backend", action="append", choices=["sqlite", "postgresql"])
+    ap.add_argument("--uncapped", action="store_true", help="also every plan's 10,000 runs as one series")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="nb-trendplan-"))
     try:
         for b in args.backend or ["sqlite", "postgresql"]:
             if b == "sqlite":
-                res = bench(parse_store(work / "sqlite"), args.runs, work)
+                res = bench(parse_store(work / "sqlite"), args.runs, work, args.uncapped)
             else:
                 srv = start_server()
                 try:
                     os.environ["NICBENCH_RUNS"] = str(work / "pg-runs")
                     os.environ["PGPASSWORD"] = srv.password
-                    res = bench(parse_store(srv.url(srv.create_db())), args.runs, work)
+                    res = bench(parse_store(srv.url(srv.create_db())), args.runs, work, args.uncapped)
                 finally:
                     srv.remove()
             print(json.dumps(res, indent=1), flush=True)
