@@ -24,7 +24,7 @@ def test_an_archive_of_schema_2_gains_ab_results_and_keeps_its_runs(store_url, m
         _run(a, "r-a", tmp_path)
     monkeypatch.undo()
     with Archive.open(store_url) as a:
-        assert a.schema_version() == catalogue.SCHEMA_VERSION == 4
+        assert a.schema_version() == catalogue.SCHEMA_VERSION == 5
         assert a.row("r-a").name == "abw" and ab_results(a) == []
 
 

@@ -142,7 +142,7 @@ def test_an_archive_of_schema_1_is_upgraded_with_its_partial_counts(store_url, m
                              "meta) VALUES (?, ?, 0, 'p', 0, '{}', ?, 0, 1, '{}')", (rid, tid, st))
     monkeypatch.undo()
     with Archive.open(store_url) as a:
-        assert a.schema_version() == catalogue.SCHEMA_VERSION == 4
+        assert a.schema_version() == catalogue.SCHEMA_VERSION == 5
         row = a.row("r1")
         assert (row.trials_partial, row.trials_ok) == (1, 0)     # ok counts were the writer's; partial is backfilled
 

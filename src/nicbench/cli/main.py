@@ -88,7 +88,8 @@ Exit codes:
   5    a traffic tool failed or printed output nicbench cannot trust
   6    result store
   7    run finished, results stored, some points failed or partial (a host lost mid-point)
-  8    regression: trend --check found the latest run outside the spread of the runs before it
+  8    regression: trend --check found the latest run outside the spread of the runs before it,
+       or (--plan) a point's newest change point is a regression among its newest runs
   9    ab: B did not beat A (no difference at its confidence, or worse somewhere)
   130  interrupted (finished points are kept)
 

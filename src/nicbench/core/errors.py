@@ -79,7 +79,8 @@ class PointsFailed(NicbenchError):
 
 
 class Regression(NicbenchError):
-    """``nicbench trend --check``: the latest run fell outside the spread of the runs before it."""
+    """``nicbench trend --check``: the latest run fell outside the spread of the runs before it
+    (``--point``), or a point of a plan is at a regressed level since a recent change point (``--plan``)."""
 
     exit_code = 8
     kind = "regression"

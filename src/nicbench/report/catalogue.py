@@ -20,8 +20,9 @@ from .view import Metric, RunView, StudyView, analyse, read_run
 # (summary3: the analysis' decisions are stored too -- runs summarised before
 # keep the runner's status on a point the analysis rejects until redone;
 # summary4: pct_of_ceiling is 0 for a point that moved nothing under a known
-# ceiling in every study -- the https, storage and packet studies stored none)
-SUMMARY_VERSION = f"{__version__}+summary4"
+# ceiling in every study -- the https, storage and packet studies stored none;
+# summary5: each point's verdict is stored, for trends to say what held it)
+SUMMARY_VERSION = f"{__version__}+summary5"
 
 
 def summarise(archive: Archive, run_id: str, views: Mapping[str, StudyView],

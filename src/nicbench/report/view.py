@@ -212,11 +212,14 @@ def summaries(view: RunView, values: Callable[[Any], Mapping[str, float | int | 
     """Every point of ``view`` as a :class:`PointSummary`: ``values`` maps one
     of the study's point objects (with ``point``, ``n_ok``, ``n_failed``, and
     ``n_partial``/``survivors_only`` where the study has partial points) to its
-    metrics."""
+    metrics; a point's ``verdict`` (analysis/verdict.py), where the study
+    gives one, is stored as its limit."""
     params = params_by_point(view)
     out = []
     for p in view.points:
         vals = {k: None if v is None else float(v) for k, v in values(p).items()}
+        verdict = getattr(p, "verdict", None)
         out.append(PointSummary(p.point, params.get(p.point, {}), int(p.n_ok), int(p.n_failed), vals,
-                                int(getattr(p, "n_partial", 0)), bool(getattr(p, "survivors_only", False))))
+                                int(getattr(p, "n_partial", 0)), bool(getattr(p, "survivors_only", False)),
+                                getattr(verdict, "limit", None)))
     return out

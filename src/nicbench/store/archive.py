@@ -31,7 +31,7 @@ from .db import Db, boot_id, machine_name, pid_start
 from .location import StoreLocation, parse_store
 from .names import is_run_id
 
-POINT_COLS = ("rid", "point", "params", "n_ok", "n_failed", "n_partial", "survivors_only")
+POINT_COLS = ("rid", "point", "params", "n_ok", "n_failed", "n_partial", "survivors_only", "verdict")
 MARKER = "run.json"            # in a run directory: which run of which archive it is
 LABEL_KEYS = ("host", "kernel", "driver", "firmware", "tag")
 # a finished run's status as its points make it: all ok, some partial, some failed
@@ -137,6 +137,7 @@ class PointSummary:
     values: Mapping[str, float | None]
     n_partial: int = 0                # repeats that lost some clients
     survivors_only: bool = False      # the figure is over the survivors of partial repeats only
+    verdict: str | None = None        # the limit that held the point (analysis/verdict.py LIMITS), if any
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,8 @@ class TrendRow:
     value: float | None
     labels: Mapping[str, tuple[str, ...]]
     survivors_only: bool = False      # the value is over the clients that survived, not a complete point
+    source: str = "plan"              # how the run came in: plan, import, ...
+    verdict: str | None = None        # the point's verdict's limit, where the summary stored one
 
 
 _RUN_COLS = ("rid, run_id, name, study, source, created, finished, heartbeat, status, run_dir, machine, boot_id, "
@@ -431,7 +434,7 @@ class Archive:
             self.db.execute("DELETE FROM points WHERE rid = ?", (row.rid,))
             self.db.copy_in("points", POINT_COLS,
                             [(row.rid, p.point, json.dumps(dict(p.params), sort_keys=True, default=str), p.n_ok,
-                              p.n_failed, p.n_partial, 1 if p.survivors_only else 0) for p in points])
+                              p.n_failed, p.n_partial, 1 if p.survivors_only else 0, p.verdict) for p in points])
             self.db.copy_in("point_values", ("metric", "point", "rid", "value"),
                             [(m, p.point, row.rid, None if v is None else float(v))
                              for p in points for m, v in p.values.items()])
@@ -555,6 +558,30 @@ class Archive:
         return [TrendRow(t[1], t[2], float(t[3]), t[4], t[5], t[6], lab.get(int(t[0]), {}), bool(t[7]))
                 for t in rows]
 
+    def plan_trend(self, metric: str, f: RunFilter, last_runs: int | None = None) -> list[TrendRow]:
+        """``metric`` at every point of the runs ``f`` selects (the newest
+        ``last_runs`` of them, when given), oldest first: one query, whatever
+        the number of points.  Each row says the run's source and the point's
+        stored verdict."""
+        where, args = where_clause(f)
+        q = (f"SELECT r.rid, r.run_id, r.name, r.created, r.status, v.point, v.value, p.survivors_only, "
+             f"r.source, p.verdict FROM point_values v JOIN runs r ON r.rid = v.rid "
+             f"LEFT JOIN points p ON p.rid = v.rid AND p.point = v.point WHERE v.metric = ? AND {where}")
+        qargs: list[Any] = [metric, *args]
+        if last_runs is not None:
+            q += (f" AND r.rid IN (SELECT r.rid FROM runs r WHERE {where} "
+                  "ORDER BY r.created DESC, r.rid DESC LIMIT ?)")
+            qargs += [*args, last_runs]
+        rows = self.db.query(q + " ORDER BY r.created, r.rid, v.point", qargs)
+        lab = self.labels_of(sorted({int(t[0]) for t in rows}), keys=("kernel", "driver", "firmware", "tag"))
+        return [TrendRow(t[1], t[2], float(t[3]), t[4], t[5], t[6], lab.get(int(t[0]), {}), bool(t[7]), t[8], t[9])
+                for t in rows]
+
+    def studies_of(self, f: RunFilter) -> list[str]:
+        """The studies of the runs ``f`` selects."""
+        where, args = where_clause(f)
+        return sorted(r[0] for r in self.db.query(f"SELECT DISTINCT r.study FROM runs r WHERE {where}", args))
+
     def metrics_of(self, study: str | None = None) -> list[str]:
         q = "SELECT DISTINCT v.metric FROM point_values v"
         args: list[Any] = []
@@ -569,10 +596,10 @@ class Archive:
         for point, metric, value in self.db.query(
                 "SELECT point, metric, value FROM point_values WHERE rid = ?", (row.rid,)):
             vals.setdefault(point, {})[metric] = value
-        return [PointSummary(p, loads(params, {}), int(ok), int(bad), vals.get(p, {}), int(part), bool(surv))
-                for p, params, ok, bad, part, surv in self.db.query(
-                    "SELECT point, params, n_ok, n_failed, n_partial, survivors_only FROM points WHERE rid = ? "
-                    "ORDER BY point", (row.rid,))]
+        return [PointSummary(p, loads(params, {}), int(ok), int(bad), vals.get(p, {}), int(part), bool(surv), verdict)
+                for p, params, ok, bad, part, surv, verdict in self.db.query(
+                    "SELECT point, params, n_ok, n_failed, n_partial, survivors_only, verdict FROM points "
+                    "WHERE rid = ? ORDER BY point", (row.rid,))]
 
     def export_rows(self, f: RunFilter | None = None) -> list[dict[str, Any]]:
         """Tidy rows: one per point of every run ``f`` selects, with the run's id,

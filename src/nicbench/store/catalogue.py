@@ -14,8 +14,9 @@ Tables, one row each per:
   its sha256;
 - ``labels``: (key, value) a run is found by: host, kernel, driver, firmware,
   tag (``nicbench runs`` filters);
-- ``points``, ``point_values``: point of a run and each of its metrics, as the
-  study's view computed them (trends and exports read only these);
+- ``points``, ``point_values``: point of a run (with its verdict's limit) and
+  each of its metrics, as the study's view computed them (trends and exports
+  read only these);
 - ``ab_results``: A/B (``nicbench ab``): its two runs, their profiles, and
   the judgement once made (store/ab.py);
 - ``host_leases``: host a run leased (``hosts.lease``): who held it (run,
@@ -28,7 +29,7 @@ from __future__ import annotations
 from ..core.errors import StoreError
 from .db import Db
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _TYPES = {
     "sqlite": {"id": "INTEGER PRIMARY KEY", "real": "REAL", "norowid": "WITHOUT ROWID", "big": "INTEGER"},
@@ -194,7 +195,15 @@ CREATE TABLE host_leases (
 CREATE INDEX host_leases_held ON host_leases (released, host)
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
+# the verdict of each point (why not line rate: wire, cpu, window, ...) as the
+# study's analysis decided it when the run was summarised, so a trend over
+# many runs says what held a point before and after a change without
+# analysing every run's samples again; NULL for a run summarised before
+_V5 = """
+ALTER TABLE points ADD COLUMN verdict TEXT
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
 
 
 def _statements(text: str, dialect: str) -> list[str]:
