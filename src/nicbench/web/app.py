@@ -55,6 +55,7 @@ from ..store.archive import RunFilter, parse_when
 from ..store.location import StoreLocation, cache_home
 from ..store.names import NAME
 from . import abpages, data
+from .charts import chart_data
 
 HERE = Path(__file__).parent
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
@@ -157,8 +158,8 @@ class Dashboard:
             ctx = data.run_context(a, row, view, sv)
             timelines = {r["point"]: f"{timeline_stem(str(r['point']))}.png" for r in ctx["rows"]
                          if f"{timeline_stem(str(r['point']))}.png" in pngs}
-            figures = [f for f in pngs if f not in timelines.values()]
-            return self.page("run.html.j2", figures=figures, timelines=timelines, **ctx)
+            return self.page("run.html.j2", timelines=timelines, charts=chart_data(sv.charts, [("", ctx["rows"])]),
+                             **ctx)
         return await self.guarded(go)
 
     async def report_file(self, request: Request) -> Response:

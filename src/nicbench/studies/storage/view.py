@@ -15,7 +15,7 @@ from ...report.numbers import num
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed, table
 from ...report.timeline import Panel, series_of, timelines
-from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
+from ...report.view import Analysed, ChartSpec, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import Setting, StoragePoint, StorageTrial, line_rate_from, storage_points, storage_trial
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
@@ -38,9 +38,18 @@ def _values(p: StoragePoint) -> dict[str, float | None]:
             "cpu_pct": p.cpu_pct, "cores_busy": p.cores_busy}
 
 
+CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec("throughput", "MB/s vs block size, {op}", "block_size", "block size (bytes)", "mb_s", "MB/s",
+              "{op}", split=("op",), series=("op",), ceiling="ceiling_mb_s"),
+    ChartSpec("iops", "IOPS vs block size, {op}", "block_size", "block size (bytes)", "iops", "IOPS",
+              "{op}", split=("op",), series=("op",)),
+)
+
+
 class StorageView:
     kind = "storage"
     metrics = METRICS
+    charts = CHARTS
 
     def point_summaries(self, view: RunView) -> list[PointSummary]:
         return summaries(view, _values)
