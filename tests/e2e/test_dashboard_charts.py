@@ -23,6 +23,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from nicbench.registry import VIEWS
 from nicbench.report.catalogue import summarise
+from nicbench.report.timeline import point_grid
 from nicbench.report.view import load_run
 from nicbench.store.archive import Archive
 from nicbench.store.runs import DB
@@ -235,3 +236,34 @@ def test_latency_figures_per_protocol(site, browser, shots):
         assert c["data"][i] == pytest.approx([r["p99_s"] * 1e6 for r in mine], rel=1e-12)
     assert console_errors(browser) == []
     _full(browser, shots / "latency-charts.png")
+
+
+def test_a_points_timeline_draws_its_intervals_and_moves_in_step(site, browser, shots):
+    url, ids, _ = site
+    point = "rx/c3/io128K"
+    browser.get(f"{url}/run/{ids[0]}#point={point}")           # the URL opens the point
+    WebDriverWait(browser, 60).until(lambda d: d.execute_script(
+        "const t = window.nicbenchTimelines && window.nicbenchTimelines[arguments[0]]; return t && t.length",
+        point))
+    drawn = browser.execute_script("""
+        return window.nicbenchTimelines[arguments[0]].map(u => ({labels: u.series.map(s => s.label),
+                                                                  data: u.data}));""", point)
+    _, g, _ = point_grid(load_run(FIXTURES / "runs" / "tcp", VIEWS), point)
+    assert g is not None and len(drawn) == 3                  # throughput, cores busy, counters
+    [(_, lines)] = g.panels
+    first = drawn[0]
+    assert first["labels"][1:] == list(lines)
+    assert first["data"][0][:-1] == pytest.approx(g.edges[:-1])
+    for i, ys in enumerate(lines.values(), start=1):
+        assert first["data"][i][:-1] == pytest.approx(ys)      # the last value repeats: the step's end
+    assert drawn[1]["labels"][1:] == [state for _, state, _ in g.cpu]
+    # hovering one panel moves the others' cursors to the same interval
+    over = browser.find_elements(By.CSS_SELECTOR, f"details[data-point='{point}'] .u-over")[0]
+    ActionChains(browser).move_to_element_with_offset(over, 0, 0).perform()
+    idxs = WebDriverWait(browser, 10).until(lambda d: d.execute_script(
+        "const i = window.nicbenchTimelines[arguments[0]].map(u => u.cursor.idx);"
+        "return i.every(x => x !== null && x === i[0]) ? i : null;", point))
+    assert len(idxs) == 3
+    browser.find_element(By.CSS_SELECTOR, f"details[data-point='{point}']").screenshot(
+        str(shots / "timeline.png"))
+    assert console_errors(browser) == []

@@ -18,6 +18,7 @@ from starlette.testclient import TestClient
 
 from nicbench.registry import VIEWS
 from nicbench.report.catalogue import summarise
+from nicbench.report.timeline import point_grid
 from nicbench.report.view import load_run
 from nicbench.store.archive import Archive
 from nicbench.store.location import parse_store
@@ -192,3 +193,25 @@ def test_compare_draws_a_line_per_run_and_gives_each_point_its_interval(tmp_path
         # the same values: a zero difference, its interval around zero
         assert r.text.count("+0.00 % [") == 16
         assert c.get("/compare?" + "&".join(f"run={ids[0]}" for _ in range(7))).status_code == 400
+
+
+def test_a_points_timeline_as_json_is_the_reports_grid(client):
+    c, run_id = client
+    view = load_run(FIXTURES / "runs" / "tcp", VIEWS)
+    t, g, notes = point_grid(view, "rx/c3/io128K")
+    assert g is not None
+    r = c.get(f"/run/{run_id}/timeline", params={"point": "rx/c3/io128K"})
+    assert r.status_code == 200 and r.headers["content-security-policy"] == CSP
+    got = r.json()
+    assert got["trial"] == t.trial_id and got["t"] == pytest.approx(g.edges[:-1]) and got["notes"] == notes
+    [(panel, lines)] = g.panels
+    assert got["panels"][0]["ylabel"] == panel.ylabel == "Gbit/s"
+    shown = {ln["label"]: ln["values"] for ln in got["panels"][0]["lines"]}
+    assert list(shown) == list(lines) == ["c1 rx", "c2 rx", "c3 rx"]
+    for label, ys in lines.items():
+        assert shown[label] == pytest.approx(ys)
+    assert [ln["label"] for ln in got["panels"][1]["lines"]] == [state for _, state, _ in g.cpu]
+    assert [pytest.approx(list(w)) for w in g.windows] == got["windows"]
+    assert c.get(f"/run/{run_id}/timeline", params={"point": "<b>nope</b>"}).status_code == 404
+    page = c.get(f"/run/{run_id}").text
+    assert f'data-src="/run/{run_id}/timeline?point=rx/c3/io128K"' in page

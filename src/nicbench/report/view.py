@@ -141,6 +141,13 @@ class StudyView(Protocol):
     charts: tuple[ChartSpec, ...]
 
     @property
+    def timeline_panels(self) -> Callable[[Sequence[Sample], TrialHead], tuple[list[Any], list[str]]] | None:
+        """The first panels of a point's timeline (``report.timeline.PanelsOf``:
+        a trial's samples -> its panels and what the archive lacks for them);
+        None: each client's throughput."""
+        ...
+
+    @property
     def headline(self) -> Sequence[Col]:
         """The columns a reader compares first, over ``rows``: the report's headline
         table and the results table at the end of a run."""

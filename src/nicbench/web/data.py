@@ -25,6 +25,7 @@ from ..core.errors import InputError, NicbenchError, StoreError
 from ..report.catalogue import metric_of
 from ..report.compare import compare_runs
 from ..report.facts import facts_table, grouped_changes
+from ..report.timeline import point_grid
 from ..report.view import Metric, RunView, StudyView, analyse, read_stored
 from ..store.archive import Archive, RunFilter, RunRow
 from ..store.location import StoreLocation
@@ -165,6 +166,36 @@ def raw_path(archive: Archive, row: RunRow, seq: int) -> tuple[Path, dict[str, A
                 return p, r
             return None
     return None
+
+
+def _finite(xs: Sequence[float]) -> list[float | None]:
+    return [x if math.isfinite(x) else None for x in xs]
+
+
+def timeline(view: RunView, sv: StudyView, point: str) -> dict[str, Any]:
+    """One point's timeline as numbers for the interactive chart: the same
+    grid, series and notes as the report's PNG (``report.timeline.point_grid``),
+    seconds from the trial's first interval; NaN (a gap) as null."""
+    try:
+        t, g, notes = point_grid(view, point, sv.timeline_panels)
+    except KeyError:
+        raise StoreError(f"no point {point[:80]!r} in this run", where="point",
+                         hint="the run page lists its points") from None
+    head = {"point": point, "trial": t.trial_id, "repeat": t.repeat + 1, "status": t.status, "notes": notes}
+    if g is None:
+        return {**head, "t": [], "panels": [], "windows": []}
+    panels = [{"ylabel": p.ylabel, "log": p.log,
+               "lines": [{"label": k, "values": _finite(v), "dash": p.styles.get(k) == "--"} for k, v in lines.items()]}
+              for p, lines in g.panels]
+    several = len({h for h, _, _ in g.cpu}) > 1
+    if g.cpu:
+        panels.append({"ylabel": "cores busy", "log": False, "stacked": True,
+                       "lines": [{"label": state + (f" ({h})" if several else ""), "values": _finite(v),
+                                  "dash": False} for h, state, v in g.cpu]})
+    if g.counts:
+        panels.append({"ylabel": f"per {g.width:.2g} s", "log": False,
+                       "lines": [{"label": k, "values": _finite(v), "dash": False} for k, v in g.counts.items()]})
+    return {**head, "t": g.edges[:-1], "width": g.width, "panels": panels, "windows": g.windows}
 
 
 # ---- live ----

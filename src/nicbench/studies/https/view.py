@@ -13,7 +13,7 @@ from ...report.figures import new_figure, save
 from ...report.numbers import num, whole
 from ...report.render import pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed, spread, table
-from ...report.timeline import Panel, busiest_host, interface_series, series_of, timelines
+from ...report.timeline import Panel, PanelsOf, busiest_host, interface_series, series_of, timelines
 from ...report.view import Analysed, ChartSpec, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import HttpsPoint, HttpsTrial, https_points, https_trial
 
@@ -62,6 +62,11 @@ class HttpsView:
     kind = "https"
     metrics = METRICS
     charts = CHARTS
+
+    @property
+    def timeline_panels(self) -> PanelsOf:
+        """The first panels of a point's timeline: this study's own."""
+        return timeline_panels
 
     def point_summaries(self, view: RunView) -> list[PointSummary]:
         return summaries(view, _values)

@@ -17,7 +17,7 @@ from ...report.facts import facts_section
 from ...report.figures import new_figure, save, size_axis
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed
-from ...report.timeline import Panel, series_of, throughput_series, timelines
+from ...report.timeline import Panel, PanelsOf, series_of, throughput_series, timelines
 from ...report.view import Analysed, ChartSpec, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import Agreement, LatencyPoint, LatencyTrial, agreement, point_stats, trial_result
 
@@ -95,6 +95,11 @@ class LatencyView:
     kind = "latency"
     metrics = METRICS
     charts = CHARTS
+
+    @property
+    def timeline_panels(self) -> PanelsOf:
+        """The first panels of a point's timeline: this study's own."""
+        return timeline_panels
 
     headline = HEADLINE      # the columns a reader compares first: the run's results table
 

@@ -14,7 +14,7 @@ from ...report.figures import new_figure, save, size_axis
 from ...report.numbers import num
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed, table
-from ...report.timeline import Panel, series_of, timelines
+from ...report.timeline import Panel, PanelsOf, series_of, timelines
 from ...report.view import Analysed, ChartSpec, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import Setting, StoragePoint, StorageTrial, line_rate_from, storage_points, storage_trial
 
@@ -50,6 +50,11 @@ class StorageView:
     kind = "storage"
     metrics = METRICS
     charts = CHARTS
+
+    @property
+    def timeline_panels(self) -> PanelsOf:
+        """The first panels of a point's timeline: this study's own."""
+        return timeline_panels
 
     def point_summaries(self, view: RunView) -> list[PointSummary]:
         return summaries(view, _values)

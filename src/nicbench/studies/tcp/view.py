@@ -78,6 +78,7 @@ class TcpView:
     kind = "tcp"
     metrics = METRICS
     charts = CHARTS
+    timeline_panels = None        # each client's throughput
 
     def point_summaries(self, view: RunView) -> list[PointSummary]:
         return summaries(view, _values)

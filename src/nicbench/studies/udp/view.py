@@ -101,6 +101,7 @@ class UdpView:
     kind = "udp"
     metrics = METRICS
     charts = CHARTS
+    timeline_panels = None        # each client's throughput
 
     headline = HEADLINE      # the columns a reader compares first: the run's results table
 

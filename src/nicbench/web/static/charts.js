@@ -200,7 +200,88 @@
     if (b) { b.addEventListener("click", () => download(c, u)); }
   }
 
+  // ---- a point's timeline, fetched when its details open: one uPlot per panel, cursors and zoom in step ----
+  const timelines = {};
+  window.nicbenchTimelines = timelines;      // the browser tests read these back too
+
+  function drawTimeline(host, d) {
+    host.replaceChildren();
+    const said = document.createElement("p");
+    said.className = "muted";
+    said.textContent = `repeat ${d.repeat} (${d.status}, trial ${d.trial}), seconds from its first interval` +
+      (d.windows.length ? "; shaded: the window its figure is summed on" : "");
+    host.appendChild(said);
+    const plots = [];
+    timelines[d.point] = plots;
+    if (!d.t.length) { return; }
+    const xs = d.t.concat([d.t[d.t.length - 1] + d.width]);      // the last bin's end: a step holds to it
+    let syncing = false;
+    d.panels.forEach((p, k) => {
+      const el = document.createElement("div");
+      el.className = "tl-panel";
+      host.appendChild(el);
+      const series = [{label: "s", value: (u, v) => num(v)}];
+      const data = [xs];
+      p.lines.forEach((l, i) => {
+        series.push({label: l.label, stroke: PALETTE[i % PALETTE.length], width: 1.5, dash: l.dash ? [5, 3] : [],
+                     paths: uPlot.paths.stepped({align: 1}), points: {show: false}, value: (u, v) => num(v)});
+        data.push(l.values.concat([l.values[l.values.length - 1]]));
+      });
+      const last = k === d.panels.length - 1;
+      const u = new uPlot({
+        width: Math.max(360, host.clientWidth - 10 || 640), height: 170,
+        scales: {x: {time: false}, y: {distr: p.log ? 3 : 1,
+                                       range: p.log ? undefined : (u, min, max) => [0, max > 0 ? max * 1.08 : 1]}},
+        axes: [{label: last ? "seconds from the trial's first interval" : "", values: (u, t) => t.map(num)},
+               {label: p.ylabel, size: 60, values: (u, t) => t.map(num)}],
+        series: series,
+        cursor: {sync: {key: "tl-" + d.point}, drag: {x: true, y: false}},
+        hooks: {
+          draw: [(u) => {
+            if (k !== 0) { return; }
+            const g = u.ctx;
+            g.save();
+            g.fillStyle = "rgba(120, 120, 120, 0.15)";
+            for (const [a, b] of d.windows) {
+              const x0 = u.valToPos(a, "x", true);
+              const x1 = u.valToPos(b, "x", true);
+              g.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
+            }
+            g.restore();
+          }],
+          setScale: [(u, key) => {
+            if (key !== "x" || syncing) { return; }
+            syncing = true;
+            for (const o of plots) { if (o !== u) { o.setScale("x", {min: u.scales.x.min, max: u.scales.x.max}); } }
+            syncing = false;
+          }],
+        },
+      }, data, el);
+      u.nicbench = p;
+      plots.push(u);
+    });
+  }
+
+  function loadTimelines() {
+    for (const det of document.querySelectorAll("details[data-point]")) {
+      const host = det.querySelector(".nb-timeline");
+      if (!host) { continue; }
+      const load = () => {
+        if (!det.open || host.dataset.loaded) { return; }
+        host.dataset.loaded = "1";
+        host.textContent = "loading…";
+        fetch(host.dataset.src, {credentials: "same-origin"})
+          .then((r) => r.json().then((j) => [r.ok, j]))
+          .then(([ok, j]) => { if (ok) { drawTimeline(host, j); } else { host.textContent = j.error; } })
+          .catch((e) => { host.textContent = "could not load the timeline: " + e; });
+      };
+      det.addEventListener("toggle", load);
+      load();
+    }
+  }
+
   function init() {
+    loadTimelines();
     const src = document.getElementById("chart-data");
     if (!src) { return; }
     const list = JSON.parse(src.textContent);
