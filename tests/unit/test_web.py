@@ -92,7 +92,8 @@ def test_no_endpoint_reaches_outside_the_archive(site):
     for url in [f"/run/{good}/report/..%2F..%2F..%2Fsecret.txt", f"/run/{good}/report/%2Fetc%2Fpasswd",
                 "/run/..%2F..%2Fetc/report/passwd", f"/run/{good}/report/plan.toml",
                 f"/run/{bad}/raw/1", f"/run/{bad}/raw/99", "/static/../app.py", "/static/%2E%2E/app.py",
-                f"/run/{good}/report/index.html%00.png"]:
+                f"/run/{good}/report/index.html%00.png", f"/run/{good}/timeline?point=..%2F..%2Fsecret.txt",
+                f"/run/{good}/timeline?point=%2Fetc%2Fpasswd", f"/run/{good}/timeline"]:
         r = client.get(url)
         assert r.status_code in (404, 400), url
         assert "root:" not in r.text and "secret" not in r.text
@@ -103,7 +104,7 @@ def test_no_endpoint_reaches_outside_the_archive(site):
     paths = sorted(getattr(rt, "path", "") for rt in client.app.routes)
     assert paths == ["/", "/ab", "/ab/{ab_id}", "/compare", "/run/{run_id}", "/run/{run_id}/events",
                      "/run/{run_id}/raw/{seq:int}", "/run/{run_id}/report/", "/run/{run_id}/report/{name}",
-                     "/run/{run_id}/tag", "/static", "/trend"]
+                     "/run/{run_id}/tag", "/run/{run_id}/timeline", "/static", "/trend"]
 
 
 def test_tagging_needs_the_token_and_the_same_origin(site):

@@ -179,7 +179,7 @@ def timeline(view: RunView, sv: StudyView, point: str) -> dict[str, Any]:
     try:
         t, g, notes = point_grid(view, point, sv.timeline_panels)
     except KeyError:
-        raise StoreError(f"no point {point[:80]!r} in this run", where="point",
+        raise StoreError("no such point in this run", where="point",
                          hint="the run page lists its points") from None
     head = {"point": point, "trial": t.trial_id, "repeat": t.repeat + 1, "status": t.status, "notes": notes}
     if g is None:
