@@ -211,15 +211,6 @@ def test_compare_draws_a_line_per_run_with_each_points_interval(site, browser, s
     assert "6.19.0-candidate" in browser.find_element(By.ID, "differences").text
     _full(browser, shots / "compare-charts.png")
     assert console_errors(browser) == []
-    # a click on the other run's point opens that run's page at the point's timeline
-    ActionChains(browser).double_click(_over(browser, "throughput-tx")).perform()
-    dx, dy = _at(browser, "throughput-tx", 2, 0)
-    ActionChains(browser).move_to_element_with_offset(_over(browser, "throughput-tx"), round(dx), round(dy)) \
-        .click().perform()
-    WebDriverWait(browser, 30).until(lambda d: f"/run/{ids[1]}" in d.current_url)
-    WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "details[open]"))
-    assert browser.find_element(By.CSS_SELECTOR, "details[open]").get_attribute("data-point") == "tx/c3/io8K"
-    assert console_errors(browser) == []
 
 
 def test_latency_figures_per_protocol(site, browser, shots):

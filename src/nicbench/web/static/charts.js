@@ -130,8 +130,13 @@
     }
     const lo = Math.min(...c.x);
     const hi = Math.max(...c.x);
+    // all the data: padded, so the end points are not on the frame (half hidden, hard to click);
+    // a zoom is taken as asked
     const xrange = (u, min, max) => {
       if (min === max) { return c.x_log ? [min / 2, max * 2] : [min - 1, max + 1]; }
+      if (min === lo && max === hi) {
+        return c.x_log ? [min / 1.3, max * 1.3] : [min - (max - min) * 0.04, max + (max - min) * 0.04];
+      }
       return [min, max];
     };
     let ready = false;
@@ -181,17 +186,22 @@
     }
     ready = true;
     // a click on a point (not the end of a drag) opens its timeline and verdict
+    // (from the event's own position: uPlot's cursor state may already have moved on)
     u.over.addEventListener("mousedown", (e) => { down = [e.clientX, e.clientY]; });
-    u.over.addEventListener("click", (e) => {
-      if (down && Math.hypot(e.clientX - down[0], e.clientY - down[1]) > 4) { return; }
-      const idx = u.cursor.idx;
-      if (idx === null || idx === undefined) { return; }
+    u.over.addEventListener("mouseup", (e) => {
+      if (!down || Math.hypot(e.clientX - down[0], e.clientY - down[1]) > 4) { down = null; return; }
+      down = null;
+      const r = u.over.getBoundingClientRect();
+      const left = e.clientX - r.left;
+      const top = e.clientY - r.top;
+      const idx = u.posToIdx(left);
+      if (idx === null || idx === undefined || idx < 0 || idx >= c.x.length) { return; }
       let best = null;
       let dist = 24;
       for (let i = 1; i <= n; i++) {
         const v = u.data[i][idx];
         if (!u.series[i].show || v === null) { continue; }
-        const d = Math.abs(u.valToPos(v, "y") - u.cursor.top);
+        const d = Math.abs(u.valToPos(v, "y") - top);
         if (d < dist) { dist = d; best = i; }
       }
       if (best !== null) { openPoint(c.series[best - 1].points[idx], c.series[best - 1].run); }
