@@ -121,6 +121,15 @@ def bench(loc: StoreLocation, runs: int, samples: int, legacy: Path, work: Path)
         res["runs_page_first"] = page_stats(url + "/", 20)
         res["runs_page_deep"] = page_stats(url + "/?page=150", 10)
         res["runs_page_filtered"] = page_stats(url + "/?kernel=6.2*&tag=build-150", 10)   # 50 runs match
+        # each filter of the runs page (the CLI's `runs` filters), alone, then all at once, and a deep filtered page
+        since = time.strftime("%Y-%m-%d", time.localtime(time.time() - runs * 3600 / 2))
+        for name, q in (("study", "study=tcp"), ("plan", "plan=synth-sweep-3"), ("host", "host=c2"),
+                        ("kernel", "kernel=6.3*"), ("driver", "driver=veth"), ("tag", "tag=build-150"),
+                        ("status", "status=done"), ("since", f"since={since}"),
+                        ("all", f"study=tcp&plan=synth-sweep-3&host=c2&kernel=6.3*&driver=veth&tag=synthetic"
+                                f"&status=done&since={since}"),
+                        ("plan_page_30", "plan=synth-sweep-3&page=30")):
+            res[f"runs_page_filter_{name}"] = page_stats(f"{url}/?{q}", 10)
         res["trend_page_all_runs"] = page_stats(url + "/trend?metric=gbps&point=tx/c1/io4K&study=tcp", 3)
         res["trend_page_last_60"] = page_stats(url + "/trend?metric=gbps&point=tx/c1/io4K&study=tcp&last=60", 10)
         res["dashboard_memory"] = proc_mem(p.pid)

@@ -9,6 +9,9 @@ missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# npm fetches the dashboard's charting library at build time; a machine with Node.js from
+# elsewhere (nodesource's nodejs carries its own npm) keeps it
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "nicbench: need root to install Debian packages:$missing" >&2
@@ -30,6 +33,10 @@ if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   echo "nicbench: needs Python >= 3.11 (found $("$PY" --version 2>&1))" >&2
   exit 1
 fi
+# the dashboard's charting library (uPlot, pinned and checked against its registry sha512) into
+# the package's static files: fetched by npm now, never at run time; nothing when already there
+"$PY" scripts/webassets.py
+
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi

@@ -41,6 +41,7 @@ def chromium(width: int = 1400, height: int = 1800) -> Iterator[webdriver.Chrome
                  "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-dev-shm-usage",
                  f"--user-data-dir={profile}", f"--window-size={width},{height}"):
         opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})     # console errors, CSP violations included
     os.environ.setdefault("SE_OFFLINE", "true")          # Selenium Manager must not try to fetch anything
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     try:
@@ -48,6 +49,11 @@ def chromium(width: int = 1400, height: int = 1800) -> Iterator[webdriver.Chrome
     finally:
         driver.quit()
         subprocess.run(["rm", "-rf", profile], check=False)
+
+
+def console_errors(driver: webdriver.Chrome) -> list[str]:
+    """What the page said at SEVERE level (errors, refused scripts or styles) since the last call."""
+    return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
 
 
 @contextmanager

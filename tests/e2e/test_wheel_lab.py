@@ -7,6 +7,7 @@ job: 36 points take minutes, and a test of packaging need not re-measure them.)"
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -50,10 +51,18 @@ def test_the_wheel_carries_examples_nbgen_sources_and_licenses(wheel_venv):
     names = zipfile.ZipFile(whl).namelist()
     for n in ("nicbench/examples/quickstart.toml", "nicbench/examples/seed000-tcp-multiclient.toml",
               "nicbench/native/nbgen/Makefile", "nicbench/native/nbgen/nbgen.c", "nicbench/native/nbgen/nbgen.bpf.c",
-              "nicbench/report/tables.html.j2", "nicbench/studies/tcp/report.html.j2", "nicbench/tools/wrk.lua"):
+              "nicbench/report/tables.html.j2", "nicbench/studies/tcp/report.html.j2", "nicbench/tools/wrk.lua",
+              "nicbench/web/static/charts.js", "nicbench/web/static/app.css"):
         assert n in names, n
+    # the dashboard's charting library, fetched at build time: the pinned files, as stamped, with their licence
+    stamp = json.loads(zipfile.ZipFile(whl).read("nicbench/web/static/vendor/VERSION.json"))
+    assert stamp["package"] == "uplot" and set(stamp["files"]) == {"uPlot.iife.min.js", "uPlot.min.css",
+                                                                    "uPlot.LICENSE"}
+    for name, sha in stamp["files"].items():
+        assert hashlib.sha256(zipfile.ZipFile(whl).read(f"nicbench/web/static/vendor/{name}")).hexdigest() == sha
+    assert b"MIT" in zipfile.ZipFile(whl).read("nicbench/web/static/vendor/uPlot.LICENSE")
     meta = zipfile.ZipFile(whl).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-    assert "License-Expression: Apache-2.0 AND GPL-2.0-only" in meta
+    assert "License-Expression: Apache-2.0 AND GPL-2.0-only AND MIT" in meta
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
 
 

@@ -92,7 +92,8 @@ def test_no_endpoint_reaches_outside_the_archive(site):
     for url in [f"/run/{good}/report/..%2F..%2F..%2Fsecret.txt", f"/run/{good}/report/%2Fetc%2Fpasswd",
                 "/run/..%2F..%2Fetc/report/passwd", f"/run/{good}/report/plan.toml",
                 f"/run/{bad}/raw/1", f"/run/{bad}/raw/99", "/static/../app.py", "/static/%2E%2E/app.py",
-                f"/run/{good}/report/index.html%00.png"]:
+                f"/run/{good}/report/index.html%00.png", f"/run/{good}/timeline?point=..%2F..%2Fsecret.txt",
+                f"/run/{good}/timeline?point=%2Fetc%2Fpasswd", f"/run/{good}/timeline"]:
         r = client.get(url)
         assert r.status_code in (404, 400), url
         assert "root:" not in r.text and "secret" not in r.text
@@ -103,7 +104,7 @@ def test_no_endpoint_reaches_outside_the_archive(site):
     paths = sorted(getattr(rt, "path", "") for rt in client.app.routes)
     assert paths == ["/", "/ab", "/ab/{ab_id}", "/compare", "/run/{run_id}", "/run/{run_id}/events",
                      "/run/{run_id}/raw/{seq:int}", "/run/{run_id}/report/", "/run/{run_id}/report/{name}",
-                     "/run/{run_id}/tag", "/static", "/trend"]
+                     "/run/{run_id}/tag", "/run/{run_id}/timeline", "/static", "/trend"]
 
 
 def test_tagging_needs_the_token_and_the_same_origin(site):
@@ -128,13 +129,15 @@ def test_runs_compare_and_trend_pages(site):
     assert " runs" in runs.text and float(runs.headers["server-timing"].split("dur=")[1]) > 0
     assert good not in client.get("/?tag=nothing").text
     cmp = client.get(f"/compare?run={good}&run={good}")
-    assert cmp.status_code == 200 and "<svg" in cmp.text and "no host fact or tuning setting differs" in cmp.text
+    assert cmp.status_code == 200 and 'id="chart-data"' in cmp.text
+    assert "no host fact or tuning setting differs" in cmp.text
     assert client.get(f"/compare?run={good}").status_code == 400
     point = "tx/c3/io128K"
     tr = client.get(f"/trend?metric=gbps&point={point}")
     assert tr.status_code == 200 and "not enough history" in tr.text and good in tr.text
     run = client.get(f"/run/{good}")
-    assert run.status_code == 200 and "/report/throughput-tx.png" in run.text
+    # the study's figures drawn live from the archive (tests/unit/test_web_charts.py); the report's PNGs stay
+    assert run.status_code == 200 and 'id="chart-data"' in run.text and "/report/throughput-tx.png" not in run.text
     assert client.get(f"/run/{good}/report/throughput-tx.png").headers["content-type"] == "image/png"
     # each point's timeline sits with its verdict, not in the figures' list
     timelines = run.text[run.text.index('id="timelines"'):]

@@ -27,6 +27,7 @@ from typing import Any
 import jinja2
 import matplotlib
 
+from ..analysis.ab import PointAB, point_ab
 from ..analysis.compare import Diff, compare
 from . import numbers
 from .facts import fact_changes, grouped_changes
@@ -53,6 +54,14 @@ class Figure:
     @property
     def higher_is_better(self) -> bool:
         return self.a.higher_is_better
+
+    def intervals(self) -> dict[str, PointAB]:
+        """Each point both runs measured: B's mean less A's as a share of A's,
+        with its Welch interval (``analysis.ab.point_ab``, the A/B's method;
+        untested below two repeats a side)."""
+        return {d.point: point_ab(d.point, self.a.values[d.point], self.b.values[d.point],
+                                  higher_is_better=self.higher_is_better)
+                for d in self.diffs if d.point in self.a.values and d.point in self.b.values}
 
 
 @dataclass(frozen=True)

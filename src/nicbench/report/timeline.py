@@ -171,12 +171,33 @@ def _legend(ax: object) -> None:
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # type: ignore[attr-defined]
 
 
-def draw(samples: Sequence[Sample], out: Path, stem: str, title: str,
-         windows: Sequence[tuple[float, float]] = (), panels: Sequence[Panel] | None = None,
-         notes: Sequence[str] = ()) -> tuple[Path | None, list[str]]:
-    """The timeline of one trial's samples as ``stem``.png, and what it
-    could not draw from them (said under the figure too); no figure when
-    the samples hold no series at all."""
+@dataclass(frozen=True)
+class Grid:
+    """A trial's timeline as numbers on one time grid: ``n`` bins of
+    ``width`` s from ``t0`` (absolute); the study's own panels with their
+    lines scaled (label -> value per bin, NaN a gap), the cores busy per
+    (host, state) in stacking order, the counters per bin, the windows the
+    figure was summed on (seconds from ``t0``) and what could not be drawn.
+    What :func:`draw` plots and the dashboard's interactive timeline shows."""
+
+    t0: float
+    width: float
+    n: int
+    panels: list[tuple[Panel, dict[str, list[float]]]]
+    cpu: list[tuple[str, str, list[float]]]
+    counts: dict[str, list[float]]
+    windows: list[tuple[float, float]]
+    notes: list[str]
+
+    @property
+    def edges(self) -> list[float]:
+        return [i * self.width for i in range(self.n + 1)]
+
+
+def grid_of(samples: Sequence[Sample], windows: Sequence[tuple[float, float]] = (),
+            panels: Sequence[Panel] | None = None, notes: Sequence[str] = ()) -> tuple[Grid | None, list[str]]:
+    """The grid of one trial's samples, and what it could not draw from them;
+    no grid when the samples hold no series at all."""
     mine = [p for p in (panels if panels is not None else [throughput_panel(samples)]) if p.series]
     notes = list(notes)
     cpu = cpu_series(samples)
@@ -199,52 +220,69 @@ def draw(samples: Sequence[Sample], out: Path, stem: str, title: str,
     t0, t1 = min(a for a, _, _ in every), max(b for _, b, _ in every)
     width = max(0.05, sorted(b - a for a, b, _ in grid)[len(grid) // 2])
     n = max(1, round((t1 - t0) / width))
-    edges = [i * width for i in range(n + 1)]
-    rows = len(mine) + bool(cpu) + bool(counts)
+    lanes: list[tuple[Panel, dict[str, list[float]]]] = []
+    for p in mine:
+        lines = {}
+        for label, spans in sorted(p.series.items()):
+            how = p.hows.get(label, p.how)
+            ys = _binned(spans, t0, width, n) if how == "rate" else _levels(spans, t0, width, n, how)
+            lines[label] = [y * p.scale for y in ys]
+        lanes.append((p, lines))
+    hosts = sorted({h for h, _ in cpu})
+    cores = [(h, state, _binned(cpu[(h, state)], t0, width, n)) for h in hosts for state in CPU_BUSY
+             if cpu.get((h, state))]
+    per_bin = {label: [x * width for x in _binned(spans, t0, width, n)] for label, spans in sorted(counts.items())}
+    return Grid(t0, width, n, lanes, cores, per_bin, [(a - t0, b - t0) for a, b in windows], notes), notes
+
+
+def draw(samples: Sequence[Sample], out: Path, stem: str, title: str,
+         windows: Sequence[tuple[float, float]] = (), panels: Sequence[Panel] | None = None,
+         notes: Sequence[str] = ()) -> tuple[Path | None, list[str]]:
+    """The timeline of one trial's samples as ``stem``.png, and what it
+    could not draw from them (said under the figure too); no figure when
+    the samples hold no series at all."""
+    g, notes = grid_of(samples, windows, panels, notes)
+    if g is None:
+        return None, notes
+    edges = g.edges
+    rows = len(g.panels) + bool(g.cpu) + bool(g.counts)
     said = [line for x in notes for line in textwrap.wrap("not drawn: " + x, 150, subsequent_indent="    ")]
     height = 1.9 * rows + 0.6 + 0.14 * len(said)
     plt = pyplot()
     fig, axes = plt.subplots(rows, 1, figsize=(8.5, height), dpi=90, sharex=True, squeeze=False)
-    for i, p in enumerate(mine):
+    for i, (p, lines) in enumerate(g.panels):
         ax = axes[i][0]
-        for label, spans in sorted(p.series.items()):
-            how = p.hows.get(label, p.how)
-            ys = _binned(spans, t0, width, n) if how == "rate" else _levels(spans, t0, width, n, how)
-            ax.stairs([y * p.scale for y in ys], edges, label=label, linewidth=1.2,
-                      linestyle=p.styles.get(label, "-"))
+        for label, ys in lines.items():
+            ax.stairs(ys, edges, label=label, linewidth=1.2, linestyle=p.styles.get(label, "-"))
         ax.set_ylabel(p.ylabel)
         if p.log:
             plain_log_axis(ax)
         else:
             ax.set_ylim(bottom=0)
         _legend(ax)
-    for w0, w1 in windows if mine else ():
-        axes[0][0].axvspan(w0 - t0, w1 - t0, color="#999", alpha=0.15, lw=0)
-    axes[0][0].set_title(title + (" (shaded: the window its figure is summed on)" if windows and mine else ""),
+    for w0, w1 in g.windows if g.panels else ():
+        axes[0][0].axvspan(w0, w1, color="#999", alpha=0.15, lw=0)
+    axes[0][0].set_title(title + (" (shaded: the window its figure is summed on)" if g.windows and g.panels else ""),
                          fontsize=9)
-    i = len(mine)
-    if cpu:
+    i = len(g.panels)
+    if g.cpu:
         cax = axes[i][0]
         i += 1
-        hosts = sorted({h for h, _ in cpu})
-        bottom = [0.0] * n
-        for h in hosts:
-            for state in CPU_BUSY:
-                series = cpu.get((h, state))
-                if not series:
-                    continue
-                top = [b + x for b, x in zip(bottom, _binned(series, t0, width, n), strict=True)]
-                cax.stairs(top, edges, baseline=bottom, fill=True, alpha=0.85, color=STATE_COLOURS.get(state),
-                           label=state + (f" ({h})" if len(hosts) > 1 else ""))
-                bottom = top
+        several = len({h for h, _, _ in g.cpu}) > 1
+        bottom = [0.0] * g.n
+        for h, state, cores in g.cpu:
+            top = [b + x for b, x in zip(bottom, cores, strict=True)]
+            cax.stairs(top, edges, baseline=bottom, fill=True, alpha=0.85, color=STATE_COLOURS.get(state),
+                       label=state + (f" ({h})" if several else ""))
+            bottom = top
         cax.set_ylabel("cores busy")
         cax.set_ylim(bottom=0)
         _legend(cax)
-    if counts:
+    if g.counts:
         kax = axes[i][0]
-        for label, spans in sorted(counts.items()):
-            kax.stairs([x * width for x in _binned(spans, t0, width, n)], edges, label=label)
-        kax.set_ylabel(f"per {width:.2g} s")
+        for label, ys in g.counts.items():
+            kax.stairs(ys, edges, label=label)
+        kax.set_ylabel(f"per {g.width:.2g} s")
         _legend(kax)
     axes[-1][0].set_xlabel("seconds from the trial's first interval")
     if said:
@@ -275,17 +313,33 @@ def timeline_stem(point: str) -> str:
     return "timeline-" + "".join(c if c.isalnum() or c in "-." else "_" for c in point)
 
 
-def timelines(view: RunView, out: Path, panels: PanelsOf | None = None) -> Timelines:
-    """One timeline per point (its first ok repeat, else its first partial,
-    else its first), into ``out``; ``panels``: the study's own first panels
-    of a trial and what the archive lacks for them (default: each client's
-    throughput)."""
+def shown_trials(view: RunView) -> dict[str, TrialHead]:
+    """The trial each point's timeline shows: its first ok repeat, else its first partial, else its first."""
     chosen: dict[str, TrialHead] = {}
     rank = {"ok": 0, "partial": 1}
     for t in view.trials:
         have = chosen.get(t.point)
         if have is None or rank.get(t.status, 2) < rank.get(have.status, 2):
             chosen[t.point] = t
+    return chosen
+
+
+def point_grid(view: RunView, point: str, panels: PanelsOf | None = None) -> tuple[TrialHead, Grid | None, list[str]]:
+    """One point's timeline as numbers (the trial :func:`timelines` draws);
+    KeyError when the run has no such point."""
+    t = shown_trials(view)[point]
+    samples = view.samples.get(t.trial_id, [])
+    mine, lacks = panels(samples, t) if panels is not None else (None, [])
+    g, said = grid_of(samples, _windows(t), mine, lacks)
+    return t, g, said
+
+
+def timelines(view: RunView, out: Path, panels: PanelsOf | None = None) -> Timelines:
+    """One timeline per point (its first ok repeat, else its first partial,
+    else its first), into ``out``; ``panels``: the study's own first panels
+    of a trial and what the archive lacks for them (default: each client's
+    throughput)."""
+    chosen = shown_trials(view)
     files: dict[str, str] = {}
     notes: dict[str, list[str]] = {}
     for point, t in chosen.items():

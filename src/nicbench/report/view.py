@@ -23,7 +23,8 @@ from ..store.runs import DB as LEGACY_DB
 from ..store.runs import RunReader
 from .tables import Col
 
-__all__ = ["Metric", "PointSummary", "StudyView", "RunView", "StoredRun", "load_run", "read_run", "read_stored"]
+__all__ = ["ChartSpec", "Metric", "PointSummary", "StudyView", "RunView", "StoredRun", "load_run", "read_run",
+           "read_stored"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,34 @@ class Metric:
     higher_is_better: bool = True
 
 
+@dataclass(frozen=True)
+class ChartSpec:
+    """One of a study's own figures as data, for the dashboard's interactive
+    charts: ``y`` over ``x`` (keys of :meth:`StudyView.rows`), one chart per
+    value of the ``split`` keys (a direction: tx, rx and bidir are never one
+    line), one line per value of the ``series`` keys (the connection count),
+    the line-rate ceiling from ``ceiling`` and each point's spread over its
+    repeats from ``low`` and ``high``.  Rows keep base units; ``scale``
+    turns them into ``y_label``'s (bit/s -> Gbit/s: 1e-9).  ``title`` and
+    ``label`` are ``str.format`` templates over a row."""
+
+    name: str
+    title: str
+    x: str
+    x_label: str
+    y: str
+    y_label: str
+    label: str
+    split: tuple[str, ...] = ()
+    series: tuple[str, ...] = ()
+    ceiling: str | None = None
+    low: str | None = None
+    high: str | None = None
+    scale: float = 1.0
+    x_log: bool = True           # IO, frame and block sizes are swept in powers of two
+    x_size: bool = True          # x is a size in bytes (ticks and hover say 64K, not 65536)
+
+
 class StudyView(Protocol):
     """The results side of one study (``studies/<kind>/view.py``)."""
 
@@ -108,6 +137,15 @@ class StudyView(Protocol):
     # the per-point figures point_summaries() gives, the first one the run's
     # headline (the runs list shows its best value over the points)
     metrics: tuple[Metric, ...]
+    # the study's own figures as data (the dashboard draws them live, per run and across runs)
+    charts: tuple[ChartSpec, ...]
+
+    @property
+    def timeline_panels(self) -> Callable[[Sequence[Sample], TrialHead], tuple[list[Any], list[str]]] | None:
+        """The first panels of a point's timeline (``report.timeline.PanelsOf``:
+        a trial's samples -> its panels and what the archive lacks for them);
+        None: each client's throughput."""
+        ...
 
     @property
     def headline(self) -> Sequence[Col]:

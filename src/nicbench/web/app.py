@@ -38,6 +38,7 @@ from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
     HTMLResponse,
+    JSONResponse,
     PlainTextResponse,
     RedirectResponse,
     Response,
@@ -55,6 +56,7 @@ from ..store.archive import RunFilter, parse_when
 from ..store.location import StoreLocation, cache_home
 from ..store.names import NAME
 from . import abpages, data
+from .charts import chart_data
 
 HERE = Path(__file__).parent
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
@@ -157,8 +159,25 @@ class Dashboard:
             ctx = data.run_context(a, row, view, sv)
             timelines = {r["point"]: f"{timeline_stem(str(r['point']))}.png" for r in ctx["rows"]
                          if f"{timeline_stem(str(r['point']))}.png" in pngs}
-            figures = [f for f in pngs if f not in timelines.values()]
-            return self.page("run.html.j2", figures=figures, timelines=timelines, **ctx)
+            return self.page("run.html.j2", timelines=timelines, charts=chart_data(sv.charts, [("", ctx["rows"])]),
+                             **ctx)
+        return await self.guarded(go)
+
+    async def timeline(self, request: Request) -> Response:
+        """One point's timeline as JSON (the run page draws it when its point is opened)."""
+        run_id, point = request.path_params["run_id"], request.query_params.get("point") or ""
+
+        def go() -> Response:
+            a = self.archives.get()
+            row = data.row_of(a, run_id)
+            sv = self.views.get(row.study)
+            if sv is None:
+                return JSONResponse({"error": "no view for this study"}, status_code=404)
+            try:
+                got = data.timeline(self.cache.get(a, row, self.views), sv, point)
+            except StoreError as e:
+                return JSONResponse({"error": e.one_line()}, status_code=404)
+            return JSONResponse(got, headers={"cache-control": "private, max-age=60"})
         return await self.guarded(go)
 
     async def report_file(self, request: Request) -> Response:
@@ -362,6 +381,7 @@ def create_app(loc: StoreLocation, *, token: str, allowed_hosts: Sequence[str],
         Route("/", d.runs),
         Route("/run/{run_id}", d.run),
         Route("/run/{run_id}/events", d.events),
+        Route("/run/{run_id}/timeline", d.timeline),
         Route("/run/{run_id}/report/", d.report_file),
         Route("/run/{run_id}/report/{name}", d.report_file),
         Route("/run/{run_id}/raw/{seq:int}", d.raw),

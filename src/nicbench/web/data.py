@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import re
 import shutil
-import statistics
 import tempfile
 import threading
 import time
@@ -26,11 +25,13 @@ from ..core.errors import InputError, NicbenchError, StoreError
 from ..report.catalogue import metric_of
 from ..report.compare import compare_runs
 from ..report.facts import facts_table, grouped_changes
+from ..report.timeline import point_grid
 from ..report.view import Metric, RunView, StudyView, analyse, read_stored
 from ..store.archive import Archive, RunFilter, RunRow
 from ..store.location import StoreLocation
 from ..store.names import is_run_id
 from ..store.reader import RunReader
+from .charts import chart_data
 from .svg import Series, chart
 
 PAGE = 50
@@ -167,6 +168,36 @@ def raw_path(archive: Archive, row: RunRow, seq: int) -> tuple[Path, dict[str, A
     return None
 
 
+def _finite(xs: Sequence[float]) -> list[float | None]:
+    return [x if math.isfinite(x) else None for x in xs]
+
+
+def timeline(view: RunView, sv: StudyView, point: str) -> dict[str, Any]:
+    """One point's timeline as numbers for the interactive chart: the same
+    grid, series and notes as the report's PNG (``report.timeline.point_grid``),
+    seconds from the trial's first interval; NaN (a gap) as null."""
+    try:
+        t, g, notes = point_grid(view, point, sv.timeline_panels)
+    except KeyError:
+        raise StoreError("no such point in this run", where="point",
+                         hint="the run page lists its points") from None
+    head = {"point": point, "trial": t.trial_id, "repeat": t.repeat + 1, "status": t.status, "notes": notes}
+    if g is None:
+        return {**head, "t": [], "panels": [], "windows": []}
+    panels = [{"ylabel": p.ylabel, "log": p.log,
+               "lines": [{"label": k, "values": _finite(v), "dash": p.styles.get(k) == "--"} for k, v in lines.items()]}
+              for p, lines in g.panels]
+    several = len({h for h, _, _ in g.cpu}) > 1
+    if g.cpu:
+        panels.append({"ylabel": "cores busy", "log": False, "stacked": True,
+                       "lines": [{"label": state + (f" ({h})" if several else ""), "values": _finite(v),
+                                  "dash": False} for h, state, v in g.cpu]})
+    if g.counts:
+        panels.append({"ylabel": f"per {g.width:.2g} s", "log": False,
+                       "lines": [{"label": k, "values": _finite(v), "dash": False} for k, v in g.counts.items()]})
+    return {**head, "t": g.edges[:-1], "width": g.width, "panels": panels, "windows": g.windows}
+
+
 # ---- live ----
 @dataclass(frozen=True)
 class Live:
@@ -247,16 +278,21 @@ def _tuning_changes(a: RunView, b: RunView) -> list[dict[str, Any]]:
 
 
 # a cell of a run that lacks the point (it is in a third run only)
-_ABSENT: dict[str, Any] = {"median": None, "n": 0, "factor": None, "p": None, "verdict": "n/a (in neither run)"}
+_ABSENT: dict[str, Any] = {"median": None, "n": 0, "factor": None, "p": None, "verdict": "n/a (in neither run)",
+                           "diff": None, "low": None, "high": None, "why": ""}
+COMPARE_MAX = 6
 
 
 def compare_context(archive: Archive, run_ids: Sequence[str], views: Mapping[str, StudyView],
                     cache: ViewCache) -> dict[str, Any]:
     """The first run as the baseline, each other run compared with it as
     ``nicbench compare BASELINE RUN`` compares them (``report.compare``: the
-    same pairing, the same numbers), on the headline figure."""
-    if not 2 <= len(run_ids) <= 8:
-        raise InputError("compare two to eight runs", where="run", hint="tick runs on the runs page")
+    same pairing, the same numbers), on the headline figure: per point the
+    factor, Welch's test and the difference of the means with its interval;
+    and the study's own figures with one line per run and series."""
+    if not 2 <= len(run_ids) <= COMPARE_MAX:
+        raise InputError(f"compare two to {COMPARE_MAX} runs (got {len(run_ids)})", where="run",
+                         hint="tick two to six runs on the runs page")
     rows = [row_of(archive, r) for r in run_ids]
     studies = {r.study for r in rows}
     if len(studies) > 1:
@@ -269,27 +305,27 @@ def compare_context(archive: Archive, run_ids: Sequence[str], views: Mapping[str
     cmps = [compare_runs(sv, vs[0], v) for v in vs[1:]]
     heads = [c.figures[0] for c in cmps]             # the headline figure, as `nicbench compare` leads with
     diffs = [{d.point: d for d in h.diffs} for h in heads]
+    intervals = [h.intervals() for h in heads]
     points = list(dict.fromkeys(p for h in heads for p in (d.point for d in h.diffs)))
     table = []
     for p in points:
         base = next(ds[p] for ds in diffs if p in ds)
         # the baseline's own cell: its median and repeats, nothing to compare with
-        cells: list[dict[str, Any]] = [{"median": base.median_a, "n": base.n_a, "factor": None, "p": None,
-                                        "verdict": ""}]
-        for ds in diffs:
+        cells: list[dict[str, Any]] = [{**_ABSENT, "median": base.median_a, "n": base.n_a, "verdict": ""}]
+        for ds, iv in zip(diffs, intervals, strict=True):
             d = ds.get(p)
+            i = iv.get(p)
             cells.append(dict(_ABSENT) if d is None else
-                         {"median": d.median_b, "n": d.n_b, "factor": d.factor, "p": d.p_value, "verdict": d.verdict})
+                         {"median": d.median_b, "n": d.n_b, "factor": d.factor, "p": d.p_value, "verdict": d.verdict,
+                          "diff": i.diff if i else None, "low": i.low if i else None, "high": i.high if i else None,
+                          "why": i.why if i else ""})
         table.append({"point": p, "cells": cells})
-    values = [heads[0].a.values, *(h.b.values for h in heads)]
-    series = [Series(f"{r.run_id}", [statistics.median(vals[p]) if vals.get(p) else None for p in points])
-              for r, vals in zip(rows, values, strict=True)]
-    figure = chart(points, series, y_label=heads[0].metric, title=f"{rows[0].study}: {heads[0].metric}")
+    charts = chart_data(sv.charts, [(r.run_id, sv.rows(v)) for r, v in zip(rows, vs, strict=True)])
     facts = [{"run": r.run_id, "changes": c.facts_differing, "tuning": _tuning_changes(vs[0], v)}
              for r, v, c in zip(rows[1:], vs[1:], cmps, strict=True)]
     matched = [{"run": r.run_id, "a": pa, "b": pb, "note": note}
                for r, c in zip(rows[1:], cmps, strict=True) for pa, pb, note in c.matched]
-    return {"rows": rows, "metric": heads[0].metric, "table": table, "figure": figure, "facts": facts,
+    return {"rows": rows, "metric": heads[0].metric, "table": table, "charts": charts, "facts": facts,
             "matched": matched,
             "profiles": [(r.run_id, (v.info.meta.get("tuning") or {}).get("profile")) for r, v in
                          zip(rows, vs, strict=True)]}

@@ -13,8 +13,8 @@ from ...report.figures import new_figure, save
 from ...report.numbers import num, whole
 from ...report.render import pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed, table
-from ...report.timeline import Panel, busiest_host, interface_series, series_of, timelines
-from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
+from ...report.timeline import Panel, PanelsOf, busiest_host, interface_series, series_of, timelines
+from ...report.view import Analysed, ChartSpec, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import HttpsPoint, HttpsTrial, https_points, https_trial
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
@@ -53,9 +53,22 @@ def _values(p: HttpsPoint) -> dict[str, float | None]:
             "socket_errors": float(p.socket_errors), "bad_status": float(p.bad_status)}
 
 
+CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec("throughput", "application Gbps vs connections", "connections", "connections", "app_gbps",
+              "Gbit/s (application payload)", "{scheme}", series=("scheme",), ceiling="ceiling_gbps",
+              low="app_min", high="app_max", x_size=False),
+)
+
+
 class HttpsView:
     kind = "https"
     metrics = METRICS
+    charts = CHARTS
+
+    @property
+    def timeline_panels(self) -> PanelsOf:
+        """The first panels of a point's timeline: this study's own."""
+        return timeline_panels
 
     def point_summaries(self, view: RunView) -> list[PointSummary]:
         return summaries(view, _values)

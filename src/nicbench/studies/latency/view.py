@@ -17,8 +17,8 @@ from ...report.facts import facts_section
 from ...report.figures import new_figure, save, size_axis
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed
-from ...report.timeline import Panel, series_of, throughput_series, timelines
-from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
+from ...report.timeline import Panel, PanelsOf, series_of, throughput_series, timelines
+from ...report.view import Analysed, ChartSpec, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import Agreement, LatencyPoint, LatencyTrial, agreement, point_stats, trial_result
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
@@ -81,9 +81,25 @@ HEADLINE = (
 )
 
 
+CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec("p99", "p99 round trip vs message size, {protocol}", "message_size", "message size (bytes)", "p99_s",
+              "p99 round trip (µs)", "{engine} {condition}", split=("protocol",), series=("engine", "condition"),
+              low="p99_low_s", high="p99_high_s", scale=1e6),
+    ChartSpec("p50", "median round trip vs message size, {protocol}", "message_size", "message size (bytes)",
+              "p50_s", "p50 round trip (µs)", "{engine} {condition}", split=("protocol",),
+              series=("engine", "condition"), low="p50_low_s", high="p50_high_s", scale=1e6),
+)
+
+
 class LatencyView:
     kind = "latency"
     metrics = METRICS
+    charts = CHARTS
+
+    @property
+    def timeline_panels(self) -> PanelsOf:
+        """The first panels of a point's timeline: this study's own."""
+        return timeline_panels
 
     headline = HEADLINE      # the columns a reader compares first: the run's results table
 

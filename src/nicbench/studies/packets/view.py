@@ -16,8 +16,8 @@ from ...report.figures import new_figure, plain_log_axis, save, size_axis
 from ...report.numbers import num
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed, spread, table
-from ...report.timeline import Panel, busiest_host, interface_series, series_of, timelines
-from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
+from ...report.timeline import Panel, PanelsOf, busiest_host, interface_series, series_of, timelines
+from ...report.view import Analysed, ChartSpec, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import PacketPoint, PacketTrial, packet_points, packet_trial, port_table
 
 if TYPE_CHECKING:
@@ -49,9 +49,22 @@ def _values(p: PacketPoint) -> dict[str, float | None]:
             "cpu_pct": p.cpu_pct, "mpps_per_core": p.mpps_per_core}
 
 
+CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec("rate", "Mpps received vs frame size", "frame_size", "frame size (bytes)", "rx_mpps", "Mpps received",
+              "{engine} IPv{ip}, {ports} ports, {threads} threads", series=("engine", "ip", "ports", "threads"),
+              ceiling="ceiling_mpps", low="rx_min", high="rx_max"),
+)
+
+
 class PacketView:
     kind = "packets"
     metrics = METRICS
+    charts = CHARTS
+
+    @property
+    def timeline_panels(self) -> PanelsOf:
+        """The first panels of a point's timeline: this study's own."""
+        return timeline_panels
 
     def point_summaries(self, view: RunView) -> list[PointSummary]:
         return summaries(view, _values)

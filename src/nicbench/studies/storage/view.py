@@ -14,8 +14,8 @@ from ...report.figures import new_figure, save, size_axis
 from ...report.numbers import num
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed, table
-from ...report.timeline import Panel, series_of, timelines
-from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
+from ...report.timeline import Panel, PanelsOf, series_of, timelines
+from ...report.view import Analysed, ChartSpec, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import Setting, StoragePoint, StorageTrial, line_rate_from, storage_points, storage_trial
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
@@ -44,9 +44,23 @@ def _values(p: StoragePoint) -> dict[str, float | None]:
             "cpu_pct": p.cpu_pct, "cores_busy": p.cores_busy}
 
 
+CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec("throughput", "MB/s vs block size, {op}", "block_size", "block size (bytes)", "mb_s", "MB/s",
+              "{op}", split=("op",), series=("op",), ceiling="ceiling_mb_s"),
+    ChartSpec("iops", "IOPS vs block size, {op}", "block_size", "block size (bytes)", "iops", "IOPS",
+              "{op}", split=("op",), series=("op",)),
+)
+
+
 class StorageView:
     kind = "storage"
     metrics = METRICS
+    charts = CHARTS
+
+    @property
+    def timeline_panels(self) -> PanelsOf:
+        """The first panels of a point's timeline: this study's own."""
+        return timeline_panels
 
     def point_summaries(self, view: RunView) -> list[PointSummary]:
         return summaries(view, _values)

@@ -20,7 +20,7 @@ from ...report.numbers import num, whole
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed, per_host, spread, table
 from ...report.timeline import timelines
-from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
+from ...report.view import Analysed, ChartSpec, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import PointStats, TrialResult, point_stats, trial_result
 
 TEMPLATE = Path(__file__).with_name("report.html.j2")
@@ -65,9 +65,20 @@ def _values(p: PointStats) -> dict[str, float | None]:
             "cpu_s_per_gb": p.cpu_s_per_gb, "retransmits": float(p.retransmits), "drops": p.drops}
 
 
+CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec("throughput", "Gbps vs IO size, {direction}", "io_size", "IO size (bytes)", "gbps_median",
+              "Gbit/s (receiver payload, median)", "{connections} connections", split=("direction",),
+              series=("connections",), ceiling="ceiling_gbps", low="gbps_min", high="gbps_max"),
+    ChartSpec("cpu", "cores busy vs IO size, {direction}", "io_size", "IO size (bytes)", "cores_busy",
+              "cores busy", "{connections} connections", split=("direction",), series=("connections",)),
+)
+
+
 class TcpView:
     kind = "tcp"
     metrics = METRICS
+    charts = CHARTS
+    timeline_panels = None        # each client's throughput
 
     def point_summaries(self, view: RunView) -> list[PointSummary]:
         return summaries(view, _values)

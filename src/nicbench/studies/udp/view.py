@@ -20,7 +20,7 @@ from ...report.facts import facts_section
 from ...report.render import cpu_sentence, pinned_tools, write_exports, write_page
 from ...report.tables import Col, limit_text, ok_failed
 from ...report.timeline import timelines
-from ...report.view import Analysed, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
+from ...report.view import Analysed, ChartSpec, CompareValues, Metric, PointSummary, RunView, StoredRun, summaries
 from .analysis import SPLIT_STAGES, UdpPoint, UdpTrial, ceiling_gbps, udp_points, udp_trial
 from .figures import cpu_figure, headline_figure, rate_figures
 
@@ -86,9 +86,22 @@ HEADLINE = (
 )
 
 
+CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec("throughput", "received Gbps vs datagram size, {direction}", "datagram_size", "datagram size (bytes)",
+              "received_bps", "Gbit/s received (median)", "{streams} streams at {rate}", split=("direction",),
+              series=("streams", "rate"), ceiling="ceiling_bps", low="received_bps_min", high="received_bps_max",
+              scale=1e-9),
+    ChartSpec("loss", "loss vs datagram size, {direction}", "datagram_size", "datagram size (bytes)", "loss",
+              "loss (share of datagrams)", "{streams} streams at {rate}", split=("direction",),
+              series=("streams", "rate")),
+)
+
+
 class UdpView:
     kind = "udp"
     metrics = METRICS
+    charts = CHARTS
+    timeline_panels = None        # each client's throughput
 
     headline = HEADLINE      # the columns a reader compares first: the run's results table
 
