@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..core.errors import StoreError
-from ..store.archive import LeaseRow, RunRow
+from ..store.archive import Archive, LeaseRow, RunRow
 from ..store.location import parse_store
 from ..store.names import shown
 from ..store.runs import DB as LEGACY_DB
@@ -56,12 +56,8 @@ def runs(ctx: click.Context, store: str | None, limit: int, active: bool, **kw: 
         _active(ctx, store)
         return
     loc = parse_store(store)
-    try:
-        a = open_archive(store)
-    except StoreError as e:
-        if e.message != "no archive here yet":
-            raise
-        emit(ctx, [], f"no runs in {loc.display}" + _legacy_hint())
+    a = _archive_or_say(ctx, store, f"no runs in {loc.display}" + _legacy_hint())
+    if a is None:
         return
     with a:
         rows = a.runs(f, limit=limit)
@@ -102,15 +98,22 @@ def _lease_status(r: RunRow) -> str:
     return f"{r.status} (its leases not released: nicbench recover)"
 
 
-def _active(ctx: click.Context, store: str | None) -> None:
-    """``runs --active``: every run marked running and every lease not released."""
-    loc = parse_store(store)
+def _archive_or_say(ctx: click.Context, store: str | None, empty: str) -> Archive | None:
+    """The archive, or None when there is none yet (``empty`` said: no runs is not an error)."""
     try:
-        a = open_archive(store)
+        return open_archive(store)
     except StoreError as e:
         if e.message != "no archive here yet":
             raise
-        emit(ctx, [], f"no runs going on in {loc.display}")
+        emit(ctx, [], empty)
+        return None
+
+
+def _active(ctx: click.Context, store: str | None) -> None:
+    """``runs --active``: every run marked running and every lease not released."""
+    loc = parse_store(store)
+    a = _archive_or_say(ctx, store, f"no runs going on in {loc.display}")
+    if a is None:
         return
     with a:
         got = a.active()
