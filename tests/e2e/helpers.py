@@ -95,6 +95,12 @@ def nicbench(*args, **kw) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
+def cli(*args, timeout: float = 600) -> tuple[int, str, str]:
+    """``nicbench ARGS`` to its end: (exit code, stdout, stderr)."""
+    p = nicbench(*args)
+    out, err = p.communicate(timeout=timeout)
+    return p.returncode, out, err
+
 
 def procs_in(netns: str, match: Callable[[list[bytes]], bool]) -> list[int]:
     """PIDs of the processes inside ``netns`` whose argv (``/proc/PID/cmdline``

@@ -19,18 +19,12 @@ import sys
 import time
 
 import pytest
-from helpers import ROOT, namespaces, nicbench
+from helpers import ROOT, cli, namespaces
 
 pytestmark = pytest.mark.lab
 
 LAB = "e2eab"
 POINT = "rx/c1/io128K"
-
-
-def cli(*args, timeout=600):
-    p = nicbench(*args)
-    out, err = p.communicate(timeout=timeout)
-    return p.returncode, out, err
 
 
 def rmem(host: str) -> str:

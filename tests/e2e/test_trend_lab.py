@@ -19,19 +19,13 @@ import time
 from xml.etree import ElementTree
 
 import pytest
-from helpers import ROOT, namespaces, nicbench
+from helpers import ROOT, cli, namespaces
 
 pytestmark = pytest.mark.lab
 
 LAB = "e2etr"
 PLAN = "e2etrend"
 POINT = "rx/c1/io128K"
-
-
-def cli(*args, timeout=600):
-    p = nicbench(*args)
-    out, err = p.communicate(timeout=timeout)
-    return p.returncode, out, err
 
 
 def plans(d):
